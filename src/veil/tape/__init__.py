@@ -1,0 +1,99 @@
+"""The tape: an append-only event log that is the truth, and the projections derived from it.
+
+Open a store with :func:`open_store` (a path, ``sqlite:///…`` or ``postgresql://…``), register
+projections, append events. Everything else in Veil is a projection that ``rebuild()``
+recreates from the tape.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from veil.clock import Clock
+from veil.embed.protocol import Embedder
+from veil.tape.events import (
+    Event,
+    EventConflict,
+    InvalidEvent,
+    JSONObject,
+    JSONValue,
+    TapeError,
+    canonical_json,
+    new_id,
+)
+from veil.tape.projection import (
+    Column,
+    Hit,
+    IndexText,
+    IndexVector,
+    Op,
+    Patch,
+    Projection,
+    Put,
+    Remove,
+    Row,
+    Table,
+    TextIndex,
+    VectorIndex,
+)
+from veil.tape.store import CheckReport, RebuildReport, Store, UnknownName
+
+__all__ = [
+    "CheckReport",
+    "Column",
+    "Event",
+    "EventConflict",
+    "Hit",
+    "IndexText",
+    "IndexVector",
+    "InvalidEvent",
+    "JSONObject",
+    "JSONValue",
+    "Op",
+    "Patch",
+    "Projection",
+    "Put",
+    "RebuildReport",
+    "Remove",
+    "Row",
+    "Store",
+    "Table",
+    "TapeError",
+    "TextIndex",
+    "UnknownName",
+    "VectorIndex",
+    "canonical_json",
+    "new_id",
+    "open_store",
+]
+
+
+def open_store(
+    target: str | Path,
+    *,
+    embedder: Embedder | None = None,
+    clock: Clock | None = None,
+    **options: Any,
+) -> Store:
+    """Open the store named by ``target``: a filesystem path or ``sqlite:///path`` (SQLite),
+    or ``postgresql://…`` (PostgreSQL, needs the ``postgres`` extra)."""
+    if isinstance(target, Path):
+        from veil.tape.sqlite import SQLiteStore
+
+        return SQLiteStore(target, embedder=embedder, clock=clock, **options)
+    if target.startswith(("postgresql://", "postgres://")):
+        from veil.tape.postgres import PostgresStore
+
+        return PostgresStore(target, embedder=embedder, clock=clock, **options)
+    if target.startswith("sqlite:"):
+        from veil.tape.sqlite import SQLiteStore
+
+        return SQLiteStore.from_url(target, embedder=embedder, clock=clock, **options)
+    if "://" in target:
+        raise ValueError(
+            f"unsupported store URL {target!r}: use a path, sqlite:/// or postgresql://"
+        )
+    from veil.tape.sqlite import SQLiteStore
+
+    return SQLiteStore(target, embedder=embedder, clock=clock, **options)

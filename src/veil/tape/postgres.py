@@ -1,0 +1,310 @@
+"""The PostgreSQL backend: the same contract for deployments that outgrow one file.
+
+Appends serialise on a transaction-scoped advisory lock, so ``seq`` (an identity column) is
+assigned and committed in order and a reader following ``after=seq`` never skips an event
+that commits late. Full-text search uses a stored ``tsvector`` with a GIN index; vectors use
+pgvector with an HNSW cosine index and iterative scans, so a scope filter does not starve the
+result list. Text projected into tables has NUL characters replaced by U+FFFD (PostgreSQL text
+cannot hold NUL); the tape keeps the exact JSON.
+
+Needs the ``postgres`` extra (psycopg 3, psycopg-pool) and the ``vector`` extension.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Generator
+from contextlib import contextmanager
+from typing import Any, Literal
+
+import numpy as np
+
+from veil.clock import Clock, format_time
+from veil.embed.protocol import Embedder, Vectors
+from veil.tape.events import Event, canonical_json
+from veil.tape.migrations import Migration, pending
+from veil.tape.projection import Hit, Table
+from veil.tape.store import Cursor, Dialect, SqlStore, fts_query
+
+try:
+    import psycopg
+    from psycopg_pool import ConnectionPool
+except ImportError as exc:  # pragma: no cover - exercised only without the extra
+    raise ImportError(
+        "the PostgreSQL backend needs the postgres extra: pip install 'veil[postgres]'"
+    ) from exc
+
+_TYPES = {
+    "text": "TEXT",
+    "int": "BIGINT",
+    "real": "DOUBLE PRECISION",
+    "json": "TEXT",
+    "time": "TEXT",
+    "bool": "SMALLINT",
+}
+_WRITE_LOCK_KEY = 0x7665696C  # "veil"
+
+
+def _m001_tape(cur: Any) -> None:
+    cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    cur.execute(
+        """CREATE TABLE tape_events (
+            seq BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            id TEXT NOT NULL UNIQUE,
+            scope TEXT NOT NULL,
+            kind TEXT NOT NULL,
+            at TEXT NOT NULL,
+            recorded_at TEXT NOT NULL,
+            actor TEXT NOT NULL,
+            payload TEXT NOT NULL,
+            provenance TEXT NOT NULL,
+            digest TEXT NOT NULL
+        )"""
+    )
+    cur.execute("CREATE INDEX tape_events_scope_seq ON tape_events (scope, seq)")
+    cur.execute("CREATE INDEX tape_events_scope_kind_seq ON tape_events (scope, kind, seq)")
+    cur.execute("CREATE TABLE tape_projections (name TEXT PRIMARY KEY, signature TEXT NOT NULL)")
+    cur.execute(
+        """CREATE FUNCTION tape_refuse_update() RETURNS trigger LANGUAGE plpgsql AS $$
+           BEGIN RAISE EXCEPTION 'tape events are append-only'; END $$"""
+    )
+    cur.execute(
+        "CREATE TRIGGER tape_events_no_update BEFORE UPDATE ON tape_events "
+        "FOR EACH ROW EXECUTE FUNCTION tape_refuse_update()"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (Migration("0001_tape", _m001_tape),)
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, str) and "\x00" in value:
+        return value.replace("\x00", "\ufffd")
+    return value
+
+
+class _Cursor:
+    """Adapts psycopg's cursor to the shared code: ``?`` placeholders, NUL-safe text."""
+
+    def __init__(self, cur: Any) -> None:
+        self._cur = cur
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        return self._cur.execute(sql, [_clean(p) for p in params] if params else None)
+
+    def fetchall(self) -> list[Any]:
+        return list(self._cur.fetchall())
+
+    def fetchone(self) -> Any:
+        return self._cur.fetchone()
+
+
+class PostgresStore(SqlStore):
+    dialect: Dialect = "postgresql"
+
+    def __init__(
+        self,
+        dsn: str,
+        *,
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+        pool_size: int = 4,
+    ) -> None:
+        super().__init__(embedder=embedder, clock=clock)
+        self.url = dsn
+        self._pool: Any = ConnectionPool(
+            dsn, min_size=1, max_size=pool_size, open=True, kwargs={"autocommit": True}
+        )
+        self._local = threading.local()
+        self._migrate()
+
+    def _migrate(self) -> None:
+        with self._write() as cur:
+            cur.execute(
+                "CREATE TABLE IF NOT EXISTS tape_migrations "
+                "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
+            )
+            cur.execute("SELECT name FROM tape_migrations")
+            applied = {str(r[0]) for r in cur.fetchall()}
+            for migration in pending(applied, MIGRATIONS):
+                migration.apply(cur)
+                cur.execute(
+                    "INSERT INTO tape_migrations (name, applied_at) VALUES (%s, %s)",
+                    (migration.name, format_time(self._clock.now())),
+                )
+
+    # ---- transactions -------------------------------------------------------------------
+
+    @contextmanager
+    def _transaction(self, write: bool) -> Generator[Cursor, None, None]:
+        current = getattr(self._local, "cursor", None)
+        if current is not None:  # nested use inside one transaction (e.g. check())
+            yield current
+            return
+        with self._pool.connection() as conn, conn.transaction(), conn.cursor() as raw:
+            cur = _Cursor(raw)
+            if write:
+                raw.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK_KEY,))
+            raw.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            self._local.cursor = cur
+            try:
+                yield cur
+            finally:
+                self._local.cursor = None
+
+    def _write(self) -> Any:
+        return self._transaction(True)
+
+    def _read(self) -> Any:
+        return self._transaction(False)
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("%", "%%").replace("?", "%s")
+
+    def _insert_event(self, cur: Cursor, event: Event, digest: str, recorded_at: str) -> int:
+        cur.execute(
+            "INSERT INTO tape_events (id, scope, kind, at, recorded_at, actor, payload, "
+            "provenance, digest) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
+            (
+                event.id,
+                event.scope,
+                event.kind,
+                format_time(event.at),
+                recorded_at,
+                event.actor,
+                canonical_json(event.payload),
+                canonical_json(event.provenance),
+                digest,
+            ),
+        )
+        return int(cur.fetchone()[0])
+
+    # ---- schema -------------------------------------------------------------------------
+
+    def _table_ddl(self, table: Table) -> list[str]:
+        cols = ["scope TEXT NOT NULL"]
+        for c in table.columns:
+            cols.append(f"{c.name} {_TYPES[c.type]}{'' if c.nullable else ' NOT NULL'}")
+        cols.append(f"PRIMARY KEY (scope, {', '.join(table.key)})")
+        ddl = [f"CREATE TABLE IF NOT EXISTS {table.name} ({', '.join(cols)})"]
+        for i, idx in enumerate(table.indexes):
+            ddl.append(
+                f"CREATE INDEX IF NOT EXISTS {table.name}_ix{i} ON {table.name} "
+                f"(scope, {', '.join(idx)})"
+            )
+        return ddl
+
+    def _text_index_ddl(self, name: str) -> list[str]:
+        return [
+            f"CREATE TABLE IF NOT EXISTS fts_{name} (scope TEXT NOT NULL, doc_id TEXT NOT NULL, "
+            "body TEXT NOT NULL, tsv tsvector GENERATED ALWAYS AS "
+            "(to_tsvector('english', body)) STORED, PRIMARY KEY (scope, doc_id))",
+            f"CREATE INDEX IF NOT EXISTS fts_{name}_tsv ON fts_{name} USING GIN (tsv)",
+        ]
+
+    def _vector_index_ddl(self, name: str, dim: int) -> list[str]:
+        return [
+            f"CREATE TABLE IF NOT EXISTS vec_{name} (scope TEXT NOT NULL, doc_id TEXT NOT NULL, "
+            f"embedding vector({dim}) NOT NULL, PRIMARY KEY (scope, doc_id))",
+            f"CREATE INDEX IF NOT EXISTS vec_{name}_hnsw ON vec_{name} "
+            "USING hnsw (embedding vector_cosine_ops)",
+        ]
+
+    def _drop_ddl(self, kind: Literal["table", "text", "vector"], name: str) -> list[str]:
+        prefix = {"table": "", "text": "fts_", "vector": "vec_"}[kind]
+        return [f"DROP TABLE IF EXISTS {prefix}{name}"]
+
+    def _put_sql(self, table: Table) -> str:
+        names = table.column_names()
+        key = ("scope", *table.key)
+        updates = [f"{n} = EXCLUDED.{n}" for n in names if n not in key]
+        conflict = f"DO UPDATE SET {', '.join(updates)}" if updates else "DO NOTHING"
+        return (
+            f"INSERT INTO {table.name} ({', '.join(names)}) "
+            f"VALUES ({', '.join('%s' for _ in names)}) "
+            f"ON CONFLICT ({', '.join(key)}) {conflict}"
+        )
+
+    # ---- indexes ------------------------------------------------------------------------
+
+    def _write_text(self, cur: Cursor, index: str, scope: str, doc_id: str, text: str) -> None:
+        if not text:
+            cur.execute(
+                f"DELETE FROM fts_{index} WHERE scope = %s AND doc_id = %s", (scope, doc_id)
+            )
+            return
+        cur.execute(
+            f"INSERT INTO fts_{index} (scope, doc_id, body) VALUES (%s, %s, %s) "
+            "ON CONFLICT (scope, doc_id) DO UPDATE SET body = EXCLUDED.body",
+            (scope, doc_id, text),
+        )
+
+    def _write_vector(
+        self, cur: Cursor, index: str, scope: str, doc_id: str, vector: Vectors | None
+    ) -> None:
+        if vector is None:
+            cur.execute(
+                f"DELETE FROM vec_{index} WHERE scope = %s AND doc_id = %s", (scope, doc_id)
+            )
+            return
+        cur.execute(
+            f"INSERT INTO vec_{index} (scope, doc_id, embedding) VALUES (%s, %s, %s::vector) "
+            "ON CONFLICT (scope, doc_id) DO UPDATE SET embedding = EXCLUDED.embedding",
+            (scope, doc_id, _vector_literal(vector)),
+        )
+
+    def _search_text(
+        self, cur: Cursor, index: str, scope: str, query: str, limit: int
+    ) -> list[Hit]:
+        terms = fts_query(query).replace('"', "").split(" OR ")
+        tsquery = " | ".join(t for t in terms if t)
+        cur.execute(
+            f"SELECT doc_id, ts_rank_cd(tsv, q) AS rank FROM fts_{index}, "
+            "to_tsquery('english', %s) AS q WHERE scope = %s AND tsv @@ q "
+            "ORDER BY rank DESC, doc_id LIMIT %s",
+            (tsquery, scope, limit),
+        )
+        return [Hit(str(r[0]), float(r[1])) for r in cur.fetchall()]
+
+    def _search_vector(
+        self, cur: Cursor, index: str, scope: str, vector: Vectors, limit: int
+    ) -> list[Hit]:
+        cur.execute(
+            f"SELECT doc_id, embedding <=> %s::vector AS distance FROM vec_{index} "
+            "WHERE scope = %s ORDER BY distance LIMIT %s",
+            (_vector_literal(vector), scope, limit),
+        )
+        return [Hit(str(r[0]), 1.0 - float(r[1])) for r in cur.fetchall()]
+
+    def _dump_text(self, cur: Cursor, index: str) -> list[tuple[Any, ...]]:
+        cur.execute(f"SELECT scope, doc_id, body FROM fts_{index}")
+        return [tuple(r) for r in cur.fetchall()]
+
+    def _dump_vector(self, cur: Cursor, index: str) -> list[tuple[Any, ...]]:
+        cur.execute(f"SELECT scope, doc_id, embedding::text FROM vec_{index}")
+        return [
+            (
+                r[0],
+                r[1],
+                tuple(
+                    np.round(np.array(r[2].strip("[]").split(","), dtype=np.float32), 5).tolist()
+                ),
+            )
+            for r in cur.fetchall()
+        ]
+
+    def _integrity(self, cur: Cursor) -> list[str]:
+        cur.execute("SELECT 1")
+        return []
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
+
+
+def _vector_literal(vector: Vectors) -> str:
+    return "[" + ",".join(repr(float(x)) for x in np.asarray(vector, dtype=np.float32)) + "]"
+
+
+__all__ = ["PostgresStore", "psycopg"]

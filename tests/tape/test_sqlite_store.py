@@ -1,0 +1,91 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from veil.embed.protocol import Embedder
+from veil.tape import open_store
+from veil.tape.sqlite import SQLiteStore
+from veil.tape.sqlite_driver import driver_name
+from veil.testing import FakeClock, HashEmbedder, NotesProjection, StoreContract, note_event
+
+
+class TestSQLiteStore(StoreContract):
+    @pytest.fixture(autouse=True)
+    def _dir(self, tmp_path: Path) -> None:
+        self.dir = tmp_path
+        self.opened: list[SQLiteStore] = []
+
+    def make_store(
+        self,
+        name: str = "main",
+        *,
+        embedder: Embedder | None = None,
+        clock: FakeClock | None = None,
+    ) -> SQLiteStore:
+        store = SQLiteStore(self.dir / f"{name}.db", embedder=embedder, clock=clock)
+        self.opened.append(store)
+        return store
+
+
+def test_driver_can_load_sqlite_vec() -> None:
+    # The path CI takes: this interpreter's stdlib sqlite3 cannot load extensions, so the
+    # bundled sqlean SQLite is used. Either way vec_version() must answer.
+    store = SQLiteStore(":memory:")
+    with store._read() as cur:  # pyright: ignore[reportPrivateUsage]
+        cur.execute("SELECT vec_version()")
+        assert cur.fetchone()[0].startswith("v")
+    assert "SQLite" in driver_name()
+
+
+def test_wal_mode_and_migrations_recorded(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "m.db")
+    with store._read() as cur:  # pyright: ignore[reportPrivateUsage]
+        cur.execute("PRAGMA journal_mode")
+        assert cur.fetchone()[0] == "wal"
+        cur.execute("SELECT name FROM tape_migrations")
+        assert [r[0] for r in cur.fetchall()] == ["0001_tape"]
+    store.close()
+    # Reopening applies nothing twice.
+    again = SQLiteStore(tmp_path / "m.db")
+    with again._read() as cur:  # pyright: ignore[reportPrivateUsage]
+        cur.execute("SELECT COUNT(*) FROM tape_migrations")
+        assert cur.fetchone()[0] == 1
+
+
+def test_raw_update_of_an_event_is_refused(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db", embedder=HashEmbedder())
+    store.register(NotesProjection())
+    store.append([note_event("u1", "note.added", note="a", body="alpha")])
+    with pytest.raises(Exception, match="append-only"), store._write() as cur:  # pyright: ignore[reportPrivateUsage]
+        cur.execute("UPDATE tape_events SET payload = '{}'")
+    assert store.read("u1")[0].payload["body"] == "alpha"
+
+
+def test_check_detects_a_tampered_projection(tmp_path: Path) -> None:
+    store = SQLiteStore(tmp_path / "t.db", embedder=HashEmbedder())
+    store.register(NotesProjection())
+    store.append([note_event("u1", "note.added", note="a", body="alpha")])
+    with store._write() as cur:  # pyright: ignore[reportPrivateUsage]
+        cur.execute("UPDATE notes SET body = 'tampered'")
+    report = store.check()
+    assert not report.ok
+    assert any("notes" in p for p in report.problems)
+    store.rebuild()
+    assert store.check().ok
+    assert store.fetch("notes", scope="u1")[0]["body"] == "alpha"
+
+
+def test_open_store_accepts_paths_and_urls(tmp_path: Path) -> None:
+    for target in (
+        tmp_path / "a.db",
+        str(tmp_path / "b.db"),
+        f"sqlite:///{tmp_path}/c.db",
+        f"sqlite:///{tmp_path}/d.db?synchronous=normal",
+    ):
+        store = open_store(target)
+        assert store.dialect == "sqlite"
+        store.close()
+    with pytest.raises(ValueError, match="unsupported"):
+        open_store("mysql://x")

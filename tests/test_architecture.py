@@ -1,0 +1,60 @@
+"""The one-way dependency rule of docs/architecture.md, checked on the source tree.
+
+memory/, context/ and convergence/ never import agent/, cli/, tui/, server/ or an LLM SDK;
+tape/ and embed/ import nothing above them; the installed package never needs shared/ data.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src" / "veil"
+LLM_SDKS = {"openai", "anthropic", "ollama", "litellm", "google", "mistralai", "cohere"}
+UPPER = {"veil.agent", "veil.cli", "veil.tui", "veil.server", "veil.llm"}
+RULES: dict[str, set[str]] = {
+    "memory": UPPER,
+    "context": UPPER,
+    "convergence": UPPER,
+    "tape": UPPER | {"veil.memory", "veil.context", "veil.convergence"},
+    "embed": UPPER | {"veil.memory", "veil.context", "veil.convergence", "veil.tape"},
+}
+
+
+def imports_of(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.add(node.module)
+    return found
+
+
+def violations(package: str, banned: set[str]) -> list[str]:
+    out: list[str] = []
+    for path in sorted((SRC / package).rglob("*.py")):
+        for name in imports_of(path):
+            top = name.split(".")[0]
+            if top in LLM_SDKS or any(name == b or name.startswith(b + ".") for b in banned):
+                out.append(f"{path.relative_to(SRC)} imports {name}")
+    return out
+
+
+@pytest.mark.parametrize("package", sorted(RULES))
+def test_lower_layers_do_not_import_upper_layers(package: str) -> None:
+    assert violations(package, RULES[package]) == []
+
+
+def test_the_rule_detects_a_violation(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("import openai\nfrom veil.agent.loop import run\n")
+    assert imports_of(bad) == {"openai", "veil.agent.loop"}
+
+
+def test_package_code_never_reads_shared_data() -> None:
+    for path in SRC.rglob("*.py"):
+        assert "shared/data" not in path.read_text(), path
