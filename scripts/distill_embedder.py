@@ -57,7 +57,7 @@ distributed under the same licence. Keep this notice with the files.
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description="Distil the packaged static embedder.")
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output directory")
     args = parser.parse_args(argv)
     out: Path = args.out

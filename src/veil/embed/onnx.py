@@ -98,7 +98,7 @@ class MiniLMEmbedder:
     sha256>``. ``threads`` caps onnxruntime's intra-op threads (default: its own choice).
     """
 
-    def __init__(self, batch_size: int = 32, threads: int | None = None) -> None:
+    def __init__(self, batch_size: int = 16, threads: int | None = None) -> None:
         self._batch_size = batch_size
         self._threads = threads
         self._model: _Model | None = None

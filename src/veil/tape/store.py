@@ -17,7 +17,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, cast
 
 import numpy as np
 
@@ -99,7 +99,7 @@ class Store(Protocol):
         table: str,
         *,
         scope: str,
-        where: Mapping[str, JSONValue] | None = None,
+        where: Mapping[str, object] | None = None,
         order_by: Sequence[str] = (),
         limit: int | None = None,
     ) -> list[Row]: ...
@@ -455,7 +455,13 @@ class SqlStore(ABC):
         if pending:
             assert self._embedder is not None
             matrix = self._embedder.embed([op.text for op in pending])
-            vectors = {id(op): matrix[i] for i, op in enumerate(pending)}
+            # Text with no known token embeds to zeros: such a document has no direction, so
+            # it is not indexed (cosine against it is undefined).
+            vectors = {
+                id(op): matrix[i]
+                for i, op in enumerate(pending)
+                if float(np.abs(matrix[i]).sum()) > 0.0
+            }
         for op in ops:
             if isinstance(op, Put):
                 table = self._table(tables, op.table)
@@ -594,12 +600,12 @@ class SqlStore(ABC):
         table: str,
         *,
         scope: str,
-        where: Mapping[str, JSONValue] | None = None,
+        where: Mapping[str, object] | None = None,
         order_by: Sequence[str] = (),
         limit: int | None = None,
     ) -> list[Row]:
-        """Rows of one scope, filtered by column equality; ``order_by`` names columns
-        (prefix ``-`` for descending)."""
+        """Rows of one scope, filtered by column equality (a list value means "one of");
+        ``order_by`` names columns (prefix ``-`` for descending)."""
         self._ensure_open()
         validate_scope(scope)
         spec = self._table(self._projections.tables(), table)
@@ -611,9 +617,15 @@ class SqlStore(ABC):
                 raise UnknownName(f"{table}.{name}")
             if value is None:
                 clauses.append(f"{name} IS NULL")
+            elif isinstance(value, (list, tuple, set, frozenset)):
+                values = sorted(cast(Collection[JSONValue], value), key=repr)
+                if not values:
+                    return []
+                clauses.append(f"{name} IN ({', '.join('?' for _ in values)})")
+                params.extend(self._encode(types[name], v) for v in values)
             else:
                 clauses.append(f"{name} = ?")
-                params.append(self._encode(types[name], value))
+                params.append(self._encode(types[name], cast(JSONValue, value)))
         order: list[str] = []
         for item in order_by:
             name = item.removeprefix("-")
@@ -669,6 +681,8 @@ class SqlStore(ABC):
                 raise ValueError(
                     f"query vector has dim {vector.shape[0]}, expected {self._embedder.dim}"
                 )
+        if not float(np.abs(vector).sum()) > 0.0:
+            return []
         with self._read() as cur:
             return self._search_vector(cur, index, scope, vector, limit)
 
