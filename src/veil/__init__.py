@@ -7,4 +7,6 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-__all__ = ["__version__"]
+from veil.memory import Memory, MemoryConfig
+
+__all__ = ["Memory", "MemoryConfig", "__version__"]

@@ -1,0 +1,95 @@
+"""Configuration of the long-term memory: the relation registry, lifetimes and limits.
+
+The registry says, per relation, whether it is functional (one current value per subject, so a
+new value supersedes the old) and its default volatility. Hosts extend it with
+``MemoryConfig(relations={**BUILTIN_RELATIONS, "owns_repo": Relation(...)})``; relations the
+model invents are kept as ``unclassified`` under their own name, never dropped.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from veil.memory.model import Volatility
+
+
+@dataclass(frozen=True)
+class Relation:
+    name: str
+    functional: bool
+    volatility: Volatility
+    description: str
+    procedural: bool = False
+
+
+def _registry(*relations: Relation) -> Mapping[str, Relation]:
+    return MappingProxyType({r.name: r for r in relations})
+
+
+BUILTIN_RELATIONS: Mapping[str, Relation] = _registry(
+    Relation("prefers", True, "durable", "the subject's current preference (editor, food, style)"),
+    Relation("works_as", True, "durable", "the subject's job or role"),
+    Relation("located_at", True, "slow", "where the subject lives or is based now"),
+    Relation("deadline", True, "transient", "a dated deadline the subject must meet"),
+    Relation("health_state", True, "transient", "the subject's current health condition"),
+    Relation("partner_of", False, "durable", "a romantic partner"),
+    Relation("relative_of", False, "permanent", "a family member"),
+    Relation("has_pet", False, "durable", "a pet the subject has"),
+    Relation("works_on", False, "slow", "a project the subject works on"),
+    Relation(
+        "uses_tool", False, "durable", "a tool the subject uses (procedural)", procedural=True
+    ),
+    Relation(
+        "avoids_tool", False, "durable", "a tool the subject avoids (procedural)", procedural=True
+    ),
+    Relation(
+        "source_reliable",
+        False,
+        "slow",
+        "a source that proved reliable (procedural)",
+        procedural=True,
+    ),
+    Relation(
+        "source_dead_end",
+        False,
+        "slow",
+        "a source that proved a dead end (procedural)",
+        procedural=True,
+    ),
+    Relation(
+        "third_party_claim",
+        False,
+        "durable",
+        "something a third party asserts (always quarantined)",
+    ),
+)
+
+DEFAULT_LIFETIMES: Mapping[Volatility, float | None] = MappingProxyType(
+    {"permanent": None, "durable": 730.0, "slow": 120.0, "transient": 7.0, "ephemeral": 1.0}
+)
+
+
+@dataclass(frozen=True)
+class MemoryConfig:
+    """Knobs of the long-term memory. Defaults are the documented behaviour."""
+
+    relations: Mapping[str, Relation] = field(default_factory=lambda: BUILTIN_RELATIONS)
+    lifetimes_days: Mapping[Volatility, float | None] = field(
+        default_factory=lambda: DEFAULT_LIFETIMES
+    )
+    aliases: Mapping[str, str] = field(default_factory=lambda: {})
+    """Entity aliases, ``{"ACME Corp": "Acme"}``: resolved before supersession."""
+    user_names: tuple[str, ...] = ()
+    """Names by which the user of every scope is known (resolved to ``user``)."""
+    max_evidence_chars: int = 100_000
+    """Longer evidence is refused with :class:`EvidenceTooLarge` before anything is written:
+    one remember makes at most one LLM call, so it cannot be chunked silently."""
+    max_facts_in_prompt: int = 60
+    llm_timeout_s: float = 120.0
+    subgraph_coverage_share: float = 0.0
+    audit: bool = False
+
+    def relation(self, name: str) -> Relation | None:
+        return self.relations.get(name)

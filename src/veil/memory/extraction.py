@@ -1,0 +1,265 @@
+"""The extraction contract (SPEC 4.1): the prompt, the JSON schema, tolerant parsing and
+per-item validation. Pure: the LLM call itself happens in :mod:`veil.memory.memory`.
+
+The model is shown the evidence tagged with its author, a calendar for the evidence's week and
+the next (so it copies dates instead of computing them), the relation registry, and the current
+facts of the subjects the evidence mentions, with ids, so it can name a supersession target.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+from typing import Any, cast
+
+from veil.memory.config import MemoryConfig
+from veil.memory.model import EPISODE_KINDS, VOLATILITIES, EpisodeKind, InvalidItem, Volatility
+
+EXTRACTION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "facts": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "subject": {"type": "string"},
+                    "relation": {"type": "string"},
+                    "object": {"type": "string"},
+                    "statement": {"type": "string"},
+                    "volatility": {"type": "string", "enum": list(VOLATILITIES)},
+                    "claimant": {"type": "string"},
+                    "supersedes": {"type": ["string", "null"]},
+                },
+                "required": ["subject", "relation", "object", "statement", "claimant"],
+            },
+        },
+        "episodes": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "kind": {"type": "string", "enum": list(EPISODE_KINDS)},
+                    "text": {"type": "string"},
+                    "due": {"type": ["string", "null"]},
+                },
+                "required": ["kind", "text"],
+            },
+        },
+    },
+    "required": ["facts", "episodes"],
+}
+
+MAX_FIELD_CHARS = 2_000
+
+SYSTEM_PROMPT = """You extract durable memory from evidence about one person, called "user".
+Return only JSON: {"facts": [...], "episodes": [...]}.
+A fact is {"subject", "relation", "object", "statement", "volatility", "claimant", "supersedes"}:
+- subject: "user" for the person whose memory this is, otherwise the entity's name.
+- relation: one of the registered relations when one fits, else a short snake_case verb phrase.
+- object: the value, as written in the evidence.
+- statement: one self-contained sentence stating the fact.
+- volatility: permanent | durable | slow | transient | ephemeral.
+- claimant: "user" when the author of the evidence asserts the fact first-hand; otherwise who
+  asserts it ("landlord", "web page", "tool output"). Forwarded or quoted claims are not first-hand.
+- supersedes: the id of a current fact (listed below) this fact replaces, or null.
+An episode is {"kind": interaction|failure|fix|commitment|outcome, "text", "due"}; "due" is an
+ISO date copied from the calendar for commitments, else null.
+Copy dates from the calendar; never compute them. Extract nothing that the evidence does not say.
+If there is nothing to remember, return {"facts": [], "episodes": []}."""
+
+
+def calendar_lines(at: datetime) -> list[str]:
+    """The evidence's week (from Monday) and the next: one line per day."""
+    start: date = at.date() - timedelta(days=at.weekday())
+    lines: list[str] = []
+    for offset in range(14):
+        day = start + timedelta(days=offset)
+        marker = "  <- today" if day == at.date() else ""
+        lines.append(f"{day.isoformat()} {day.strftime('%A')}{marker}")
+    return lines
+
+
+@dataclass(frozen=True)
+class PromptFact:
+    id: str
+    subject: str
+    relation: str
+    object: str
+    statement: str
+
+
+def build_messages(
+    *,
+    evidence: str,
+    author: str,
+    at: datetime,
+    config: MemoryConfig,
+    current_facts: Sequence[PromptFact],
+) -> list[dict[str, str]]:
+    relations = "\n".join(
+        f"- {r.name}{' (functional: one current value)' if r.functional else ''}"
+        f" [{r.volatility}]: {r.description}"
+        for r in config.relations.values()
+    )
+    facts = (
+        "\n".join(
+            f"- id={f.id} | {f.subject} | {f.relation} | {f.object} | {f.statement}"
+            for f in current_facts
+        )
+        or "(none)"
+    )
+    user = (
+        "Calendar:\n" + "\n".join(calendar_lines(at)) + "\n\n"
+        f"Registered relations:\n{relations}\n\n"
+        f"Current facts for the subjects mentioned:\n{facts}\n\n"
+        f'<evidence author="{author}" at="{at.isoformat(timespec="minutes")}">\n'
+        f"{evidence}\n</evidence>"
+    )
+    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+
+
+def repair_messages(
+    messages: list[dict[str, str]], output: str, error: str
+) -> list[dict[str, str]]:
+    """The one repair retry: the bad output and why it was rejected."""
+    return [
+        *messages,
+        {"role": "assistant", "content": output[:4000]},
+        {
+            "role": "user",
+            "content": f"That output was rejected: {error}. Reply with only the JSON "
+            "object described, nothing else.",
+        },
+    ]
+
+
+class ExtractionParseError(ValueError):
+    """The model's output is not a JSON object with ``facts`` and ``episodes`` lists."""
+
+
+def parse_output(output: str) -> dict[str, list[Any]]:
+    """Tolerant parse: code fences and prose around the JSON are ignored; the top level must be
+    an object whose ``facts``/``episodes`` (each optional) are lists."""
+    if not isinstance(output, str):  # pyright: ignore[reportUnnecessaryIsInstance]
+        raise ExtractionParseError(f"model returned {type(output).__name__}, not text")
+    data = _first_json_object(output)
+    if data is None:
+        raise ExtractionParseError("no JSON object found in the output")
+    facts = data.get("facts", [])
+    episodes = data.get("episodes", [])
+    if not isinstance(facts, list) or not isinstance(episodes, list):
+        raise ExtractionParseError('"facts" and "episodes" must be lists')
+    return {"facts": cast(list[Any], facts), "episodes": cast(list[Any], episodes)}
+
+
+def _first_json_object(text: str) -> dict[str, Any] | None:
+    fenced = re.findall(r"```(?:json)?\s*(.*?)```", text, flags=re.DOTALL)
+    decoder = json.JSONDecoder()
+    for candidate in [*fenced, text]:
+        for match in re.finditer(r"\{", candidate):
+            try:
+                value, _ = decoder.raw_decode(candidate, match.start())
+            except (json.JSONDecodeError, RecursionError):
+                continue
+            if isinstance(value, dict):
+                return cast(dict[str, Any], value)
+    return None
+
+
+@dataclass(frozen=True)
+class FactItem:
+    subject: str
+    relation: str
+    object: str
+    statement: str
+    volatility: Volatility | None
+    claimant: str
+    supersedes: str | None
+
+
+@dataclass(frozen=True)
+class EpisodeItem:
+    kind: EpisodeKind
+    text: str
+    due: str | None
+
+
+def _text(item: Mapping[str, Any], key: str, *, required: bool) -> str | None:
+    value = item.get(key)
+    if value is None:
+        if required:
+            raise ValueError(f"missing {key!r}")
+        return None
+    if not isinstance(value, str):
+        raise ValueError(f"{key!r} must be a string, got {type(value).__name__}")
+    value = value.strip()
+    if required and not value:
+        raise ValueError(f"empty {key!r}")
+    if len(value) > MAX_FIELD_CHARS:
+        raise ValueError(f"{key!r} longer than {MAX_FIELD_CHARS} characters")
+    return value or None
+
+
+def validate_fact(item: object) -> FactItem:
+    if not isinstance(item, dict):
+        raise ValueError(f"a fact must be an object, got {type(item).__name__}")
+    fact = cast(dict[str, Any], item)
+    relation = _text(fact, "relation", required=True) or ""
+    relation = re.sub(r"[^a-z0-9_]+", "_", relation.lower()).strip("_")[:64]
+    if not relation:
+        raise ValueError("relation has no usable characters")
+    volatility = fact.get("volatility")
+    claimant = _text(fact, "claimant", required=False) or "user"
+    return FactItem(
+        subject=_text(fact, "subject", required=True) or "",
+        relation=relation,
+        object=_text(fact, "object", required=True) or "",
+        statement=_text(fact, "statement", required=False) or "",
+        volatility=volatility if volatility in VOLATILITIES else None,
+        claimant=claimant,
+        supersedes=_text(fact, "supersedes", required=False),
+    )
+
+
+def validate_episode(item: object) -> EpisodeItem:
+    if not isinstance(item, dict):
+        raise ValueError(f"an episode must be an object, got {type(item).__name__}")
+    episode = cast(dict[str, Any], item)
+    kind = episode.get("kind")
+    if kind not in EPISODE_KINDS:
+        raise ValueError(f"episode kind must be one of {', '.join(EPISODE_KINDS)}")
+    due = _text(episode, "due", required=False)
+    if due is not None:
+        try:
+            due = date.fromisoformat(due[:10]).isoformat()
+        except ValueError:
+            raise ValueError(f"due {due!r} is not an ISO date") from None
+    return EpisodeItem(kind=kind, text=_text(episode, "text", required=True) or "", due=due)
+
+
+def validate_items(
+    parsed: Mapping[str, list[Any]],
+) -> tuple[list[FactItem], list[EpisodeItem], list[InvalidItem]]:
+    facts: list[FactItem] = []
+    episodes: list[EpisodeItem] = []
+    invalid: list[InvalidItem] = []
+    for item in parsed["facts"]:
+        try:
+            facts.append(validate_fact(item))
+        except ValueError as exc:
+            invalid.append(InvalidItem(item=_preview(item), reason=f"fact: {exc}"))
+    for item in parsed["episodes"]:
+        try:
+            episodes.append(validate_episode(item))
+        except ValueError as exc:
+            invalid.append(InvalidItem(item=_preview(item), reason=f"episode: {exc}"))
+    return facts, episodes, invalid
+
+
+def _preview(item: object) -> object:
+    text = json.dumps(item, default=str)
+    return item if len(text) <= 500 else text[:500] + "…"

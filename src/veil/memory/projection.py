@@ -1,0 +1,237 @@
+"""The long-term memory's projection of the tape: evidence, facts, entities, episodes.
+
+Event kinds (payloads are complete: ``apply`` never reads the store):
+``memory.evidence`` raw evidence, recorded before any LLM call; ``memory.extraction`` how the
+extraction went; ``memory.fact`` a new fact with full provenance; ``memory.superseded``,
+``memory.reinforced``, ``memory.contested``, ``memory.confirmed``, ``memory.disputed``,
+``memory.outcome`` lifecycle changes; ``memory.episode`` an episode.
+"""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from veil.tape import (
+    Column,
+    Event,
+    IndexText,
+    IndexVector,
+    JSONValue,
+    Op,
+    Patch,
+    Put,
+    Table,
+    TextIndex,
+    VectorIndex,
+)
+
+EVIDENCE = "mem_evidence"
+FACTS = "mem_facts"
+ENTITIES = "mem_entities"
+EPISODES = "mem_episodes"
+FACTS_TEXT = "mem_facts_text"
+FACTS_VEC = "mem_facts_vec"
+EPISODES_TEXT = "mem_episodes_text"
+EPISODES_VEC = "mem_episodes_vec"
+
+FACT_COLUMNS = (
+    Column("fact_id", "text", nullable=False),
+    Column("subject", "text"),
+    Column("subject_key", "text"),
+    Column("relation", "text"),
+    Column("relation_class", "text"),
+    Column("object", "text"),
+    Column("object_key", "text"),
+    Column("statement", "text"),
+    Column("volatility", "text"),
+    Column("valid_from", "time"),
+    Column("valid_to", "time"),
+    Column("state", "text"),
+    Column("superseded_by", "text"),
+    Column("reason", "text"),
+    Column("author", "text"),
+    Column("disclosure", "text"),
+    Column("claimant", "text"),
+    Column("event_id", "text"),
+    Column("derived_from", "json"),
+    Column("session_id", "text"),
+    Column("tool_call_id", "text"),
+    Column("source", "text"),
+    Column("trust", "int"),
+    Column("last_confirmed_at", "time"),
+    Column("flags", "json"),
+    Column("contested_with", "json"),
+    Column("times_used", "int"),
+    Column("last_outcome", "bool"),
+    Column("recorded_seq", "int"),
+)
+FACT_FIELDS = tuple(c.name for c in FACT_COLUMNS)
+
+
+def fact_search_text(fact: dict[str, Any]) -> str:
+    return (
+        f"{fact.get('subject', '')} {fact.get('relation', '').replace('_', ' ')} "
+        f"{fact.get('object', '')}. {fact.get('statement', '')}"
+    )
+
+
+class MemoryProjection:
+    name = "memory"
+    version = 1
+    tables = (
+        Table(
+            EVIDENCE,
+            (
+                Column("event_id", "text", nullable=False),
+                Column("author", "text"),
+                Column("at", "time"),
+                Column("session_id", "text"),
+                Column("source", "text"),
+                Column("chars", "int"),
+                Column("status", "text"),
+                Column("error", "text"),
+            ),
+            key=("event_id",),
+        ),
+        Table(
+            FACTS,
+            FACT_COLUMNS,
+            key=("fact_id",),
+            indexes=(
+                ("subject_key", "relation", "state"),
+                ("state", "valid_from"),
+                ("relation", "state"),
+            ),
+        ),
+        Table(
+            ENTITIES,
+            (
+                Column("key", "text", nullable=False),
+                Column("name", "text"),
+                Column("first_seen", "time"),
+            ),
+            key=("key",),
+        ),
+        Table(
+            EPISODES,
+            (
+                Column("episode_id", "text", nullable=False),
+                Column("kind", "text"),
+                Column("text", "text"),
+                Column("at", "time"),
+                Column("due", "text"),
+                Column("event_id", "text"),
+                Column("session_id", "text"),
+                Column("recorded_seq", "int"),
+            ),
+            key=("episode_id",),
+            indexes=(("at",), ("kind", "due")),
+        ),
+    )
+    text_indexes = (TextIndex(FACTS_TEXT), TextIndex(EPISODES_TEXT))
+    vector_indexes = (VectorIndex(FACTS_VEC), VectorIndex(EPISODES_VEC))
+
+    def apply(self, event: Event) -> list[Op]:
+        p = event.payload
+        scope = event.scope
+        kind = event.kind
+        if kind == "memory.evidence":
+            text = p.get("text")
+            return [
+                Put(
+                    EVIDENCE,
+                    {
+                        "scope": scope,
+                        "event_id": event.id,
+                        "author": p.get("author"),
+                        "at": event.at.isoformat(),
+                        "session_id": p.get("session_id"),
+                        "source": p.get("source"),
+                        "chars": len(text) if isinstance(text, str) else 0,
+                        "status": "pending",
+                        "error": None,
+                    },
+                )
+            ]
+        if kind == "memory.extraction":
+            return [
+                Patch(
+                    EVIDENCE,
+                    {"scope": scope, "event_id": p["evidence_id"]},
+                    {"status": p.get("status"), "error": p.get("error")},
+                )
+            ]
+        if kind == "memory.fact":
+            fact = cast(dict[str, JSONValue], p["fact"])
+            row: dict[str, JSONValue] = {"scope": scope, **{k: fact.get(k) for k in FACT_FIELDS}}
+            row["recorded_seq"] = event.seq
+            ops: list[Op] = [Put(FACTS, row)]
+            if fact.get("subject_key"):
+                ops.append(
+                    Put(
+                        ENTITIES,
+                        {
+                            "scope": scope,
+                            "key": fact["subject_key"],
+                            "name": fact.get("subject"),
+                            "first_seen": event.at.isoformat(),
+                        },
+                    )
+                )
+            text = fact_search_text(fact)
+            fid = str(fact["fact_id"])
+            ops.append(IndexText(FACTS_TEXT, scope, fid, text))
+            ops.append(IndexVector(FACTS_VEC, scope, fid, text))
+            return ops
+        key = {"scope": scope, "fact_id": p.get("fact_id")}
+        if kind == "memory.superseded":
+            return [
+                Patch(
+                    FACTS,
+                    key,
+                    {
+                        "state": "superseded",
+                        "valid_to": p["valid_to"],
+                        "superseded_by": p.get("by"),
+                        "reason": p.get("reason"),
+                    },
+                )
+            ]
+        if kind == "memory.reinforced":
+            return [Patch(FACTS, key, {"last_confirmed_at": p["at"]})]
+        if kind == "memory.contested":
+            return [Patch(FACTS, key, {"contested_with": p["contested_with"]})]
+        if kind == "memory.confirmed":
+            return [
+                Patch(
+                    FACTS,
+                    key,
+                    {"last_confirmed_at": p["at"], "state": p["state"], "reason": p.get("reason")},
+                )
+            ]
+        if kind == "memory.disputed":
+            return [Patch(FACTS, key, {"state": "disputed", "reason": p.get("reason")})]
+        if kind == "memory.outcome":
+            return [Patch(FACTS, key, {"times_used": p["times_used"], "last_outcome": p["ok"]})]
+        if kind == "memory.episode":
+            ep = cast(dict[str, JSONValue], p["episode"])
+            eid = str(ep["episode_id"])
+            return [
+                Put(
+                    EPISODES,
+                    {
+                        "scope": scope,
+                        "episode_id": eid,
+                        "kind": ep.get("kind"),
+                        "text": ep.get("text"),
+                        "at": ep.get("at"),
+                        "due": ep.get("due"),
+                        "event_id": ep.get("event_id"),
+                        "session_id": ep.get("session_id"),
+                        "recorded_seq": event.seq,
+                    },
+                ),
+                IndexText(EPISODES_TEXT, scope, eid, str(ep.get("text") or "")),
+                IndexVector(EPISODES_VEC, scope, eid, str(ep.get("text") or "")),
+            ]
+        return []
