@@ -10,24 +10,18 @@ old one and the old one stays, with its validity window, in ``history``.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import inspect
 import threading
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
 from datetime import date, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from veil.clock import Clock, SystemClock, ensure_utc, format_time, parse_time
+from veil.clock import Clock, SystemClock, ensure_utc, format_time
 from veil.embed.protocol import Embedder
-from veil.memory.config import MemoryConfig, Relation
-from veil.memory.entities import USER, candidate_mentions, entity_key, value_key
+from veil.memory.config import MemoryConfig
+from veil.memory.entities import USER, candidate_mentions, entity_key
 from veil.memory.extraction import (
-    EXTRACTION_SCHEMA,
-    EpisodeItem,
     ExtractionParseError,
-    FactItem,
     PromptFact,
     build_messages,
     calendar_lines,
@@ -35,35 +29,13 @@ from veil.memory.extraction import (
     repair_messages,
     validate_items,
 )
-from veil.memory.grounding import ungrounded_specifics
-from veil.memory.model import (
-    AUTHORS,
-    Author,
-    Episode,
-    EpisodeKind,
-    Fact,
-    FactState,
-    FactStatus,
-    InvalidItem,
-    Provenance,
-    Volatility,
-    WriteReport,
-)
+from veil.memory.model import AUTHORS, Author, Episode, EpisodeKind, Fact, WriteReport
+from veil.memory.model_call import Complete, call_async, call_sync
 from veil.memory.projection import ENTITIES, EPISODES, EVIDENCE, FACTS, MemoryProjection
-from veil.memory.supersession import Candidate, CurrentFact, decide, supersession_reason
-from veil.memory.trust import disclosure_of, is_third_party_claim, trust_of
-from veil.tape import Event, JSONValue, Row, Store, new_id, open_store
+from veil.memory.rows import episode_from_row, fact_from_row
+from veil.memory.writing import Prepared, Writer, authority_key, roles_of
+from veil.tape import Event, JSONValue, Store, new_id, open_store
 from veil.tape.events import validate_scope
-
-Complete = Callable[..., "str | Awaitable[str]"]
-"""``complete(messages: list[dict], *, json_schema: dict | None) -> str`` (sync or async)."""
-
-ROLE_AUTHORS: Mapping[str, Author] = {
-    "user": "user",
-    "assistant": "assistant",
-    "system": "system",
-    "tool": "tool",
-}
 
 
 class MemoryError(Exception):
@@ -80,17 +52,6 @@ class UnknownFact(MemoryError, KeyError):
 
 class NoModel(MemoryError):
     """``remember`` needs a ``complete`` callable: there is no LLM-free extraction mode."""
-
-
-@dataclass(frozen=True)
-class _Prepared:
-    evidence: Event
-    text: str
-    author: Author
-    chain: tuple[Author, ...]
-    messages: list[dict[str, str]]
-    roles: tuple[tuple[Author, str], ...]
-    calendar: frozenset[date]
 
 
 class Memory:
@@ -120,6 +81,7 @@ class Memory:
             self.store = target
             self._owns_store = False
         self.store.register(MemoryProjection())
+        self._writer = Writer(self.store, self.config)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -163,7 +125,7 @@ class Memory:
             complete = self._require_model()
 
             def call(messages: list[dict[str, str]]) -> str:
-                return self._call_sync(complete, messages)
+                return call_sync(complete, messages, self.config.llm_timeout_s)
 
             return self._extract_and_apply(prepared, call)
 
@@ -185,7 +147,9 @@ class Memory:
         loop = asyncio.get_running_loop()
 
         def call(messages: list[dict[str, str]]) -> str:
-            future = asyncio.run_coroutine_threadsafe(self._call_async(complete, messages), loop)
+            future = asyncio.run_coroutine_threadsafe(
+                call_async(complete, messages, self.config.llm_timeout_s), loop
+            )
             return future.result()
 
         def work() -> WriteReport:
@@ -227,11 +191,11 @@ class Memory:
         source: str | None,
         session_id: str | None,
         tool_call_id: str | None,
-    ) -> _Prepared:
+    ) -> Prepared:
         validate_scope(user_id)
         if author not in AUTHORS:
             raise ValueError(f"author must be one of {', '.join(AUTHORS)}, got {author!r}")
-        roles = _roles(text_or_messages, author)
+        roles = roles_of(text_or_messages, author)
         text = "\n".join(f"{r}: {c}" if len(roles) > 1 else c for r, c in roles)
         if not text.strip():
             raise ValueError("nothing to remember: the evidence is empty")
@@ -243,7 +207,7 @@ class Memory:
             )
         when = ensure_utc(at) if at is not None else self.clock.now()
         chain = self._chain(user_id, derived_from or ())
-        evidence_author: Author = min((a for a, _ in roles), key=_authority_key)
+        evidence_author: Author = min((a for a, _ in roles), key=authority_key)
         payload: dict[str, JSONValue] = {
             "text": text,
             "author": evidence_author,
@@ -272,7 +236,7 @@ class Memory:
             current_facts=self._prompt_facts(user_id, text),
         )
         calendar = frozenset(date.fromisoformat(line[:10]) for line in calendar_lines(when))
-        return _Prepared(evidence, text, evidence_author, chain, messages, roles, calendar)
+        return Prepared(evidence, text, evidence_author, chain, messages, roles, calendar)
 
     def _chain(self, user_id: str, derived_from: Sequence[str]) -> tuple[Author, ...]:
         if not derived_from:
@@ -311,42 +275,8 @@ class Memory:
 
     # ---- the LLM call -------------------------------------------------------------------
 
-    def _call_sync(self, complete: Complete, messages: list[dict[str, str]]) -> str:
-        timeout = self.config.llm_timeout_s
-        pool = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix="veil-complete"
-        )
-        try:
-            future = pool.submit(complete, messages, json_schema=EXTRACTION_SCHEMA)
-            result: Any = future.result(timeout=timeout)
-            if inspect.isawaitable(result):
-                result = asyncio.run(_await(result, timeout))
-        except concurrent.futures.TimeoutError:
-            raise TimeoutError(f"the model did not answer within {timeout:g} s") from None
-        finally:
-            pool.shutdown(wait=False, cancel_futures=True)
-        return cast(str, result)
-
-    async def _call_async(self, complete: Complete, messages: list[dict[str, str]]) -> str:
-        timeout = self.config.llm_timeout_s
-        try:
-            if inspect.iscoroutinefunction(complete) or inspect.iscoroutinefunction(
-                getattr(complete, "__call__", None)  # noqa: B004 - async __call__ objects
-            ):
-                pending: Any = complete(messages, json_schema=EXTRACTION_SCHEMA)
-                result: Any = await asyncio.wait_for(pending, timeout)
-            else:
-                result = await asyncio.wait_for(
-                    asyncio.to_thread(complete, messages, json_schema=EXTRACTION_SCHEMA), timeout
-                )
-                if inspect.isawaitable(result):
-                    result = await asyncio.wait_for(result, timeout)
-        except TimeoutError:
-            raise TimeoutError(f"the model did not answer within {timeout:g} s") from None
-        return cast(str, result)
-
     def _extract_and_apply(
-        self, prepared: _Prepared, call: Callable[[list[dict[str, str]]], str]
+        self, prepared: Prepared, call: Callable[[list[dict[str, str]]], str]
     ) -> WriteReport:
         evidence = prepared.evidence
         calls = 0
@@ -369,282 +299,10 @@ class Memory:
                 if attempt == 0:
                     messages = repair_messages(messages, str(output), str(exc))
         if parsed is None:
-            self.store.append([self._extraction_event(evidence, "failed", error, calls, [])])
+            self.store.append([self._writer.extraction_event(evidence, "failed", error, calls, [])])
             return WriteReport(evidence_id=evidence.id, llm_calls=calls, error=error)
         facts, episodes, invalid = validate_items(parsed)
-        return self._apply(prepared, facts, episodes, invalid, calls)
-
-    def _extraction_event(
-        self,
-        evidence: Event,
-        status: str,
-        error: str | None,
-        calls: int,
-        invalid: Sequence[InvalidItem],
-        notes: Sequence[str] = (),
-    ) -> Event:
-        return Event(
-            id=new_id("ev"),
-            scope=evidence.scope,
-            kind="memory.extraction",
-            at=evidence.at,
-            actor="veil",
-            payload={
-                "evidence_id": evidence.id,
-                "status": status,
-                "error": error,
-                "llm_calls": calls,
-                "invalid": [{"item": _jsonable(i.item), "reason": i.reason} for i in invalid],
-                "notes": list(notes),
-            },
-        )
-
-    # ---- decisions ----------------------------------------------------------------------
-
-    def _apply(
-        self,
-        prepared: _Prepared,
-        facts: list[FactItem],
-        episodes: list[EpisodeItem],
-        invalid: list[InvalidItem],
-        calls: int,
-    ) -> WriteReport:
-        evidence = prepared.evidence
-        user_id = evidence.scope
-        at = evidence.at
-        events: list[Event] = []
-        added: list[str] = []
-        superseded: list[str] = []
-        reinforced: list[str] = []
-        quarantined: list[str] = []
-        contested: list[str] = []
-        ungrounded: list[str] = []
-        notes: list[str] = []
-        # Facts decided in this batch are visible to later items of the same batch.
-        pending: dict[tuple[str, str], list[CurrentFact]] = {}
-        pending_rows: dict[str, dict[str, JSONValue]] = {}
-        closed: set[str] = set()
-
-        def emit(kind: str, payload: dict[str, JSONValue]) -> None:
-            events.append(
-                Event(
-                    id=new_id("ev"),
-                    scope=user_id,
-                    kind=kind,
-                    at=at,
-                    actor=prepared.author,
-                    payload=payload,
-                    provenance={"evidence_id": evidence.id},
-                )
-            )
-
-        for item in facts:
-            subject_key = entity_key(
-                item.subject, aliases=self.config.aliases, user_names=self.config.user_names
-            )
-            if not subject_key:
-                invalid.append(
-                    InvalidItem(item=item.__dict__, reason="fact: subject resolves to nothing")
-                )
-                continue
-            relation: Relation | None = self.config.relation(item.relation)
-            author = self._author_for(prepared, item)
-            disclosure = disclosure_of(author, item.claimant)
-            if disclosure == "reported" and _quoted(item.object, prepared.text):
-                disclosure = "quoted"
-            trust = trust_of(author, prepared.chain, disclosure)
-            volatility: Volatility = item.volatility or (
-                relation.volatility if relation else "durable"
-            )
-            missing = ungrounded_specifics(
-                f"{item.object} {item.statement}", prepared.text, calendar=set(prepared.calendar)
-            )
-            flags: list[str] = ["ungrounded"] if missing else []
-            fact_id = new_id("f")
-            row: dict[str, JSONValue] = {
-                "fact_id": fact_id,
-                "subject": _display_subject(item.subject, subject_key),
-                "subject_key": subject_key,
-                "relation": item.relation,
-                "relation_class": "registered" if relation else "unclassified",
-                "object": item.object,
-                "object_key": value_key(item.object),
-                "statement": item.statement or f"{item.subject} {item.relation} {item.object}.",
-                "volatility": volatility,
-                "valid_from": format_time(at),
-                "valid_to": None,
-                "state": "current",
-                "superseded_by": None,
-                "reason": None,
-                "author": author,
-                "disclosure": disclosure,
-                "claimant": item.claimant,
-                "event_id": evidence.id,
-                "derived_from": list(
-                    cast(list[JSONValue], evidence.payload.get("derived_from") or [])
-                ),
-                "session_id": cast(str | None, evidence.payload.get("session_id")),
-                "tool_call_id": cast(str | None, evidence.payload.get("tool_call_id")),
-                "source": cast(str | None, evidence.payload.get("source")),
-                "trust": trust,
-                "last_confirmed_at": format_time(at),
-                "flags": list(flags),
-                "contested_with": [],
-                "times_used": 0,
-                "last_outcome": None,
-            }
-            if missing:
-                ungrounded.append(fact_id)
-                notes.append(f"{fact_id}: not in the evidence: {', '.join(missing)}")
-            if is_third_party_claim(
-                subject_key=subject_key,
-                relation=item.relation,
-                author=author,
-                chain=prepared.chain,
-                claimant=item.claimant,
-            ):
-                row["state"] = "quarantined"
-                row["trust"] = 0
-                emit("memory.fact", {"fact": row})
-                quarantined.append(fact_id)
-                continue
-            slot = (subject_key, item.relation)
-            if slot not in pending:
-                pending[slot] = self._current(user_id, subject_key, item.relation)
-            current = [f for f in pending[slot] if f.id not in closed]
-            decision = decide(
-                Candidate(
-                    value_key=value_key(item.object),
-                    trust=trust,
-                    at=at,
-                    functional=bool(relation and relation.functional),
-                    target=item.supersedes,
-                ),
-                current,
-            )
-            notes.extend(decision.notes)
-            if decision.action == "reinforce" and decision.reinforce:
-                if decision.reinforce in pending_rows:
-                    continue  # restated twice in one piece of evidence
-                emit(
-                    "memory.reinforced",
-                    {
-                        "fact_id": decision.reinforce,
-                        "at": format_time(at),
-                        "evidence_id": evidence.id,
-                    },
-                )
-                reinforced.append(decision.reinforce)
-                continue
-            if decision.superseded_by:
-                row["state"] = "superseded"
-                row["superseded_by"] = decision.superseded_by
-                row["reason"] = "older evidence"
-                newer = next(f for f in current if f.id == decision.superseded_by)
-                row["valid_to"] = format_time(newer.valid_from)
-            emit("memory.fact", {"fact": row})
-            added.append(fact_id)
-            pending_rows[fact_id] = row
-            for old_id in decision.supersede:
-                old_value = self._object_of(user_id, old_id, pending_rows)
-                emit(
-                    "memory.superseded",
-                    {
-                        "fact_id": old_id,
-                        "by": fact_id,
-                        "valid_to": format_time(at),
-                        "reason": supersession_reason(prepared.text, old_value),
-                    },
-                )
-                superseded.append(old_id)
-                closed.add(old_id)
-            if decision.contest:
-                mine = sorted(decision.contest)
-                emit("memory.contested", {"fact_id": fact_id, "contested_with": list(mine)})
-                for other in decision.contest:
-                    theirs = next(f for f in current if f.id == other)
-                    emit(
-                        "memory.contested",
-                        {
-                            "fact_id": other,
-                            "contested_with": list(sorted({*theirs.contested_with, fact_id})),
-                        },
-                    )
-                contested.extend([fact_id, *decision.contest])
-            if row["state"] == "current":
-                pending[slot].append(
-                    CurrentFact(fact_id, value_key(item.object), trust, at, tuple(decision.contest))
-                )
-        episode_ids: list[str] = []
-        for ep in episodes:
-            episode_id = new_id("ep")
-            emit(
-                "memory.episode",
-                {
-                    "episode": {
-                        "episode_id": episode_id,
-                        "kind": ep.kind,
-                        "text": ep.text,
-                        "at": format_time(at),
-                        "due": ep.due,
-                        "event_id": evidence.id,
-                        "session_id": cast(str | None, evidence.payload.get("session_id")),
-                    }
-                },
-            )
-            episode_ids.append(episode_id)
-        events.append(self._extraction_event(evidence, "ok", None, calls, invalid, notes))
-        self.store.append(events)
-        return WriteReport(
-            evidence_id=evidence.id,
-            facts=tuple(added),
-            superseded=tuple(superseded),
-            reinforced=tuple(reinforced),
-            quarantined=tuple(quarantined),
-            episodes=tuple(episode_ids),
-            contested=tuple(dict.fromkeys(contested)),
-            invalid=tuple(invalid),
-            llm_calls=calls,
-            ungrounded=tuple(ungrounded),
-        )
-
-    def _author_for(self, prepared: _Prepared, item: FactItem) -> Author:
-        """In a conversation, the author of a fact is the author of the message its value came
-        from; when no single message contains it, the weakest author present (weakest link)."""
-        if len(prepared.roles) == 1:
-            return prepared.author
-        needle = item.object.casefold()
-        holders: list[Author] = [a for a, c in prepared.roles if needle and needle in c.casefold()]
-        if holders:
-            return min(holders, key=_authority_key)
-        return prepared.author
-
-    def _current(self, user_id: str, subject_key: str, relation: str) -> list[CurrentFact]:
-        rows = self.store.fetch(
-            FACTS,
-            scope=user_id,
-            where={"subject_key": subject_key, "relation": relation, "state": "current"},
-        )
-        return [
-            CurrentFact(
-                str(r["fact_id"]),
-                str(r["object_key"]),
-                int(cast(int, r["trust"])),
-                parse_time(str(r["valid_from"])),
-                tuple(cast(list[str], r["contested_with"] or [])),
-            )
-            for r in rows
-        ]
-
-    def _object_of(
-        self, user_id: str, fact_id: str, pending: Mapping[str, Mapping[str, JSONValue]]
-    ) -> str:
-        if fact_id in pending:
-            return str(pending[fact_id]["object"])
-        rows = self.store.fetch(FACTS, scope=user_id, where={"fact_id": fact_id})
-        return str(rows[0]["object"]) if rows else ""
-
-    # ---- reads --------------------------------------------------------------------------
+        return self._writer.apply(prepared, facts, episodes, invalid, calls)
 
     def facts(
         self,
@@ -667,7 +325,7 @@ class Memory:
             where["state"] = "current"
         rows = self.store.fetch(FACTS, scope=user_id, where=where, order_by=["recorded_seq"])
         now = self.clock.now()
-        facts = [self._fact(r, now) for r in rows]
+        facts = [fact_from_row(r, now, self.config) for r in rows]
         if include_history:
             return facts
         return [f for f in facts if f.status in ("current", "stale")]
@@ -679,7 +337,7 @@ class Memory:
             FACTS, scope=user_id, where={"state": "quarantined"}, order_by=["recorded_seq"]
         )
         now = self.clock.now()
-        return [self._fact(r, now) for r in rows]
+        return [fact_from_row(r, now, self.config) for r in rows]
 
     def history(self, user_id: str, subject: str, relation: str) -> list[Fact]:
         """Every version of ``subject``/``relation``, oldest first, with validity windows."""
@@ -691,69 +349,13 @@ class Memory:
         rows = self.store.fetch(FACTS, scope=user_id, where={"fact_id": fact_id})
         if not rows:
             raise UnknownFact(f"no fact {fact_id!r} in the memory of {user_id!r}")
-        return self._fact(rows[0], self.clock.now())
+        return fact_from_row(rows[0], self.clock.now(), self.config)
 
     def episodes(self, user_id: str, kind: EpisodeKind | None = None) -> list[Episode]:
         validate_scope(user_id)
         where: dict[str, JSONValue] = {"kind": kind} if kind else {}
         rows = self.store.fetch(EPISODES, scope=user_id, where=where, order_by=["recorded_seq"])
-        return [
-            Episode(
-                id=str(r["episode_id"]),
-                user_id=user_id,
-                kind=cast(EpisodeKind, r["kind"]),
-                text=str(r["text"]),
-                at=parse_time(str(r["at"])),
-                due=cast(str | None, r["due"]),
-                event_id=str(r["event_id"]),
-                session_id=cast(str | None, r["session_id"]),
-            )
-            for r in rows
-        ]
-
-    def _fact(self, row: Row, now: datetime) -> Fact:
-        state = cast(FactState, row["state"])
-        volatility = cast(Volatility, row["volatility"])
-        confirmed = parse_time(str(row["last_confirmed_at"]))
-        status: FactStatus = state
-        if state == "current":
-            lifetime = self.config.lifetimes_days.get(volatility)
-            if lifetime is not None and (now - confirmed).total_seconds() > lifetime * 86400:
-                status = "lapsed" if volatility in ("transient", "ephemeral") else "stale"
-        valid_to = row["valid_to"]
-        return Fact(
-            id=str(row["fact_id"]),
-            user_id=str(row["scope"]),
-            subject=str(row["subject"]),
-            relation=str(row["relation"]),
-            object=str(row["object"]),
-            statement=str(row["statement"]),
-            volatility=volatility,
-            valid_from=parse_time(str(row["valid_from"])),
-            valid_to=parse_time(str(valid_to)) if valid_to else None,
-            status=status,
-            superseded_by=cast(str | None, row["superseded_by"]),
-            reason=cast(str | None, row["reason"]),
-            provenance=Provenance(
-                author_of_evidence=cast(Author, row["author"]),
-                disclosure=cast(Any, row["disclosure"]),
-                event_id=str(row["event_id"]),
-                derived_from=tuple(cast(list[str], row["derived_from"] or [])),
-                session_id=cast(str | None, row["session_id"]),
-                tool_call_id=cast(str | None, row["tool_call_id"]),
-                source=cast(str | None, row["source"]),
-                claimant=str(row["claimant"]),
-            ),
-            trust=int(cast(int, row["trust"])),
-            last_confirmed_at=confirmed,
-            flags=tuple(cast(list[str], row["flags"] or [])),
-            contested_with=tuple(cast(list[str], row["contested_with"] or [])),
-            relation_class=cast(Any, row["relation_class"]),
-            times_used=int(cast(int, row["times_used"] or 0)),
-            last_outcome=cast(bool | None, row["last_outcome"]),
-        )
-
-    # ---- explicit feedback ----------------------------------------------------------------
+        return [episode_from_row(r) for r in rows]
 
     def confirm(self, fact_id: str, *, user_id: str, actor: Author = "user") -> Fact:
         """Re-affirm a fact: refreshes its confirmation (clears staleness); a disputed fact
@@ -765,7 +367,7 @@ class Memory:
                 "instead of confirming a non-current value"
             )
         state = fact.status if fact.status == "disputed" else "current"
-        if fact.status == "disputed" and _authority_key(actor) >= fact.trust:
+        if fact.status == "disputed" and authority_key(actor) >= fact.trust:
             state = "current"
         now = self.clock.now()
         self.store.append(
@@ -807,54 +409,3 @@ class Memory:
             ]
         )
         return self.fact(fact_id, user_id=user_id)
-
-
-def _authority_key(author: str) -> int:
-    from veil.memory.model import AUTHORITY
-
-    return AUTHORITY.get(cast(Author, author), 0)
-
-
-def _roles(
-    text_or_messages: str | Sequence[Mapping[str, Any]], author: Author
-) -> tuple[tuple[Author, str], ...]:
-    if isinstance(text_or_messages, str):
-        return ((author, text_or_messages),)
-    out: list[tuple[Author, str]] = []
-    for i, message in enumerate(text_or_messages):
-        if not isinstance(message, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
-            raise ValueError(f"message {i} is not a mapping with role and content")
-        role = str(message.get("role", ""))
-        content = message.get("content")
-        if role not in ROLE_AUTHORS or not isinstance(content, str):
-            raise ValueError(f"message {i} needs role in {sorted(ROLE_AUTHORS)} and text content")
-        # The caller's author caps every message: a forwarded conversation is not first-hand.
-        mapped = ROLE_AUTHORS[role]
-        out.append((min(mapped, author, key=_authority_key), content))
-    if not out:
-        raise ValueError("nothing to remember: no messages")
-    return tuple(out)
-
-
-def _display_subject(subject: str, key: str) -> str:
-    return "user" if key == USER else subject.strip()
-
-
-def _quoted(value: str, text: str) -> bool:
-    lowered = text.casefold()
-    needle = value.casefold()
-    return any(f"{q}{needle}" in lowered or f"{needle}{q}" in lowered for q in ('"', "“", "”"))
-
-
-def _jsonable(value: object) -> JSONValue:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return value
-    if isinstance(value, list):
-        return [_jsonable(v) for v in cast(list[object], value)]
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in cast(dict[object, object], value).items()}
-    return repr(value)
-
-
-async def _await(awaitable: Awaitable[Any], timeout: float) -> Any:
-    return await asyncio.wait_for(awaitable, timeout)

@@ -20,6 +20,7 @@ from veil.tape import (
     Op,
     Patch,
     Put,
+    Remove,
     Table,
     TextIndex,
     VectorIndex,
@@ -33,6 +34,7 @@ FACTS_TEXT = "mem_facts_text"
 FACTS_VEC = "mem_facts_vec"
 EPISODES_TEXT = "mem_episodes_text"
 EPISODES_VEC = "mem_episodes_vec"
+WIKI = "mem_wiki"
 
 FACT_COLUMNS = (
     Column("fact_id", "text", nullable=False),
@@ -77,7 +79,7 @@ def fact_search_text(fact: dict[str, Any]) -> str:
 
 class MemoryProjection:
     name = "memory"
-    version = 1
+    version = 2
     tables = (
         Table(
             EVIDENCE,
@@ -123,9 +125,22 @@ class MemoryProjection:
                 Column("event_id", "text"),
                 Column("session_id", "text"),
                 Column("recorded_seq", "int"),
+                Column("derived_from", "json"),
+                Column("consolidated_into", "text"),
             ),
             key=("episode_id",),
             indexes=(("at",), ("kind", "due")),
+        ),
+        Table(
+            WIKI,
+            (
+                Column("section", "text", nullable=False),
+                Column("title", "text"),
+                Column("text", "text"),
+                Column("fact_ids", "json"),
+                Column("compiled_at", "time"),
+            ),
+            key=("section",),
         ),
     )
     text_indexes = (TextIndex(FACTS_TEXT), TextIndex(EPISODES_TEXT))
@@ -229,9 +244,45 @@ class MemoryProjection:
                         "event_id": ep.get("event_id"),
                         "session_id": ep.get("session_id"),
                         "recorded_seq": event.seq,
+                        "derived_from": ep.get("derived_from") or [],
+                        "consolidated_into": None,
                     },
                 ),
                 IndexText(EPISODES_TEXT, scope, eid, str(ep.get("text") or "")),
                 IndexVector(EPISODES_VEC, scope, eid, str(ep.get("text") or "")),
             ]
+        if kind == "memory.consolidated":
+            # Episodes folded into a consolidated one: they leave the index, keep their rows.
+            ops = []
+            for eid in cast(list[str], p["episode_ids"]):
+                ops.append(
+                    Patch(
+                        EPISODES,
+                        {"scope": scope, "episode_id": eid},
+                        {"consolidated_into": p["into"]},
+                    )
+                )
+                ops.append(IndexText(EPISODES_TEXT, scope, eid, ""))
+                ops.append(IndexVector(EPISODES_VEC, scope, eid, ""))
+            return ops
+        if kind == "memory.wiki":
+            ops = [
+                Remove(WIKI, {"scope": scope, "section": section})
+                for section in cast(list[str], p.get("removed") or [])
+            ]
+            for page in cast(list[dict[str, JSONValue]], p["sections"]):
+                ops.append(
+                    Put(
+                        WIKI,
+                        {
+                            "scope": scope,
+                            "section": page["section"],
+                            "title": page["title"],
+                            "text": page["text"],
+                            "fact_ids": page["fact_ids"],
+                            "compiled_at": p["compiled_at"],
+                        },
+                    )
+                )
+            return ops
         return []
