@@ -523,6 +523,30 @@ class StoreContract:
         assert report.events == 1 and report.head == store.head()
         assert len(store.fetch("notes", scope="u1")) == 1  # the check rolled back its rebuild
 
+    def test_erase_removes_a_scope_and_keeps_a_receipt(self) -> None:
+        store = self.open_notes()
+        store.append(
+            [
+                note_event("u1", "note.added", note="a", body="CANARY-erase alpha"),
+                note_event("u1", "note.added", note="b", body="CANARY-erase beta"),
+                note_event("u2", "note.added", note="c", body="CANARY-erase gamma"),
+            ]
+        )
+        receipt = store.erase("u1")
+        assert receipt.events == 2 and receipt.rows["notes"] == 2
+        assert "u1" not in repr(receipt) and "CANARY" not in repr(receipt)
+        assert store.read("u1") == [] and store.fetch("notes", scope="u1") == []
+        assert store.search_text("notes_text", scope="u1", query="CANARY erase") == []
+        assert store.search_vector("notes_vec", scope="u1", query="CANARY-erase alpha") == []
+        assert [e.payload["note"] for e in store.read("u2")] == ["c"]
+        assert [h.doc_id for h in store.search_text("notes_text", scope="u2", query="gamma")] == [
+            "c"
+        ]
+        assert store.erasures() == [receipt]
+        assert store.check().ok
+        store.rebuild()
+        assert store.fetch("notes", scope="u1") == []
+
     def test_scopes_lists_tenants(self) -> None:
         store = self.open_notes()
         store.append(

@@ -11,13 +11,18 @@ from veil.llm import complete_from_spec
 from veil.memory import Memory
 from veil.testing import FakeClock, HashEmbedder
 
-pytestmark = pytest.mark.skipif(not os.environ.get("VEIL_TEST_MODEL"),
-                                reason="set VEIL_TEST_MODEL=provider:model to run")
+pytestmark = pytest.mark.skipif(
+    not os.environ.get("VEIL_TEST_MODEL"), reason="set VEIL_TEST_MODEL=provider:model to run"
+)
 
 
 def test_live_supersession_and_quarantine(tmp_path: Path) -> None:
-    memory = Memory(tmp_path / "m.db", complete=complete_from_spec(os.environ["VEIL_TEST_MODEL"]),
-                    embedder=HashEmbedder(), clock=FakeClock())
+    memory = Memory(
+        tmp_path / "m.db",
+        complete=complete_from_spec(os.environ["VEIL_TEST_MODEL"]),
+        embedder=HashEmbedder(),
+        clock=FakeClock(),
+    )
     first = memory.remember("I use vim as my editor.", user_id="u1")
     assert first.ok and first.llm_calls <= 2
     memory.remember("I switched from vim to emacs.", user_id="u1")

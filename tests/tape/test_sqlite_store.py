@@ -45,13 +45,13 @@ def test_wal_mode_and_migrations_recorded(tmp_path: Path) -> None:
         cur.execute("PRAGMA journal_mode")
         assert cur.fetchone()[0] == "wal"
         cur.execute("SELECT name FROM tape_migrations")
-        assert [r[0] for r in cur.fetchall()] == ["0001_tape"]
+        assert [r[0] for r in cur.fetchall()] == ["0001_tape", "0002_erasures"]
     store.close()
     # Reopening applies nothing twice.
     again = SQLiteStore(tmp_path / "m.db")
     with again._read() as cur:  # pyright: ignore[reportPrivateUsage]
         cur.execute("SELECT COUNT(*) FROM tape_migrations")
-        assert cur.fetchone()[0] == 1
+        assert cur.fetchone()[0] == 2
 
 
 def test_raw_update_of_an_event_is_refused(tmp_path: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from veil.memory.config import BUILTIN_RELATIONS, MemoryConfig, Relation
+from veil.memory.maintain import MaintainReport
 from veil.memory.memory import (
     Complete,
     EvidenceTooLarge,
@@ -12,6 +13,8 @@ from veil.memory.memory import (
     UnknownFact,
 )
 from veil.memory.model import Episode, Fact, InvalidItem, Provenance, WriteReport
+from veil.memory.portability import ImportFormatError, ImportReport
+from veil.memory.recall import Recall
 
 __all__ = [
     "BUILTIN_RELATIONS",
@@ -19,12 +22,16 @@ __all__ = [
     "Episode",
     "EvidenceTooLarge",
     "Fact",
+    "ImportFormatError",
+    "ImportReport",
     "InvalidItem",
+    "MaintainReport",
     "Memory",
     "MemoryConfig",
     "MemoryError",
     "NoModel",
     "Provenance",
+    "Recall",
     "Relation",
     "UnknownFact",
     "WriteReport",

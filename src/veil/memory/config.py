@@ -8,11 +8,12 @@ model invents are kept as ``unclassified`` under their own name, never dropped.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from veil.memory.model import Volatility
+from veil.memory.render import estimate_tokens
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,18 @@ BUILTIN_RELATIONS: Mapping[str, Relation] = _registry(
     ),
 )
 
+
+@dataclass(frozen=True)
+class RecallWeights:
+    """Weights of the reciprocal-rank fusion ``Σ w / (k + rank)``."""
+
+    entity: float = 1.0
+    text: float = 1.0
+    vector: float = 0.8
+    recency: float = 0.3
+    k: int = 60
+
+
 DEFAULT_LIFETIMES: Mapping[Volatility, float | None] = MappingProxyType(
     {"permanent": None, "durable": 730.0, "slow": 120.0, "transient": 7.0, "ephemeral": 1.0}
 )
@@ -89,7 +102,19 @@ class MemoryConfig:
     max_facts_in_prompt: int = 60
     llm_timeout_s: float = 120.0
     subgraph_coverage_share: float = 0.0
+    """Share of recall's fact slots reserved for days the relevance head does not cover.
+    Measured and not adopted by the seed (see docs/memory.md); off by default."""
+    recall_weights: RecallWeights = field(default_factory=RecallWeights)
+    token_counter: Callable[[str], int] = estimate_tokens
+    """Counts tokens for recall budgets; the default is an estimate, pass an exact one."""
+    consolidate_after_days: float = 30.0
+    """Interaction/outcome episodes older than this are consolidated by ``maintain``."""
+    consolidate_min_episodes: int = 5
+    """Fewer old episodes than this are left alone (no model call)."""
+    consolidate_max_episodes: int = 500
+    wiki_max_facts: int = 5000
     audit: bool = False
+    """Opt-in operation audit log (who, what, when, over which user, counts; no content)."""
 
     def relation(self, name: str) -> Relation | None:
         return self.relations.get(name)

@@ -146,7 +146,7 @@ def parse_output(output: str) -> dict[str, list[Any]]:
     an object whose ``facts``/``episodes`` (each optional) are lists."""
     if not isinstance(output, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ExtractionParseError(f"model returned {type(output).__name__}, not text")
-    data = _first_json_object(output)
+    data = first_json_object(output)
     if data is None:
         raise ExtractionParseError("no JSON object found in the output")
     facts = data.get("facts", [])
@@ -156,7 +156,7 @@ def parse_output(output: str) -> dict[str, list[Any]]:
     return {"facts": cast(list[Any], facts), "episodes": cast(list[Any], episodes)}
 
 
-def _first_json_object(text: str) -> dict[str, Any] | None:
+def first_json_object(text: str) -> dict[str, Any] | None:
     fenced = re.findall(r"```(?:json)?\s*(.*?)```", text, flags=re.DOTALL)
     decoder = json.JSONDecoder()
     for candidate in [*fenced, text]:

@@ -29,12 +29,15 @@ from veil.memory.extraction import (
     repair_messages,
     validate_items,
 )
+from veil.memory.maintain import Maintainer, MaintainReport
 from veil.memory.model import AUTHORS, Author, Episode, EpisodeKind, Fact, WriteReport
 from veil.memory.model_call import Complete, call_async, call_sync
+from veil.memory.portability import ImportReport, export_lines, read_export, write_export
 from veil.memory.projection import ENTITIES, EPISODES, EVIDENCE, FACTS, MemoryProjection
+from veil.memory.recall import Recall, Recaller
 from veil.memory.rows import episode_from_row, fact_from_row
 from veil.memory.writing import Prepared, Writer, authority_key, roles_of
-from veil.tape import Event, JSONValue, Store, new_id, open_store
+from veil.tape import ErasureReceipt, Event, JSONValue, Store, new_id, open_store
 from veil.tape.events import validate_scope
 
 
@@ -65,10 +68,12 @@ class Memory:
         embedder: Embedder | None = None,
         config: MemoryConfig | None = None,
         clock: Clock | None = None,
+        actor: str = "library",
     ) -> None:
         self.config = config or MemoryConfig()
         self.clock: Clock = clock or SystemClock()
         self.complete = complete
+        self.actor = actor
         if embedder is None:
             from veil.embed import default_embedder
 
@@ -82,6 +87,7 @@ class Memory:
             self._owns_store = False
         self.store.register(MemoryProjection())
         self._writer = Writer(self.store, self.config)
+        self._recaller = Recaller(self.store, self.config)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 
@@ -127,7 +133,9 @@ class Memory:
             def call(messages: list[dict[str, str]]) -> str:
                 return call_sync(complete, messages, self.config.llm_timeout_s)
 
-            return self._extract_and_apply(prepared, call)
+            report = self._extract_and_apply(prepared, call)
+        self._audit("remember", user_id, {**report.counts(), "llm_calls": report.llm_calls})
+        return report
 
     async def aremember(
         self,
@@ -167,6 +175,25 @@ class Memory:
                 return self._extract_and_apply(prepared, call)
 
         return await asyncio.to_thread(work)
+
+    def _audit(self, op: str, user_id: str, counts: Mapping[str, int]) -> None:
+        """Opt-in audit log: who called what, when, over which user, with counts; no content.
+        Kept as events in the user's scope, so ``forget`` removes them with the rest."""
+        if not self.config.audit:
+            return
+        now = self.clock.now()
+        self.store.append(
+            [
+                Event(
+                    id=new_id("au"),
+                    scope=user_id,
+                    kind="audit.op",
+                    at=now,
+                    actor=self.actor,
+                    payload={"op": op, "counts": dict(counts)},
+                )
+            ]
+        )
 
     def _require_model(self) -> Complete:
         if self.complete is None:
@@ -356,6 +383,133 @@ class Memory:
         where: dict[str, JSONValue] = {"kind": kind} if kind else {}
         rows = self.store.fetch(EPISODES, scope=user_id, where=where, order_by=["recorded_seq"])
         return [episode_from_row(r) for r in rows]
+
+    def recall(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        token_budget: int = 1000,
+        as_of: datetime | None = None,
+        include_claims: bool = True,
+    ) -> Recall:
+        """What the memory knows about ``query``, rendered into ``token_budget`` tokens.
+
+        Never calls the LLM. An empty query gives the session-start briefing. ``as_of``
+        answers with what was valid at that time (validity windows)."""
+        validate_scope(user_id)
+        if token_budget < 0:
+            raise ValueError("token_budget must be >= 0")
+        result = self._recaller.recall(
+            query,
+            user_id=user_id,
+            token_budget=token_budget,
+            now=self.clock.now(),
+            as_of=ensure_utc(as_of) if as_of is not None else None,
+            include_claims=include_claims,
+        )
+        self._audit(
+            "recall", user_id, {"facts": len(result.facts), "episodes": len(result.episodes)}
+        )
+        return result
+
+    async def arecall(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        token_budget: int = 1000,
+        as_of: datetime | None = None,
+        include_claims: bool = True,
+    ) -> Recall:
+        """Async twin of :meth:`recall` (store I/O runs off the event loop)."""
+        return await asyncio.to_thread(
+            self.recall,
+            query,
+            user_id=user_id,
+            token_budget=token_budget,
+            as_of=as_of,
+            include_claims=include_claims,
+        )
+
+    def record_outcome(self, fact_id: str, *, user_id: str, ok: bool) -> Fact:
+        """Procedural outcome tracking: a tool/source fact was used, and it worked or not.
+        Recall ranks procedural facts by times used and last outcome."""
+        fact = self.fact(fact_id, user_id=user_id)
+        now = self.clock.now()
+        self.store.append(
+            [
+                Event(
+                    id=new_id("ev"),
+                    scope=user_id,
+                    kind="memory.outcome",
+                    at=now,
+                    actor=self.actor,
+                    payload={"fact_id": fact.id, "ok": bool(ok), "times_used": fact.times_used + 1},
+                )
+            ]
+        )
+        return self.fact(fact_id, user_id=user_id)
+
+    def maintain(self, user_id: str) -> MaintainReport:
+        """Consolidate old episodes (one model call, only when there is something to
+        consolidate) and recompile the wiki (no model). Atomic: old state or new state."""
+        validate_scope(user_id)
+        complete = self.complete
+
+        def call(messages: list[dict[str, str]], schema: dict[str, Any]) -> str:
+            assert complete is not None
+            return call_sync(complete, messages, self.config.llm_timeout_s, schema=schema)
+
+        with self._user_lock(user_id):
+            report = Maintainer(self.store, self.config).run(
+                user_id, now=self.clock.now(), call=call if complete is not None else None
+            )
+        self._audit(
+            "maintain",
+            user_id,
+            {
+                "wiki_sections": report.wiki_sections,
+                "consolidated": len(report.consolidated),
+                "llm_calls": report.llm_calls,
+            },
+        )
+        return report
+
+    def export(self, user_id: str, path: str | Path) -> Path:
+        """Write the user's memory as JSONL (docs/export-format.md): every event, fact and
+        episode with full provenance and validity. Written atomically (temp file, rename)."""
+        validate_scope(user_id)
+        target = Path(path)
+        facts = self.facts(user_id, include_history=True)
+        lines = export_lines(self.store, user_id, facts, self.episodes(user_id), self.clock.now())
+        count = write_export(target, lines)
+        self._audit("export", user_id, {"lines": count})
+        return target
+
+    def import_(
+        self, path: str | Path, restore: bool = False, *, user_id: str | None = None
+    ) -> ImportReport:
+        """Import an export. ``restore=True`` reproduces it exactly; otherwise imported facts
+        are capped at third-party trust. The file is validated whole before anything is
+        written, and the import is one atomic batch (idempotent by event id)."""
+        source = Path(path)
+        scope, events = read_export(
+            source, user_id=user_id, restore=restore, source=f"import:{source.name}"
+        )
+        with self._user_lock(scope):
+            before = {e.id for e in self.store.read(scope)}
+            self.store.append(events, keep_recorded_at=restore)
+        present = sum(1 for e in events if e.id in before)
+        self._audit("import", scope, {"events": len(events), "already_present": present})
+        return ImportReport(scope, len(events), present, restore)
+
+    def forget(self, user_id: str) -> ErasureReceipt:
+        """Compliance erasure: physically remove every event, fact, episode, wiki section,
+        index entry and audit record of ``user_id``; returns a content-free receipt."""
+        validate_scope(user_id)
+        with self._user_lock(user_id):
+            return self.store.erase(user_id)
 
     def confirm(self, fact_id: str, *, user_id: str, actor: Author = "user") -> Fact:
         """Re-affirm a fact: refreshes its confirmation (clears staleness); a disputed fact

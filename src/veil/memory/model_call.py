@@ -14,12 +14,20 @@ Complete = Callable[..., "str | Awaitable[str]"]
 """``complete(messages: list[dict], *, json_schema: dict | None) -> str`` (sync or async)."""
 
 
-def call_sync(complete: Complete, messages: Sequence[dict[str, str]], timeout: float) -> str:
+def call_sync(
+    complete: Complete,
+    messages: Sequence[dict[str, str]],
+    timeout: float,
+    *,
+    schema: dict[str, Any] | None = None,
+) -> str:
     """Run ``complete`` in a worker thread and give up after ``timeout`` seconds (the thread
     is abandoned, its eventual answer ignored); an awaitable result is awaited."""
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="veil-complete")
     try:
-        future = pool.submit(complete, messages, json_schema=EXTRACTION_SCHEMA)
+        future = pool.submit(
+            complete, messages, json_schema=EXTRACTION_SCHEMA if schema is None else schema
+        )
         result: Any = future.result(timeout=timeout)
         if inspect.isawaitable(result):
             result = asyncio.run(_await(result, timeout))

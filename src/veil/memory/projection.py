@@ -79,7 +79,7 @@ def fact_search_text(fact: dict[str, Any]) -> str:
 
 class MemoryProjection:
     name = "memory"
-    version = 2
+    version = 4
     tables = (
         Table(
             EVIDENCE,
@@ -101,8 +101,10 @@ class MemoryProjection:
             key=("fact_id",),
             indexes=(
                 ("subject_key", "relation", "state"),
+                ("subject_key", "state", "last_confirmed_at"),
                 ("state", "valid_from"),
                 ("relation", "state"),
+                ("object_key", "state"),
             ),
         ),
         Table(
@@ -191,6 +193,7 @@ class MemoryProjection:
                             "name": fact.get("subject"),
                             "first_seen": event.at.isoformat(),
                         },
+                        keep_existing=True,
                     )
                 )
             text = fact_search_text(fact)

@@ -184,15 +184,32 @@ class Writer:
                 quarantined.append(fact_id)
                 continue
             slot = (subject_key, item.relation)
-            if slot not in pending:
-                pending[slot] = self._current(user_id, subject_key, item.relation)
-            current = [f for f in pending[slot] if f.id not in closed]
+            functional = bool(relation and relation.functional)
+            if functional:
+                # One current value per subject: the whole slot is small, cache it.
+                if slot not in pending:
+                    pending[slot] = self._current(user_id, subject_key, item.relation)
+                found = pending[slot]
+            else:
+                # A non-functional slot can hold many values; only the same value (to
+                # reinforce) and the model's named target (to supersede) matter.
+                found = [
+                    *self._current(
+                        user_id,
+                        subject_key,
+                        item.relation,
+                        value=value_key(item.object),
+                        target=item.supersedes,
+                    ),
+                    *pending.setdefault(slot, []),
+                ]
+            current = list({f.id: f for f in found if f.id not in closed}.values())
             decision = decide(
                 Candidate(
                     value_key=value_key(item.object),
                     trust=trust,
                     at=at,
-                    functional=bool(relation and relation.functional),
+                    functional=functional,
                     target=item.supersedes,
                 ),
                 current,
@@ -294,12 +311,26 @@ class Writer:
             return min(holders, key=authority_key)
         return prepared.author
 
-    def _current(self, user_id: str, subject_key: str, relation: str) -> list[CurrentFact]:
-        rows = self.store.fetch(
-            FACTS,
-            scope=user_id,
-            where={"subject_key": subject_key, "relation": relation, "state": "current"},
-        )
+    def _current(
+        self,
+        user_id: str,
+        subject_key: str,
+        relation: str,
+        *,
+        value: str | None = None,
+        target: str | None = None,
+    ) -> list[CurrentFact]:
+        where: dict[str, object] = {
+            "subject_key": subject_key,
+            "relation": relation,
+            "state": "current",
+        }
+        if value is None:
+            rows = self.store.fetch(FACTS, scope=user_id, where=where)
+        else:
+            rows = self.store.fetch(FACTS, scope=user_id, where={**where, "object_key": value})
+            if target:
+                rows += self.store.fetch(FACTS, scope=user_id, where={**where, "fact_id": target})
         return [
             CurrentFact(
                 str(r["fact_id"]),

@@ -37,11 +37,12 @@ from veil.tape.projection import (
     TextIndex,
     VectorIndex,
 )
-from veil.tape.store import CheckReport, RebuildReport, Store, UnknownName
+from veil.tape.store import CheckReport, ErasureReceipt, RebuildReport, Store, UnknownName
 
 __all__ = [
     "CheckReport",
     "Column",
+    "ErasureReceipt",
     "Event",
     "EventConflict",
     "Hit",

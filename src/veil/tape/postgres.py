@@ -74,7 +74,17 @@ def _m001_tape(cur: Any) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (Migration("0001_tape", _m001_tape),)
+def _m002_erasures(cur: Any) -> None:
+    cur.execute(
+        "CREATE TABLE tape_erasures (id TEXT PRIMARY KEY, scope_hash TEXT NOT NULL, "
+        "at TEXT NOT NULL, events BIGINT NOT NULL, rows TEXT NOT NULL)"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration("0001_tape", _m001_tape),
+    Migration("0002_erasures", _m002_erasures),
+)
 
 
 def _clean(value: Any) -> Any:
@@ -214,11 +224,13 @@ class PostgresStore(SqlStore):
         prefix = {"table": "", "text": "fts_", "vector": "vec_"}[kind]
         return [f"DROP TABLE IF EXISTS {prefix}{name}"]
 
-    def _put_sql(self, table: Table) -> str:
+    def _put_sql(self, table: Table, keep_existing: bool = False) -> str:
         names = table.column_names()
         key = ("scope", *table.key)
         updates = [f"{n} = EXCLUDED.{n}" for n in names if n not in key]
-        conflict = f"DO UPDATE SET {', '.join(updates)}" if updates else "DO NOTHING"
+        conflict = (
+            f"DO UPDATE SET {', '.join(updates)}" if updates and not keep_existing else "DO NOTHING"
+        )
         return (
             f"INSERT INTO {table.name} ({', '.join(names)}) "
             f"VALUES ({', '.join('%s' for _ in names)}) "
@@ -292,6 +304,24 @@ class PostgresStore(SqlStore):
             )
             for r in cur.fetchall()
         ]
+
+    def _erase_text(self, cur: Cursor, index: str, scope: str) -> None:
+        cur.execute(f"DELETE FROM fts_{index} WHERE scope = %s", (scope,))
+
+    def _erase_vector(self, cur: Cursor, index: str, scope: str) -> None:
+        cur.execute(f"DELETE FROM vec_{index} WHERE scope = %s", (scope,))
+
+    def _after_erase(self) -> None:
+        # VACUUM cannot run inside a transaction; the pool's connections are autocommit.
+        names = [
+            "tape_events",
+            *self._projections.tables(),
+            *(f"fts_{i}" for i in self._projections.text_indexes()),
+            *(f"vec_{i}" for i in self._projections.vector_indexes()),
+        ]
+        with self._pool.connection() as conn:
+            for name in names:
+                conn.execute(f"VACUUM {name}")
 
     def _integrity(self, cur: Cursor) -> list[str]:
         cur.execute("SELECT 1")

@@ -62,10 +62,11 @@ Row: TypeAlias = dict[str, JSONValue]
 
 @dataclass(frozen=True)
 class Put:
-    """Insert or replace the row with this key."""
+    """Insert or replace the row with this key (``keep_existing``: insert only if absent)."""
 
     table: str
     row: Row
+    keep_existing: bool = False
 
 
 @dataclass(frozen=True)

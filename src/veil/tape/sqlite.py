@@ -13,6 +13,7 @@ guarantee for speed (still safe against process crashes).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import threading
 from collections.abc import Generator
@@ -66,7 +67,17 @@ def _m001_tape(cur: Any) -> None:
     )
 
 
-MIGRATIONS: tuple[Migration, ...] = (Migration("0001_tape", _m001_tape),)
+def _m002_erasures(cur: Any) -> None:
+    cur.execute(
+        "CREATE TABLE tape_erasures (id TEXT PRIMARY KEY, scope_hash TEXT NOT NULL, "
+        "at TEXT NOT NULL, events INTEGER NOT NULL, rows TEXT NOT NULL)"
+    )
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration("0001_tape", _m001_tape),
+    Migration("0002_erasures", _m002_erasures),
+)
 
 
 def scope_token(scope: str) -> str:
@@ -100,6 +111,8 @@ class SQLiteStore(SqlStore):
             self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
         self._conn.execute("PRAGMA foreign_keys = ON")
+        # Freed content is overwritten, so an erased scope leaves no bytes in free pages.
+        self._conn.execute("PRAGMA secure_delete = ON")
         self._migrate()
 
     @classmethod
@@ -221,10 +234,14 @@ class SQLiteStore(SqlStore):
             return [f"DROP TABLE IF EXISTS fts_{name}", f"DROP TABLE IF EXISTS fts_{name}_docs"]
         return [f"DROP TABLE IF EXISTS vec_{name}"]
 
-    def _put_sql(self, table: Table) -> str:
+    def _no_index(self, column: str) -> str:
+        return f"+{column}"
+
+    def _put_sql(self, table: Table, keep_existing: bool = False) -> str:
         names = table.column_names()
+        verb = "INSERT OR IGNORE" if keep_existing else "INSERT OR REPLACE"
         return (
-            f"INSERT OR REPLACE INTO {table.name} ({', '.join(names)}) "
+            f"{verb} INTO {table.name} ({', '.join(names)}) "
             f"VALUES ({', '.join('?' for _ in names)})"
         )
 
@@ -301,6 +318,29 @@ class SQLiteStore(SqlStore):
             for r in cur.fetchall()
         ]
 
+    def _erase_text(self, cur: Cursor, index: str, scope: str) -> None:
+        cur.execute(f"SELECT id, body FROM fts_{index}_docs WHERE scope = ?", (scope,))
+        token = scope_token(scope)
+        for rowid, body in cur.fetchall():
+            cur.execute(
+                f"INSERT INTO fts_{index} (fts_{index}, rowid, body, scopekey) "
+                "VALUES ('delete', ?, ?, ?)",
+                (rowid, body, token),
+            )
+        cur.execute(f"DELETE FROM fts_{index}_docs WHERE scope = ?", (scope,))
+        # Merge segments so deleted terms are dropped from the index, not just masked.
+        cur.execute(f"INSERT INTO fts_{index} (fts_{index}) VALUES ('optimize')")
+
+    def _erase_vector(self, cur: Cursor, index: str, scope: str) -> None:
+        cur.execute(f"DELETE FROM vec_{index} WHERE scope = ?", (scope,))
+
+    def _after_erase(self) -> None:
+        if self.path == ":memory:":
+            return
+        with self._lock:
+            self._conn.execute("VACUUM")
+            self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
     def _integrity(self, cur: Cursor) -> list[str]:
         cur.execute("PRAGMA integrity_check")
         result = [str(r[0]) for r in cur.fetchall()]
@@ -310,4 +350,6 @@ class SQLiteStore(SqlStore):
         with self._lock:
             if not self._closed:
                 self._closed = True
+                with contextlib.suppress(Exception):  # statistics are an optimisation only
+                    self._conn.execute("PRAGMA optimize")
                 self._conn.close()

@@ -12,6 +12,7 @@ SQLite and PostgreSQL backends differ only in SQL text, locking and search.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from abc import ABC, abstractmethod
@@ -30,6 +31,7 @@ from veil.tape.events import (
     JSONValue,
     TapeError,
     canonical_json,
+    new_id,
     validate,
     validate_scope,
 )
@@ -73,6 +75,18 @@ class CheckReport:
     details: dict[str, str] = field(default_factory=lambda: {})
 
 
+@dataclass(frozen=True)
+class ErasureReceipt:
+    """Proof that a scope was erased, without its content: a salted hash of the scope, what
+    was removed, and when. Kept in ``tape_erasures``; the scope's events are gone."""
+
+    id: str
+    scope_hash: str
+    at: str
+    events: int
+    rows: dict[str, int]
+
+
 class Store(Protocol):
     """The backend contract every store passes (see ``veil.testing.StoreContract``)."""
 
@@ -80,7 +94,7 @@ class Store(Protocol):
     url: str
 
     def register(self, *projections: Projection) -> None: ...
-    def append(self, events: Sequence[Event]) -> list[Event]: ...
+    def append(self, events: Sequence[Event], *, keep_recorded_at: bool = False) -> list[Event]: ...
     def read(
         self,
         scope: str,
@@ -109,6 +123,8 @@ class Store(Protocol):
     ) -> list[Hit]: ...
     def snapshot(self) -> dict[str, list[tuple[Any, ...]]]: ...
     def check(self) -> CheckReport: ...
+    def erase(self, scope: str) -> ErasureReceipt: ...
+    def erasures(self) -> list[ErasureReceipt]: ...
     def close(self) -> None: ...
 
 
@@ -178,7 +194,11 @@ class SqlStore(ABC):
     def _drop_ddl(self, kind: Literal["table", "text", "vector"], name: str) -> list[str]: ...
 
     @abstractmethod
-    def _put_sql(self, table: Table) -> str: ...
+    def _put_sql(self, table: Table, keep_existing: bool = False) -> str: ...
+
+    def _no_index(self, column: str) -> str:
+        """An ORDER BY term that does not steer index choice (dialect-specific)."""
+        return column
 
     @abstractmethod
     def _write_text(self, cur: Cursor, index: str, scope: str, doc_id: str, text: str) -> None: ...
@@ -203,6 +223,16 @@ class SqlStore(ABC):
 
     @abstractmethod
     def _dump_vector(self, cur: Cursor, index: str) -> list[tuple[Any, ...]]: ...
+
+    @abstractmethod
+    def _erase_text(self, cur: Cursor, index: str, scope: str) -> None: ...
+
+    @abstractmethod
+    def _erase_vector(self, cur: Cursor, index: str, scope: str) -> None: ...
+
+    @abstractmethod
+    def _after_erase(self) -> None:
+        """Backend clean-up after an erasure commits: reclaim the space of removed rows."""
 
     @abstractmethod
     def _integrity(self, cur: Cursor) -> list[str]:
@@ -315,8 +345,11 @@ class SqlStore(ABC):
 
     # ---- the tape -----------------------------------------------------------------------
 
-    def append(self, events: Sequence[Event]) -> list[Event]:
+    def append(self, events: Sequence[Event], *, keep_recorded_at: bool = False) -> list[Event]:
         """Append a batch atomically; idempotent by event id. Returns the stored events.
+
+        ``keep_recorded_at`` keeps each event's own ``recorded_at`` (restoring an export);
+        otherwise the store's clock stamps the batch.
 
         An id already on the tape with the same content returns the stored event unchanged;
         with different content the whole batch fails with :class:`EventConflict` and nothing
@@ -352,8 +385,9 @@ class SqlStore(ABC):
                         )
                     stored.append(replace(event, seq=seq, recorded_at=parse_time(at)))
                     continue
-                seq = self._insert_event(cur, event, digests[event.id], format_time(recorded_at))
-                on_tape = replace(event, seq=seq, recorded_at=recorded_at)
+                stamp = event.recorded_at if keep_recorded_at and event.recorded_at else recorded_at
+                seq = self._insert_event(cur, event, digests[event.id], format_time(stamp))
+                on_tape = replace(event, seq=seq, recorded_at=stamp)
                 self._apply(cur, self._projections.ops_for(on_tape))
                 stored.append(on_tape)
         return stored
@@ -465,7 +499,7 @@ class SqlStore(ABC):
         for op in ops:
             if isinstance(op, Put):
                 table = self._table(tables, op.table)
-                cur.execute(self._put_sql(table), self._encode_row(table, op.row))
+                cur.execute(self._put_sql(table, op.keep_existing), self._encode_row(table, op.row))
             elif isinstance(op, Patch):
                 table = self._table(tables, op.table)
                 self._patch(cur, table, op)
@@ -632,7 +666,9 @@ class SqlStore(ABC):
             if name not in types:
                 raise UnknownName(f"{table}.{name}")
             order.append(f"{name} {'DESC' if item.startswith('-') else 'ASC'}")
-        order.extend(f"{k} ASC" for k in spec.key)
+        # The key tiebreak must not make the planner walk the primary key instead of the
+        # filter's index (a full scope scan): SQLite's unary + hides it from the planner.
+        order.extend(f"{self._no_index(k)} ASC" for k in spec.key)
         sql = (
             f"SELECT {', '.join(spec.column_names())} FROM {table} "
             f"WHERE {' AND '.join(clauses)} ORDER BY {', '.join(order)}"
@@ -732,6 +768,48 @@ class SqlStore(ABC):
         return CheckReport(
             ok=not problems, events=count, head=head, problems=tuple(problems), details=details
         )
+
+    def erase(self, scope: str) -> ErasureReceipt:
+        """Compliance erasure, the single exception to append-only: physically remove every
+        event and projection row of ``scope`` and keep a content-free receipt."""
+        self._ensure_open()
+        validate_scope(scope)
+        rows: dict[str, int] = {}
+        with self._write() as cur:
+            cur.execute(self._sql("SELECT COUNT(*) FROM tape_events WHERE scope = ?"), (scope,))
+            events = int(cur.fetchone()[0])
+            cur.execute(self._sql("DELETE FROM tape_events WHERE scope = ?"), (scope,))
+            for table in self._projections.tables().values():
+                cur.execute(
+                    self._sql(f"SELECT COUNT(*) FROM {table.name} WHERE scope = ?"), (scope,)
+                )
+                rows[table.name] = int(cur.fetchone()[0])
+                cur.execute(self._sql(f"DELETE FROM {table.name} WHERE scope = ?"), (scope,))
+            for index in self._projections.text_indexes():
+                self._erase_text(cur, index, scope)
+            for index in self._projections.vector_indexes():
+                self._erase_vector(cur, index, scope)
+            at = format_time(self._clock.now())
+            receipt_id = new_id("er")
+            digest = hashlib.sha256(f"{receipt_id}:{scope}".encode()).hexdigest()
+            cur.execute(
+                self._sql(
+                    "INSERT INTO tape_erasures (id, scope_hash, at, events, rows) "
+                    "VALUES (?, ?, ?, ?, ?)"
+                ),
+                (receipt_id, digest, at, events, canonical_json(dict(rows))),
+            )
+        self._after_erase()
+        return ErasureReceipt(receipt_id, digest, at, events, rows)
+
+    def erasures(self) -> list[ErasureReceipt]:
+        """Every erasure receipt, oldest first (administrative)."""
+        with self._read() as cur:
+            cur.execute("SELECT id, scope_hash, at, events, rows FROM tape_erasures ORDER BY at")
+            return [
+                ErasureReceipt(str(r[0]), str(r[1]), str(r[2]), int(r[3]), json.loads(r[4]))
+                for r in cur.fetchall()
+            ]
 
     def _rebuild_and_discard(
         self,

@@ -1,0 +1,58 @@
+"""Run every benchmark, then render ``docs/benchmarks.md`` (this is what ``make bench`` runs).
+
+Run from the repository root::
+
+    python -m benchmarks.run            # full runs (minutes)
+    python -m benchmarks.run --quick    # quick runs (seconds); results go to NAME-quick.json
+
+Each benchmark in :data:`BENCHMARKS` is a module ``benchmarks.NAME`` with ``main(argv)`` that
+writes ``benchmarks/results/NAME.json`` (``NAME-quick.json`` with ``--quick``). Each runs in its
+own subprocess — ``python -m benchmarks.NAME [--quick]``, exactly the documented command — so
+one benchmark's imports, caches and memory do not influence another's timings. The report is
+rendered even when a benchmark fails (from whatever results exist); the exit code is then 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchmarks import report
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHMARKS: tuple[str, ...] = ("embedders", "write_overhead")
+"""Modules of ``benchmarks/`` that define ``main(argv)`` and are run by ``make bench``."""
+
+
+def command(name: str, *, quick: bool) -> list[str]:
+    return [sys.executable, "-m", f"benchmarks.{name}", *(["--quick"] if quick else [])]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Run all benchmarks and render the report.")
+    parser.add_argument("--quick", action="store_true", help="quick runs of every benchmark")
+    args = parser.parse_args(argv)
+    quick: bool = args.quick
+    failed: list[str] = []
+    for name in BENCHMARKS:
+        cmd = command(name, quick=quick)
+        print(f"\n=== {' '.join(['python', *cmd[1:]])}", flush=True)
+        t0 = time.perf_counter()
+        done = subprocess.run(cmd, cwd=REPO, check=False)
+        seconds = time.perf_counter() - t0
+        print(f"=== {name}: exit {done.returncode} in {seconds:.1f} s", flush=True)
+        if done.returncode != 0:
+            failed.append(name)
+    path = report.write()
+    print(f"\nwrote {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

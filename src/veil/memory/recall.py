@@ -1,0 +1,433 @@
+"""Recall: hybrid retrieval fused by reciprocal rank, rendered into a token budget. No LLM.
+
+Sources, each a scoped, indexed query (nothing scans a user's rows in Python):
+(a) the entity graph — entities named in the query (resolved like writes, aliases included),
+their current facts, facts pointing at them, and one hop to the entities their facts name;
+(b) the wiki sections compiled by ``maintain`` for those entities (or the user);
+(c) episodes by relevance (full text, vectors) and recency;
+(d) full-text (FTS5/BM25, tsvector) over facts and episodes;
+(e) vector search (sqlite-vec, pgvector) — the only semantic signal for queries that name no
+entity, and a fused signal otherwise.
+Ranked lists are fused with weighted reciprocal-rank fusion (``RecallWeights``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from veil.memory.config import MemoryConfig
+from veil.memory.entities import USER, candidate_mentions, entity_key
+from veil.memory.model import Episode, Fact
+from veil.memory.projection import (
+    ENTITIES,
+    EPISODES,
+    EPISODES_TEXT,
+    EPISODES_VEC,
+    FACTS,
+    FACTS_TEXT,
+    FACTS_VEC,
+    WIKI,
+)
+from veil.memory.render import Rendered, Section, render
+from veil.memory.rows import episode_from_row, fact_from_row
+from veil.tape import Row, Store
+
+CANDIDATES = 50
+
+
+@dataclass(frozen=True)
+class Recall:
+    text: str
+    facts: tuple[Fact, ...]
+    episodes: tuple[Episode, ...]
+    claims: tuple[Fact, ...]
+    contested: tuple[Fact, ...]
+    tokens: int
+    truncated: bool
+    wiki: tuple[str, ...] = ()
+    omitted: dict[str, int] = field(default_factory=lambda: {})
+    entities: tuple[str, ...] = ()
+
+
+def fuse(rankings: Iterable[tuple[float, Sequence[str]]], k: int) -> dict[str, float]:
+    """Weighted reciprocal-rank fusion of ranked id lists."""
+    scores: dict[str, float] = {}
+    for weight, ids in rankings:
+        for rank, doc in enumerate(dict.fromkeys(ids)):
+            scores[doc] = scores.get(doc, 0.0) + weight / (k + rank + 1)
+    return scores
+
+
+def valid_at(fact: Fact, when: datetime) -> bool:
+    return fact.valid_from <= when and (fact.valid_to is None or fact.valid_to > when)
+
+
+def procedural_factor(fact: Fact) -> float:
+    """Procedural facts rank by how they worked out: used often and last successful first."""
+    factor = 1.0 + 0.1 * math.log1p(fact.times_used)
+    if fact.last_outcome is False:
+        factor *= 0.5
+    return factor
+
+
+def with_coverage(ranked: Sequence[Fact], share: float, slots: int) -> list[Fact]:
+    """Reserve ``share`` of the ``slots`` for days not yet represented by the relevance head."""
+    if share <= 0 or slots <= 0:
+        return list(ranked)
+    head_size = max(1, math.ceil(slots * (1 - share)))
+    head = list(ranked[:head_size])
+    days = {f.valid_from.date() for f in head}
+    rest = list(ranked[head_size:])
+    fresh: list[Fact] = []
+    for fact in rest:
+        day = fact.valid_from.date()
+        if day not in days:
+            fresh.append(fact)
+            days.add(day)
+    fresh_ids = {f.id for f in fresh}
+    return [*head, *fresh, *(f for f in rest if f.id not in fresh_ids)]
+
+
+class Recaller:
+    """Runs the retrieval queries for one recall; holds no state between calls."""
+
+    def __init__(self, store: Store, config: MemoryConfig) -> None:
+        self.store = store
+        self.config = config
+
+    def recall(
+        self,
+        query: str,
+        *,
+        user_id: str,
+        token_budget: int,
+        now: datetime,
+        as_of: datetime | None,
+        include_claims: bool,
+    ) -> Recall:
+        when = as_of or now
+        if not query.strip():
+            return self._briefing(user_id, token_budget, when, as_of, include_claims)
+        weights = self.config.recall_weights
+        entities = self._entities(user_id, query)
+        graph = self._graph_facts(user_id, entities, as_of)
+        text_hits = [
+            h.doc_id
+            for h in self.store.search_text(
+                FACTS_TEXT, scope=user_id, query=query, limit=CANDIDATES
+            )
+        ]
+        vector_hits = [
+            h.doc_id
+            for h in self.store.search_vector(
+                FACTS_VEC, scope=user_id, query=query, limit=CANDIDATES
+            )
+        ]
+        rows = {str(r["fact_id"]): r for r in graph}
+        missing = [i for i in (*text_hits, *vector_hits) if i not in rows]
+        if missing:
+            for row in self.store.fetch(FACTS, scope=user_id, where={"fact_id": missing}):
+                rows[str(row["fact_id"])] = row
+        facts = {fid: fact_from_row(row, when, self.config) for fid, row in rows.items()}
+        graph_order = sorted(
+            (str(r["fact_id"]) for r in graph),
+            key=lambda i: (-facts[i].trust, -facts[i].last_confirmed_at.timestamp()),
+        )
+        scores = fuse(
+            [
+                (weights.entity, graph_order),
+                (weights.text, text_hits),
+                (weights.vector, vector_hits),
+            ],
+            weights.k,
+        )
+        trusted, claims = self._split(facts.values(), when, as_of)
+        ranked = sorted(trusted, key=lambda f: -scores.get(f.id, 0.0) * procedural_factor(f))
+        ranked = with_coverage(
+            ranked, self.config.subgraph_coverage_share, slots=max(1, token_budget // 25)
+        )
+        claim_list = sorted(claims, key=lambda f: -scores.get(f.id, 0.0)) if include_claims else []
+        episodes = self._episodes(user_id, query, when, as_of)
+        wiki = self._wiki(user_id, entities or [USER]) if as_of is None else []
+        commitments = self._commitments(user_id, when)
+        return self._render(
+            ranked, claim_list, episodes, wiki, commitments, token_budget, when, entities, user_id
+        )
+
+    # ---- sources ------------------------------------------------------------------------
+
+    def _entities(self, user_id: str, query: str) -> list[str]:
+        keys = {
+            entity_key(m, aliases=self.config.aliases, user_names=self.config.user_names)
+            for m in candidate_mentions(query)
+        }
+        rows = self.store.fetch(ENTITIES, scope=user_id, where={"key": sorted(keys)})
+        return sorted(str(r["key"]) for r in rows)
+
+    def _graph_facts(self, user_id: str, entities: list[str], as_of: datetime | None) -> list[Row]:
+        if not entities:
+            return []
+        states = ["current"] if as_of is None else ["current", "superseded", "quarantined"]
+        direct = self.store.fetch(
+            FACTS,
+            scope=user_id,
+            where={"subject_key": entities, "state": states},
+            order_by=["-last_confirmed_at"],
+            limit=200,
+        )
+        incoming = self.store.fetch(
+            FACTS, scope=user_id, where={"object_key": entities, "state": states}, limit=100
+        )
+        hop_keys = sorted({str(r["object_key"]) for r in direct} - set(entities))
+        hop: list[Row] = []
+        if hop_keys:
+            known = [
+                str(r["key"])
+                for r in self.store.fetch(ENTITIES, scope=user_id, where={"key": hop_keys})
+            ]
+            if known:
+                hop = self.store.fetch(
+                    FACTS,
+                    scope=user_id,
+                    where={"subject_key": known, "state": states},
+                    order_by=["-last_confirmed_at"],
+                    limit=100,
+                )
+        seen: dict[str, Row] = {}
+        for row in (*direct, *incoming, *hop):
+            seen.setdefault(str(row["fact_id"]), row)
+        return list(seen.values())
+
+    def _split(
+        self, facts: Iterable[Fact], when: datetime, as_of: datetime | None
+    ) -> tuple[list[Fact], list[Fact]]:
+        trusted: list[Fact] = []
+        claims: list[Fact] = []
+        for fact in facts:
+            if fact.status == "quarantined":
+                if as_of is None or fact.valid_from <= when:
+                    claims.append(fact)
+                continue
+            if as_of is not None:
+                if fact.status == "disputed" or not valid_at(fact, when):
+                    continue
+                if fact.status == "lapsed":
+                    continue
+                trusted.append(fact)
+            elif fact.status in ("current", "stale"):
+                trusted.append(fact)
+        return trusted, claims
+
+    def _episodes(
+        self, user_id: str, query: str, when: datetime, as_of: datetime | None
+    ) -> list[Episode]:
+        weights = self.config.recall_weights
+        text_hits = [
+            h.doc_id
+            for h in self.store.search_text(
+                EPISODES_TEXT, scope=user_id, query=query, limit=CANDIDATES
+            )
+        ]
+        vector_hits = [
+            h.doc_id
+            for h in self.store.search_vector(
+                EPISODES_VEC, scope=user_id, query=query, limit=CANDIDATES
+            )
+        ]
+        recent = self.store.fetch(
+            EPISODES, scope=user_id, where={"consolidated_into": None}, order_by=["-at"], limit=20
+        )
+        rows = {str(r["episode_id"]): r for r in recent}
+        missing = [i for i in (*text_hits, *vector_hits) if i not in rows]
+        if missing:
+            for row in self.store.fetch(EPISODES, scope=user_id, where={"episode_id": missing}):
+                rows[str(row["episode_id"])] = row
+        scores = fuse(
+            [
+                (weights.text, text_hits),
+                (weights.vector, vector_hits),
+                (weights.recency, [str(r["episode_id"]) for r in recent]),
+            ],
+            weights.k,
+        )
+        episodes = [episode_from_row(r) for r in rows.values() if r["consolidated_into"] is None]
+        if as_of is not None:
+            episodes = [e for e in episodes if e.at <= when]
+        return sorted(episodes, key=lambda e: -scores.get(e.id, 0.0))[:CANDIDATES]
+
+    def _wiki(self, user_id: str, sections: Sequence[str] | None) -> list[str]:
+        """The wiki sections of ``sections`` (all of them, the user's first, when None)."""
+        where: dict[str, object] = {} if sections is None else {"section": list(sections)}
+        rows = self.store.fetch(WIKI, scope=user_id, where=where, limit=100)
+        rows.sort(key=lambda r: (r["section"] != USER, str(r["section"])))
+        return [str(r["text"]) for r in rows]
+
+    def _commitments(self, user_id: str, when: datetime) -> list[Episode]:
+        rows = self.store.fetch(
+            EPISODES, scope=user_id, where={"kind": "commitment"}, order_by=["-at"], limit=200
+        )
+        today = when.date().isoformat()
+        horizon = (when + timedelta(days=7)).date().isoformat()
+        due = [
+            episode_from_row(r)
+            for r in rows
+            if r["due"] and today <= str(r["due"]) <= horizon and r["at"] is not None
+        ]
+        return sorted(due, key=lambda e: e.due or "")
+
+    def _briefing(
+        self,
+        user_id: str,
+        budget: int,
+        when: datetime,
+        as_of: datetime | None,
+        include_claims: bool,
+    ) -> Recall:
+        rows = self.store.fetch(
+            FACTS,
+            scope=user_id,
+            where={"state": "current"},
+            order_by=["-trust", "-last_confirmed_at"],
+            limit=200,
+        )
+        facts = [fact_from_row(r, when, self.config) for r in rows]
+        trusted = [
+            f for f in facts if f.status == "current" and (as_of is None or valid_at(f, when))
+        ]
+        stale = [f for f in facts if f.status == "stale"]
+        recent = [
+            episode_from_row(r)
+            for r in self.store.fetch(
+                EPISODES,
+                scope=user_id,
+                where={"consolidated_into": None},
+                order_by=["-at"],
+                limit=20,
+            )
+        ]
+        claims: list[Fact] = []
+        if include_claims:
+            claims = [
+                fact_from_row(r, when, self.config)
+                for r in self.store.fetch(
+                    FACTS,
+                    scope=user_id,
+                    where={"state": "quarantined"},
+                    order_by=["-recorded_seq"],
+                    limit=20,
+                )
+            ]
+        return self._render(
+            trusted,
+            claims,
+            recent,
+            self._wiki(user_id, None),
+            self._commitments(user_id, when),
+            budget,
+            when,
+            [],
+            user_id,
+            needs_confirmation=stale,
+        )
+
+    # ---- rendering ----------------------------------------------------------------------
+
+    def _render(
+        self,
+        facts: list[Fact],
+        claims: list[Fact],
+        episodes: list[Episode],
+        wiki: list[str],
+        commitments: list[Episode],
+        budget: int,
+        when: datetime,
+        entities: list[str],
+        user_id: str,
+        needs_confirmation: Sequence[Fact] = (),
+    ) -> Recall:
+        contested = [f for f in facts if f.contested_with]
+        contested_ids = {f.id for f in contested}
+        others: dict[str, Fact] = {}
+        wanted = sorted({i for f in contested for i in f.contested_with} - contested_ids)
+        if wanted:
+            for row in self.store.fetch(FACTS, scope=user_id, where={"fact_id": wanted}):
+                others[str(row["fact_id"])] = fact_from_row(row, when, self.config)
+        pool = {**others, **{f.id: f for f in contested}}
+        contest_lines: list[str] = []
+        done: set[frozenset[str]] = set()
+        for fact in contested:
+            for other_id in fact.contested_with:
+                other = pool.get(other_id)
+                pair = frozenset((fact.id, other_id))
+                if other is None or pair in done or other.status not in ("current", "stale"):
+                    continue
+                done.add(pair)
+                contest_lines.append(
+                    f"- {_who(fact)} says: {fact.statement} — but "
+                    f"{_who(other)} says: {other.statement}"
+                )
+        plain = [f for f in facts if f.id not in contested_ids]
+        sections = [
+            Section("contested", "Contested (both sides kept; ask the user)", contest_lines),
+            Section("facts", "Facts", [_fact_line(f) for f in plain]),
+            Section(
+                "needs_confirmation",
+                "Possibly stale — confirm with the user",
+                [_fact_line(f) for f in needs_confirmation],
+            ),
+            Section("commitments", "Due soon", [f"- due {e.due}: {e.text}" for e in commitments]),
+            Section("wiki", "Notes", wiki, share=1 / 3),
+            Section(
+                "episodes",
+                "Episodes",
+                [f"- {e.at.date().isoformat()} {e.kind}: {e.text}" for e in episodes],
+            ),
+            Section(
+                "claims",
+                "Unverified third-party claims (never assert as fact)",
+                [_claim_line(f) for f in claims],
+            ),
+        ]
+        out: Rendered = render(sections, budget, self.config.token_counter)
+        n_facts = out.included.get("facts", 0)
+        n_eps = out.included.get("episodes", 0)
+        n_claims = out.included.get("claims", 0)
+        return Recall(
+            text=out.text,
+            facts=tuple(plain[:n_facts]) + tuple(contested),
+            episodes=tuple(episodes[:n_eps]),
+            claims=tuple(claims[:n_claims]),
+            contested=tuple(contested),
+            tokens=out.tokens,
+            truncated=out.truncated,
+            wiki=tuple(wiki[: out.included.get("wiki", 0)]),
+            omitted=out.omitted,
+            entities=tuple(entities),
+        )
+
+
+def _who(fact: Fact) -> str:
+    return f"{fact.provenance.author_of_evidence} ({fact.valid_from.date().isoformat()})"
+
+
+def _fact_line(fact: Fact) -> str:
+    line = f"- {fact.statement}"
+    if fact.status == "stale":
+        line += f" (possibly stale — last confirmed {fact.last_confirmed_at.date().isoformat()})"
+    if "ungrounded" in fact.flags:
+        line += " (detail not in the source)"
+    if fact.valid_to is not None:
+        line += f" (until {fact.valid_to.date().isoformat()})"
+    return line
+
+
+def _claim_line(fact: Fact) -> str:
+    who = (
+        fact.provenance.claimant
+        if fact.provenance.claimant != "user"
+        else fact.provenance.author_of_evidence
+    )
+    return f"- {who} claims: {fact.statement} ({fact.valid_from.date().isoformat()})"

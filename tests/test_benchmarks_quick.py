@@ -1,0 +1,93 @@
+"""The benchmark scripts cannot rot: their quick runs must succeed and write sane JSON.
+
+Each quick run is the documented command (``python -m benchmarks.NAME --quick``) in a
+subprocess; it must exit 0, write ``benchmarks/results/NAME-quick.json`` and leave the full
+result ``NAME.json`` untouched. Together they take about 20 s (embedders ~15 s, write_overhead
+~3 s). The report must render from whatever results exist.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from benchmarks import report
+from benchmarks.run import BENCHMARKS
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "benchmarks" / "results"
+
+
+def run_quick(name: str) -> dict[str, Any]:
+    """Run ``python -m benchmarks.NAME --quick``; return its fresh quick JSON."""
+    full = RESULTS / f"{name}.json"
+    full_before = full.read_bytes() if full.exists() else None
+    started = time.time()
+    done = subprocess.run(
+        [sys.executable, "-m", f"benchmarks.{name}", "--quick"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, f"{name} --quick failed:\n{done.stdout}\n{done.stderr}"
+    quick = RESULTS / f"{name}-quick.json"
+    assert quick.exists() and quick.stat().st_mtime >= started - 1, f"{quick} was not written"
+    if full_before is not None:
+        assert full.read_bytes() == full_before, f"--quick overwrote {full}"
+    data: dict[str, Any] = json.loads(quick.read_text())
+    assert data["quick"] is True
+    assert {"python", "platform", "cpus"} <= set(data["machine"])
+    return data
+
+
+def test_write_overhead_quick() -> None:
+    data = run_quick("write_overhead")
+    assert data["existing_facts"] == 1_000 and data["measured_calls"] == 50
+    assert data["populate"]["facts"] >= 1_000
+    assert [r["mode"] for r in data["results"]] == ["full", "normal"]
+    for r in data["results"]:
+        assert r["llm_calls_per_remember"] == [1]
+        for key in ("per_remember_ms", "per_fact_ms", "append_floor_ms"):
+            stats = r[key]
+            assert 0 < stats["median"] <= stats["p95"] <= stats["p99"] <= stats["max"]
+            assert stats["median"] < 1_000, f"{key} median is {stats['median']} ms"
+        assert r["per_fact_ms"]["median"] <= r["per_remember_ms"]["median"]
+        outcomes = r["outcomes"]
+        assert outcomes["added"] > 0 and outcomes["superseded"] > 0 and outcomes["reinforced"] > 0
+
+
+def test_embedders_quick() -> None:
+    # Needs LoCoMo in the shared data folder ($VEIL_SHARED_DIR); missing data fails, not skips.
+    data = run_quick("embedders")
+    labels = [r["embedder"] for r in data["results"]]
+    assert "static" in labels and "hash" in labels
+    for r in data["results"]:
+        assert r["dim"] > 0 and r["emb_per_s"] > 0 and r["questions"] > 0
+        recalls = [r["recall_all"][f"@{k}"] for k in (1, 5, 10, 20, 50)]
+        assert all(0 <= x <= 1 for x in recalls)
+        assert recalls == sorted(recalls)
+
+
+def test_run_lists_every_benchmark_module() -> None:
+    """BENCHMARKS names exactly the modules of benchmarks/ with a top-level ``main``, except
+    the runner and the report themselves."""
+    found: set[str] = set()
+    for path in (REPO / "benchmarks").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        if any(isinstance(n, ast.FunctionDef) and n.name == "main" for n in tree.body):
+            found.add(path.stem)
+    assert found - {"run", "report"} == set(BENCHMARKS)
+
+
+def test_report_renders_from_results() -> None:
+    text = report.render()
+    assert text.startswith("# Benchmarks")
+    for section in report.SECTIONS:
+        assert section.command in text
