@@ -11,18 +11,12 @@ additive still cannot push the result over the budget.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-TokenCounter = Callable[[str], int]
+from veil.tokens import TokenCounter, estimate_tokens
 
-
-def estimate_tokens(text: str) -> int:
-    """A tokenizer-free estimate: about four characters per token, never below the number of
-    words. Pass an exact counter (e.g. tiktoken's) to ``MemoryConfig.token_counter``."""
-    if not text:
-        return 0
-    return max(math.ceil(len(text) / 4), len(text.split()))
+__all__ = ["Rendered", "Section", "TokenCounter", "estimate_tokens", "render"]
 
 
 @dataclass(frozen=True)

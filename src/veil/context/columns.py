@@ -1,0 +1,58 @@
+"""Numpy columns over the engine's items: the hot path scores every item in one pass."""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+FLOAT_COLUMNS = (
+    "stability",
+    "last_tick",
+    "access",
+    "relevance",
+    "structure",
+    "cognitive",
+    "durable_stability",
+    "last_wall",
+    "tokens",
+    "turn_weight",
+    "turn_index",
+    "similarity",
+    "manual_tick",
+)
+BOOL_COLUMNS = ("procedural", "manual", "pinned", "never", "live", "warm", "is_turn")
+
+
+class Columns:
+    """Growable parallel arrays, one row per item (rows are never removed: nothing is)."""
+
+    def __init__(self, capacity: int = 256) -> None:
+        self.size = 0
+        self._capacity: int = capacity
+        self.f: dict[str, NDArray[np.float64]] = {
+            n: np.zeros(capacity, dtype=np.float64) for n in FLOAT_COLUMNS
+        }
+        self.b: dict[str, NDArray[np.bool_]] = {
+            n: np.zeros(capacity, dtype=np.bool_) for n in BOOL_COLUMNS
+        }
+
+    def add(self) -> int:
+        if self.size == self._capacity:
+            self._capacity *= 2
+            for name, col in self.f.items():
+                grown = np.zeros(self._capacity, dtype=np.float64)
+                grown[: self.size] = col[: self.size]
+                self.f[name] = grown
+            for name, col in self.b.items():
+                grown_b = np.zeros(self._capacity, dtype=np.bool_)
+                grown_b[: self.size] = col[: self.size]
+                self.b[name] = grown_b
+        row = self.size
+        self.size += 1
+        return row
+
+    def view(self, name: str) -> NDArray[np.float64]:
+        return self.f[name][: self.size]
+
+    def flag(self, name: str) -> NDArray[np.bool_]:
+        return self.b[name][: self.size]

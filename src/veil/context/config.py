@@ -1,0 +1,108 @@
+"""Working-memory configuration: weights, bounds and horizons, with tested defaults."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from veil.context.items import ItemKind, TurnKind
+
+
+@dataclass(frozen=True)
+class ScoreWeights:
+    """The five signals' fixed weights (they sum to 1) and the multipliers."""
+
+    recency: float = 0.35
+    frequency: float = 0.15
+    relevance: float = 0.2
+    structure: float = 0.15
+    cognitive: float = 0.15
+    procedural: float = 1.2
+    manual: float = 1.5
+    pin_boost: float = 10.0
+    """Added to a pinned item's score: above any threshold the controller can reach."""
+    frequency_cap: int = 20
+    """Access counts at or above this saturate the frequency signal."""
+
+
+@dataclass(frozen=True)
+class ThresholdConfig:
+    """AIMD threshold: additive increase under pressure, multiplicative decrease on regret."""
+
+    initial: float = 0.15
+    minimum: float = 0.02
+    maximum: float = 0.6
+    increase: float = 0.01
+    decrease_factor: float = 0.5
+    calm_ticks: int = 5
+    """No additive increase within this many ticks of a regret."""
+
+
+_INITIAL_STABILITY: Mapping[ItemKind, float] = MappingProxyType(
+    {
+        "file": 0.5,
+        "tool_output": 0.25,
+        "message": 0.5,
+        "turn": 0.5,
+        "fact": 2.0,
+        "procedural": 3.0,
+        "decision": 2.0,
+        "intent": 7.0,
+        "correction": 7.0,
+        "plan": 2.0,
+    }
+)
+_INITIAL_DIFFICULTY: Mapping[ItemKind, float] = MappingProxyType(
+    {
+        "file": 5.0,
+        "tool_output": 6.0,
+        "message": 5.0,
+        "turn": 5.0,
+        "fact": 4.0,
+        "procedural": 3.0,
+        "decision": 4.0,
+        "intent": 2.0,
+        "correction": 2.0,
+        "plan": 4.0,
+    }
+)
+TURN_WEIGHTS: Mapping[TurnKind, float] = MappingProxyType(
+    {
+        "intent": 0.0,
+        "correction": 0.0,
+        "decision": 0.1,
+        "action": 0.6,
+        "status": 0.7,
+        "exploration": 0.8,
+    }
+)
+
+
+@dataclass(frozen=True)
+class ContextConfig:
+    weights: ScoreWeights = field(default_factory=ScoreWeights)
+    threshold: ThresholdConfig = field(default_factory=ThresholdConfig)
+    ticks_per_day: float = 24.0
+    """Session clock: one tick per tool call; idle wall time does not decay a session."""
+    live_max_stability_days: float = 7.0
+    durable_max_stability_days: float = 365.0
+    initial_stability: Mapping[ItemKind, float] = field(default_factory=lambda: _INITIAL_STABILITY)
+    initial_difficulty: Mapping[ItemKind, float] = field(
+        default_factory=lambda: _INITIAL_DIFFICULTY
+    )
+    turn_weights: Mapping[TurnKind, float] = field(default_factory=lambda: TURN_WEIGHTS)
+    protected_turns: int = 12
+    turn_age_span: int = 20
+    turn_similarity: float = 0.7
+    window_tokens: int = 128_000
+    reserve_tokens: int = 16_000
+    target_fill: float = 0.7
+    """Stage 2 evicts down to this fill of the budget; the threshold rises above it."""
+    cold_retrievability: float = 0.5
+    """Stage 3: warm items whose durable-horizon R fell below this go cold…"""
+    cold_after_ticks: int = 50
+    """…when also untouched for this many ticks."""
+    manual_protect_ticks: int = 3
+    manifest_max_items: int = 40
+    stub_chars: int = 160

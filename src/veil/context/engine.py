@@ -1,0 +1,886 @@
+"""The context engine: working memory for one agent session, over the tape.
+
+Every tool call passes through ``capture`` (an item on the tape), scoring (pure arithmetic over
+numpy columns) and eviction (three stages, :mod:`veil.context.eviction`) at ``step``. Nothing is
+dropped: items move live → warm → cold, and ``expand`` restores any of them byte-identical from
+the tape. Decisions are pure functions; this class holds state and does the I/O.
+
+The session clock is the tick: one per captured tool call. Live-tier decay runs on ticks, so a
+session left idle overnight has not forgotten anything when it resumes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from pathlib import Path
+from typing import Any, cast
+
+import numpy as np
+
+from veil.clock import Clock, SystemClock, format_time, parse_time
+from veil.context import fsrs
+from veil.context.codegraph import CodeGraph
+from veil.context.columns import Columns
+from veil.context.config import ContextConfig
+from veil.context.conflicts import Belief, Conflict, conflict_id, content_digest, find_conflicts
+from veil.context.eviction import Move, plan
+from veil.context.items import ITEM_KINDS, NEVER_EVICTED, ContextItem, ItemKind, Tier, TurnKind
+from veil.context.manifest import ManifestRow, render_manifest
+from veil.context.projection import (
+    CONFLICTS,
+    ITEMS,
+    ITEMS_TEXT,
+    ITEMS_VEC,
+    STATE,
+    ContextProjection,
+)
+from veil.context.render import stub
+from veil.context.score import Task, score_many
+from veil.context.signals import jaccard, paths_in, structure, tags_of
+from veil.context.threshold import Threshold, on_regret, on_tick
+from veil.context.turns import classify_turn, max_similarity
+from veil.embed.protocol import Embedder
+from veil.tape import Event, JSONValue, Row, Store, new_id
+from veil.tokens import TokenCounter, estimate_tokens
+
+POINTER = re.compile(r"^veil://(warm|cold|live)/([A-Za-z0-9_\-]+)$")
+READ_TOOLS = frozenset({"read"})
+WRITE_TOOLS = frozenset({"write", "edit"})
+
+
+class UnknownItem(KeyError):
+    """An id or pointer that names no item of this project's working memory."""
+
+
+@dataclass(frozen=True)
+class EvictionReport:
+    tick: int
+    moves: tuple[Move, ...]
+    threshold_before: float
+    threshold_after: float
+    live_tokens_before: int
+    live_tokens_after: int
+    budget: int
+    pressure: bool
+
+
+class ContextEngine:
+    def __init__(
+        self,
+        store: Store,
+        *,
+        session_id: str,
+        scope: str = "project",
+        config: ContextConfig | None = None,
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+        project_root: Path | None = None,
+        token_counter: TokenCounter = estimate_tokens,
+        register: bool = True,
+    ) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.scope = scope
+        self.config = config or ContextConfig()
+        self.embedder = embedder
+        self.clock: Clock = clock or SystemClock()
+        self.count_tokens = token_counter
+        self.graph = CodeGraph(project_root) if project_root else None
+        if register:
+            store.register(ContextProjection())
+        self._items: dict[str, ContextItem] = {}
+        self._row: dict[str, int] = {}
+        self._ids: list[str] = []
+        self._cols = Columns()
+        self._by_call: dict[str, str] = {}
+        self._turn_vectors: list[np.ndarray[Any, np.dtype[np.float32]]] = []
+        self._turn_ids: list[str] = []
+        self._beliefs: list[Belief] = []
+        self._conflicts: dict[str, Conflict] = {}
+        self._last_write_tick: dict[str, int] = {}
+        self._pending: list[Event] = []
+        self.tick = 0
+        self._threshold = Threshold.start(self.config.threshold)
+        self.task = Task()
+        self._task_text = ""
+        self._load()
+
+    # ---- state ------------------------------------------------------------------------
+
+    @property
+    def threshold(self) -> float:
+        return self._threshold.value
+
+    @property
+    def budget(self) -> int:
+        return max(1, self.config.window_tokens - self.config.reserve_tokens)
+
+    @property
+    def live_tokens(self) -> int:
+        live = self._cols.flag("live")
+        return int(self._cols.view("tokens")[live].sum())
+
+    def items(self, tier: Tier | None = None) -> list[ContextItem]:
+        return [i for i in self._items.values() if tier is None or i.tier == tier]
+
+    def item(self, item_id: str) -> ContextItem:
+        try:
+            return self._items[item_id]
+        except KeyError:
+            raise UnknownItem(f"no context item {item_id!r} in this session") from None
+
+    def by_tool_call(self, tool_call_id: str) -> ContextItem | None:
+        item_id = self._by_call.get(tool_call_id)
+        return self._items.get(item_id) if item_id else None
+
+    def is_live(self, item_id: str) -> bool:
+        return self.item(item_id).tier == "live"
+
+    def stub(self, item_id: str) -> str:
+        return stub(self.item(item_id), self.config.stub_chars)
+
+    # ---- capture ----------------------------------------------------------------------
+
+    def capture_tool_result(
+        self,
+        *,
+        tool_call_id: str,
+        tool_name: str,
+        arguments: Mapping[str, Any],
+        output: str,
+        is_error: bool = False,
+    ) -> ContextItem:
+        """A tool call's result enters working memory (one tick of the session clock)."""
+        self.tick += 1
+        target = _target(tool_name, arguments)
+        path = str(arguments.get("path") or "") if tool_name in READ_TOOLS | WRITE_TOOLS else ""
+        refs = tuple(dict.fromkeys([p for p in (path, *paths_in(output)) if p]))[:16]
+        self._regret_if_returning(tool_name, target)
+        if tool_name in WRITE_TOOLS and path:
+            self._last_write_tick[path] = self.tick
+        if self.graph is not None and path:
+            rel = self.graph.rel(path)
+            if rel and rel not in self.task.touched:
+                self._retask(touched=self.task.touched | {rel})
+        kind: ItemKind = "file" if tool_name in READ_TOOLS else "tool_output"
+        item = self._new_item(
+            kind,
+            output,
+            target=target,
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
+            code_refs=refs,
+        )
+        if tool_name in READ_TOOLS and path and not is_error:
+            self._check_belief(
+                Belief(
+                    item.id, path, "content", content_digest(output), tool_call_id, self.session_id
+                ),
+                file_path=path,
+            )
+        return item
+
+    def capture_turn(
+        self,
+        role: str,
+        text: str,
+        *,
+        tool_names: Sequence[str] = (),
+        turn_kind: TurnKind | None = None,
+    ) -> ContextItem:
+        """A conversation turn becomes an item; its kind is classified unless given."""
+        first_user = role == "user" and not any(
+            i.kind == "turn" and i.turn_kind == "intent" for i in self._items.values()
+        )
+        kind = turn_kind or classify_turn(role, text, tool_names, first_user_turn=first_user)
+        item = self._new_item("turn", text, target=role, turn_kind=kind)
+        if role == "user" and kind == "intent":
+            self.set_task(text)
+        return item
+
+    def add(
+        self,
+        kind: ItemKind,
+        content: str,
+        *,
+        target: str | None = None,
+        tags: Sequence[str] | None = None,
+        code_refs: Sequence[str] = (),
+        pinned: bool = False,
+        manual: bool = False,
+        belief: tuple[str, str, str] | None = None,
+    ) -> ContextItem:
+        """Any other item (a fact, procedural note, decision, plan, correction…). ``belief`` is
+        ``(subject, relation, value)`` for items that assert something checkable."""
+        if kind not in ITEM_KINDS:
+            raise ValueError(f"unknown item kind {kind!r}")
+        item = self._new_item(
+            kind,
+            content,
+            target=target,
+            code_refs=tuple(code_refs),
+            tags=tuple(tags) if tags is not None else None,
+            pinned=pinned,
+            manual=manual,
+        )
+        if belief is not None:
+            subject, relation, value = belief
+            self._check_belief(Belief(item.id, subject, relation, value, None, self.session_id))
+        return item
+
+    def set_task(self, text: str) -> None:
+        """The task the session works on: its tags drive the relevance signal."""
+        self._task_text = text
+        self._retask(tags=frozenset(tags_of(text)))
+
+    def _new_item(
+        self,
+        kind: ItemKind,
+        content: str,
+        *,
+        target: str | None = None,
+        tool_name: str | None = None,
+        tool_call_id: str | None = None,
+        code_refs: tuple[str, ...] = (),
+        tags: tuple[str, ...] | None = None,
+        pinned: bool = False,
+        manual: bool = False,
+        turn_kind: TurnKind | None = None,
+    ) -> ContextItem:
+        now = self.clock.now()
+        item = ContextItem(
+            id=new_id("ci"),
+            kind=kind,
+            content=content,
+            tokens=self.count_tokens(content),
+            tags=tags if tags is not None else tags_of(f"{target or ''} {content}"),
+            code_refs=code_refs,
+            pinned=pinned,
+            manual=manual,
+            stability=self.config.initial_stability[kind],
+            difficulty=self.config.initial_difficulty[kind],
+            durable_stability=self.config.initial_stability[kind],
+            last_access_tick=self.tick,
+            last_access_at=format_time(now),
+            access_count=1,
+            tier="live",
+            turn_kind=turn_kind,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            target=target,
+            session_id=self.session_id,
+            created_tick=self.tick,
+            manual_tick=self.tick if manual else None,
+        )
+        self._index(item)
+        self._emit("context.item", {"item": _item_payload(item)})
+        return item
+
+    def _index(self, item: ContextItem) -> None:
+        row = self._cols.add()
+        self._row[item.id] = row
+        self._ids.append(item.id)
+        self._items[item.id] = item
+        if item.tool_call_id:
+            self._by_call[item.tool_call_id] = item.id
+        f, b = self._cols.f, self._cols.b
+        f["tokens"][row] = item.tokens
+        f["turn_index"][row] = -1
+        f["manual_tick"][row] = -1e9 if item.manual_tick is None else item.manual_tick
+        b["procedural"][row] = item.kind == "procedural"
+        b["never"][row] = item.kind in NEVER_EVICTED or item.turn_kind in NEVER_EVICTED
+        b["is_turn"][row] = item.kind == "turn"
+        if item.kind == "turn":
+            f["turn_index"][row] = len(self._turn_ids)
+            f["turn_weight"][row] = self.config.turn_weights[item.turn_kind or "exploration"]
+            self._turn_ids.append(item.id)
+            vector = (
+                self.embedder.embed([item.content])[0]
+                if self.embedder is not None
+                else np.zeros(1, dtype=np.float32)
+            )
+            self._turn_vectors.append(vector)
+        self._sync(item)
+
+    def _sync(self, item: ContextItem) -> None:
+        row = self._row[item.id]
+        f, b = self._cols.f, self._cols.b
+        f["stability"][row] = item.stability
+        f["durable_stability"][row] = item.durable_stability
+        f["last_tick"][row] = item.last_access_tick
+        f["last_wall"][row] = (
+            parse_time(item.last_access_at).timestamp() if item.last_access_at else 0.0
+        )
+        f["access"][row] = item.access_count
+        f["cognitive"][row] = item.cognitive_weight
+        f["relevance"][row] = jaccard(item.tags, self.task.tags)
+        f["structure"][row] = structure(item.code_refs, self.task.touched, self.task.neighbours)
+        b["manual"][row] = item.manual
+        b["pinned"][row] = item.pinned
+        b["live"][row] = item.tier == "live"
+        b["warm"][row] = item.tier == "warm"
+        if item.turn_kind is not None:
+            f["turn_weight"][row] = self.config.turn_weights[item.turn_kind]
+            b["never"][row] = item.kind in NEVER_EVICTED or item.turn_kind in NEVER_EVICTED
+        self._items[item.id] = item
+
+    def _retask(
+        self, *, tags: frozenset[str] | None = None, touched: frozenset[str] | None = None
+    ) -> None:
+        new_touched = touched if touched is not None else self.task.touched
+        neighbours = (
+            self.graph.neighbours(new_touched)
+            if self.graph and touched is not None
+            else self.task.neighbours
+        )
+        self.task = Task(
+            tags=tags if tags is not None else self.task.tags,
+            touched=new_touched,
+            neighbours=neighbours,
+        )
+        for item in self._items.values():
+            row = self._row[item.id]
+            self._cols.f["relevance"][row] = jaccard(item.tags, self.task.tags)
+            self._cols.f["structure"][row] = structure(
+                item.code_refs, self.task.touched, self.task.neighbours
+            )
+
+    # ---- the model's verbs ------------------------------------------------------------
+
+    def touch(self, item_id: str) -> ContextItem:
+        """A recall: the model used, reloaded or re-referenced the item. FSRS raises its
+        stability on both horizons — more when it was recalled late."""
+        item = self.item(item_id)
+        now = self.clock.now()
+        elapsed = fsrs.ticks_to_days(self.tick - item.last_access_tick, self.config.ticks_per_day)
+        r_live = fsrs.retrievability(elapsed, item.stability)
+        wall_days = 0.0
+        if item.last_access_at:
+            wall_days = max(0.0, (now - parse_time(item.last_access_at)).total_seconds() / 86400)
+        r_durable = fsrs.retrievability(wall_days, item.durable_stability)
+        updated = replace(
+            item,
+            stability=fsrs.recall_stability(
+                item.stability,
+                item.difficulty,
+                r_live,
+                cap_days=self.config.live_max_stability_days,
+            ),
+            durable_stability=fsrs.recall_stability(
+                item.durable_stability,
+                item.difficulty,
+                r_durable,
+                cap_days=self.config.durable_max_stability_days,
+            ),
+            difficulty=fsrs.next_difficulty(item.difficulty),
+            access_count=item.access_count + 1,
+            last_access_tick=self.tick,
+            last_access_at=format_time(now),
+        )
+        self._sync(updated)
+        self._emit(
+            "context.access",
+            {
+                "id": item.id,
+                "tick": self.tick,
+                "at": updated.last_access_at,
+                "access_count": updated.access_count,
+                "stability": updated.stability,
+                "difficulty": updated.difficulty,
+                "durable_stability": updated.durable_stability,
+            },
+        )
+        return updated
+
+    def touch_mentions(self, text: str) -> list[str]:
+        """Touch live items whose target (a path, a command) the model's text refers to."""
+        touched: list[str] = []
+        for item in list(self._items.values()):
+            if (
+                item.tier == "live"
+                and item.target
+                and item.kind != "turn"
+                and len(item.target) > 3
+                and item.target in text
+            ):
+                self.touch(item.id)
+                touched.append(item.id)
+        return touched
+
+    def resolve_pointer(self, pointer_or_id: str) -> ContextItem:
+        match = POINTER.match(pointer_or_id.strip())
+        item_id = match.group(2) if match else pointer_or_id.strip()
+        item = self._items.get(item_id) or self._load_foreign(item_id)
+        if item is None:
+            raise UnknownItem(f"{pointer_or_id!r} names no item of this project's memory")
+        return item
+
+    def expand(self, pointer_or_id: str) -> ContextItem:
+        """Bring an evicted item back live, byte-identical. Coming back is a regret: T halves."""
+        item = self.resolve_pointer(pointer_or_id)
+        if item.tier != "live":
+            self._regret(item.id, "expanded")
+            item = self._move(item, "live", stage=0, reason="expanded")
+        return self.touch(item.id)
+
+    def load(self, pointer_or_id: str) -> ContextItem:
+        """Load an item by hand: it comes back live, counts ×1.5 and is protected a few ticks."""
+        item = self.expand(pointer_or_id)
+        updated = replace(item, manual=True, manual_tick=self.tick)
+        self._cols.f["manual_tick"][self._row[item.id]] = self.tick
+        self._sync(updated)
+        self._emit("context.manual", {"id": item.id, "tick": self.tick})
+        return updated
+
+    def pin(self, item_id: str, pinned: bool = True) -> ContextItem:
+        item = self.item(item_id)
+        if item.tier != "live" and pinned:
+            item = self.expand(item_id)
+        updated = replace(item, pinned=pinned)
+        self._sync(updated)
+        self._emit("context.pin", {"id": item_id, "pinned": pinned})
+        return updated
+
+    def unpin(self, item_id: str) -> ContextItem:
+        return self.pin(item_id, False)
+
+    def evict(self, item_id: str) -> ContextItem:
+        """The model evicts an item itself (to warm). Intent and corrections cannot be."""
+        item = self.item(item_id)
+        if item.kind in NEVER_EVICTED or item.turn_kind in NEVER_EVICTED:
+            raise ValueError(f"{item_id} is {item.turn_kind or item.kind}: never evicted")
+        if item.pinned:
+            raise ValueError(f"{item_id} is pinned: unpin it first")
+        return self._move(item, "warm", stage=0, reason="evicted by the model")
+
+    def mark_turn(self, item_id: str, kind: TurnKind) -> ContextItem:
+        item = self.item(item_id)
+        if item.kind != "turn":
+            raise ValueError(f"{item_id} is a {item.kind}, not a turn")
+        updated = replace(item, turn_kind=kind)
+        self._sync(updated)
+        self._emit("context.turn_kind", {"id": item_id, "kind": kind})
+        return updated
+
+    def search(self, query: str, limit: int = 10) -> list[ContextItem]:
+        """Warm and cold items of this project matching ``query`` (FTS5 and vectors)."""
+        hits = [
+            h.doc_id
+            for h in self.store.search_text(ITEMS_TEXT, scope=self.scope, query=query, limit=limit)
+        ]
+        if self.embedder is not None:
+            hits += [
+                h.doc_id
+                for h in self.store.search_vector(
+                    ITEMS_VEC, scope=self.scope, query=query, limit=limit
+                )
+            ]
+        out: list[ContextItem] = []
+        for item_id in dict.fromkeys(hits):
+            item = self._items.get(item_id) or self._load_foreign(item_id)
+            if item is not None:
+                out.append(item)
+        return out[:limit]
+
+    def record_outcome(self, ok: bool, used: Sequence[str]) -> None:
+        """Cognitive weight: the items a step actually used move toward +1 (it passed) or −1."""
+        weights: dict[str, JSONValue] = {}
+        for item_id in used:
+            item = self._items.get(item_id)
+            if item is None:
+                continue
+            w = min(1.0, max(-1.0, item.cognitive_weight + (0.25 if ok else -0.25)))
+            self._sync(replace(item, cognitive_weight=w))
+            weights[item_id] = w
+        if weights:
+            self._emit("context.cognitive", {"ok": ok, "weights": weights})
+
+    def convergence_warning(self) -> None:
+        """The convergence monitor escalated: multiplicative decrease, keep more context."""
+        self._threshold = on_regret(self._threshold, tick=self.tick, config=self.config.threshold)
+
+    # ---- conflicts --------------------------------------------------------------------
+
+    def _check_belief(self, belief: Belief, *, file_path: str | None = None) -> None:
+        existing = [
+            b
+            for b in self._beliefs
+            if b.subject == belief.subject and b.relation == belief.relation
+        ]
+        if file_path is not None:
+            last_write = self._last_write_tick.get(file_path, -1)
+            existing = [b for b in existing if self._items[b.item_id].created_tick > last_write]
+        for old, new in find_conflicts(belief, existing):
+            conflict = Conflict(conflict_id(old, new), belief.subject, belief.relation, old, new)
+            if conflict.id not in self._conflicts:
+                self._conflicts[conflict.id] = conflict
+                self._emit(
+                    "context.conflict", {"conflict": _conflict_payload(conflict, self.session_id)}
+                )
+        self._beliefs.append(belief)
+
+    def conflicts(self, *, unresolved_only: bool = True) -> list[Conflict]:
+        return [c for c in self._conflicts.values() if not (unresolved_only and c.resolved)]
+
+    def resolve(self, conflict_id_: str, *, keep: str, reason: str, actor: str) -> Conflict:
+        """Settle a contradiction explicitly: which item to keep, why, and who decided."""
+        conflict = self._conflicts.get(conflict_id_)
+        if conflict is None:
+            raise UnknownItem(f"no conflict {conflict_id_!r}")
+        if keep not in (conflict.a.item_id, conflict.b.item_id):
+            raise ValueError(f"keep must be {conflict.a.item_id} or {conflict.b.item_id}")
+        if not reason.strip():
+            raise ValueError("resolve needs a reason")
+        settled = replace(conflict, resolved=True, kept=keep, reason=reason)
+        self._conflicts[conflict.id] = settled
+        self._emit(
+            "context.resolved", {"id": conflict.id, "kept": keep, "reason": reason, "actor": actor}
+        )
+        self.flush()
+        return settled
+
+    # ---- eviction ---------------------------------------------------------------------
+
+    def scores(self) -> dict[str, float]:
+        values = self._score_array()
+        return {item_id: float(values[i]) for i, item_id in enumerate(self._ids)}
+
+    def _score_array(self) -> np.ndarray[Any, np.dtype[np.float64]]:
+        c = self._cols
+        scores = score_many(
+            stability=c.view("stability"),
+            last_tick=c.view("last_tick"),
+            access=c.view("access"),
+            relevance=c.view("relevance"),
+            structure_signal=c.view("structure"),
+            cognitive_weight=c.view("cognitive"),
+            procedural=c.flag("procedural"),
+            manual=c.flag("manual"),
+            pinned=c.flag("pinned"),
+            tick=self.tick,
+            config=self.config,
+        )
+        turns = c.flag("is_turn")
+        if turns.any():
+            n_turns = len(self._turn_ids)
+            age = (n_turns - 1) - c.view("turn_index")
+            span = self.config.turn_age_span
+            protected = self.config.protected_turns
+            evict = np.clip((age - protected) / span, 0.0, 1.0) * c.view("turn_weight")
+            evict = np.where(age < protected, 0.0, evict)
+            sim = self._turn_similarity()
+            evict = np.where(sim > self.config.turn_similarity, evict * (1.0 - sim), evict)
+            scores = np.where(
+                turns,
+                1.0 - evict + np.where(c.flag("pinned"), self.config.weights.pin_boost, 0),
+                scores,
+            )
+        return scores
+
+    def _turn_similarity(self) -> np.ndarray[Any, np.dtype[np.float64]]:
+        sim = np.zeros(self._cols.size, dtype=np.float64)
+        protected = self.config.protected_turns
+        if self.embedder is None or len(self._turn_ids) <= protected:
+            return sim
+        matrix = np.stack(self._turn_vectors)
+        recent = matrix[-protected:]
+        for index, item_id in enumerate(self._turn_ids[:-protected]):
+            sim[self._row[item_id]] = max_similarity(matrix[index], recent)
+        return sim
+
+    def _protected(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
+        c = self._cols
+        recent_manual = (self.tick - c.view("manual_tick")) < self.config.manual_protect_ticks
+        turn_age = (len(self._turn_ids) - 1) - c.view("turn_index")
+        young_turn = c.flag("is_turn") & (turn_age < self.config.protected_turns)
+        return c.flag("pinned") | c.flag("never") | young_turn | recent_manual
+
+    def step(self) -> EvictionReport:
+        """The turn boundary: score everything, run the three stages, move T. Persisted."""
+        before = self._threshold.value
+        c = self._cols
+        now = self.clock.now().timestamp()
+        wall_days = np.maximum(0.0, now - c.view("last_wall")) / 86400.0
+        durable_r = (
+            1.0
+            + fsrs.factor()
+            * wall_days
+            / np.maximum(c.view("durable_stability"), fsrs.STABILITY_MIN)
+        ) ** fsrs.decay()
+        result = plan(
+            self._ids,
+            scores=self._score_array(),
+            tokens=c.view("tokens"),
+            live=c.flag("live"),
+            warm=c.flag("warm"),
+            protected=self._protected(),
+            durable_r=durable_r,
+            idle_ticks=self.tick - c.view("last_tick"),
+            threshold=before,
+            budget=self.budget,
+            target_fill=self.config.target_fill,
+            cold_retrievability=self.config.cold_retrievability,
+            cold_after_ticks=self.config.cold_after_ticks,
+        )
+        for move in result.moves:
+            self._move(self._items[move.id], move.to, stage=move.stage, reason=move.reason)
+        fill = result.live_tokens_after / self.budget
+        self._threshold = on_tick(
+            self._threshold,
+            tick=self.tick,
+            fill=fill,
+            target_fill=self.config.target_fill,
+            pressure=result.pressure,
+            config=self.config.threshold,
+        )
+        self._emit(
+            "context.state",
+            {
+                "session_id": self.session_id,
+                "tick": self.tick,
+                "threshold": self._threshold.value,
+                "last_regret_tick": self._threshold.last_regret_tick,
+                "task": self._task_text[:2000],
+                "turns": len(self._turn_ids),
+            },
+        )
+        self.flush()
+        return EvictionReport(
+            self.tick,
+            result.moves,
+            before,
+            self._threshold.value,
+            result.live_tokens_before,
+            result.live_tokens_after,
+            self.budget,
+            result.pressure,
+        )
+
+    def _move(self, item: ContextItem, tier: Tier, *, stage: int, reason: str) -> ContextItem:
+        updated = replace(item, tier=tier)
+        self._sync(updated)
+        search = f"{item.tool_name or item.kind} {item.target or ''}\n{item.content[:20_000]}"
+        self._emit(
+            "context.tier",
+            {
+                "id": item.id,
+                "tier": tier,
+                "stage": stage,
+                "reason": reason,
+                "tick": self.tick,
+                "search_text": search if tier != "live" else "",
+            },
+        )
+        return updated
+
+    def _regret_if_returning(self, tool_name: str, target: str | None) -> None:
+        if not target or tool_name in WRITE_TOOLS:
+            return
+        for item in self._items.values():
+            if item.tier != "live" and item.target == target and item.tool_name == tool_name:
+                self._regret(item.id, f"{tool_name} again")
+                return
+
+    def _regret(self, item_id: str, how: str) -> None:
+        self._threshold = on_regret(self._threshold, tick=self.tick, config=self.config.threshold)
+        self._emit(
+            "context.regret",
+            {"id": item_id, "how": how, "tick": self.tick, "threshold": self._threshold.value},
+        )
+
+    # ---- manifest and persistence -----------------------------------------------------
+
+    def manifest(self, notes: Sequence[str] = ()) -> str:
+        values = self._score_array()
+        rows = [
+            ManifestRow(
+                i.id,
+                i.turn_kind or i.kind,
+                i.tokens,
+                float(values[self._row[i.id]]),
+                i.pinned,
+                _label(i),
+            )
+            for i in self._items.values()
+            if i.tier == "live"
+        ]
+        return render_manifest(
+            rows,
+            threshold=self.threshold,
+            live_tokens=self.live_tokens,
+            budget=self.budget,
+            warm=int(self._cols.flag("warm").sum()),
+            cold=sum(1 for i in self._items.values() if i.tier == "cold"),
+            conflicts=[c.describe() for c in self.conflicts()],
+            notes=notes,
+            max_items=self.config.manifest_max_items,
+        )
+
+    def _emit(self, kind: str, payload: dict[str, JSONValue]) -> None:
+        self._pending.append(
+            Event(
+                id=new_id("cx"),
+                scope=self.scope,
+                kind=kind,
+                at=self.clock.now(),
+                actor="veil",
+                payload=payload,
+                provenance={"session_id": self.session_id},
+            )
+        )
+
+    def flush(self) -> None:
+        """Append buffered events (``step`` and explicit verbs flush; capture buffers)."""
+        if self._pending:
+            events, self._pending = self._pending, []
+            self.store.append(events)
+
+    def _load(self) -> None:
+        """Resume: rebuild the in-memory state of this session from the projection."""
+        state = self.store.fetch(STATE, scope=self.scope, where={"session_id": self.session_id})
+        rows = self.store.fetch(
+            ITEMS, scope=self.scope, where={"session_id": self.session_id}, order_by=["seq"]
+        )
+        for row in rows:
+            self._index(_item_from_row(row))
+        if state:
+            self.tick = int(cast(int, state[0]["tick"]))
+            last = state[0]["last_regret_tick"]
+            self._threshold = Threshold(
+                float(cast(float, state[0]["threshold"])),
+                int(cast(int, last)) if last is not None else None,
+            )
+            self._task_text = str(state[0]["task"] or "")
+            if self._task_text:
+                self._retask(tags=frozenset(tags_of(self._task_text)))
+        for row in self.store.fetch(
+            CONFLICTS, scope=self.scope, where={"session_id": self.session_id}
+        ):
+            a, b = (Belief(**cast(dict[str, Any], row[k])) for k in ("a", "b"))
+            self._conflicts[str(row["conflict_id"])] = Conflict(
+                str(row["conflict_id"]),
+                str(row["subject"]),
+                str(row["relation"]),
+                a,
+                b,
+                bool(row["resolved"]),
+                cast(str | None, row["kept"]),
+                cast(str | None, row["reason"]),
+            )
+
+    def _load_foreign(self, item_id: str) -> ContextItem | None:
+        """An item of another session of this project (scope-bound: never another project)."""
+        rows = self.store.fetch(ITEMS, scope=self.scope, where={"item_id": item_id})
+        if not rows:
+            return None
+        item = _item_from_row(rows[0])
+        adopted = replace(item, session_id=self.session_id)
+        self._index(adopted)
+        return adopted
+
+
+def _target(tool_name: str, arguments: Mapping[str, Any]) -> str | None:
+    if tool_name in READ_TOOLS | WRITE_TOOLS:
+        path = arguments.get("path")
+        if tool_name == "read" and (arguments.get("offset") or arguments.get("limit")):
+            return f"{path}#{arguments.get('offset') or 0}+{arguments.get('limit') or ''}"
+        return str(path) if path else None
+    if tool_name == "bash":
+        return str(arguments.get("command") or "") or None
+    parts = [str(v) for _, v in sorted(arguments.items()) if isinstance(v, (str, int, float))]
+    return f"{tool_name} {' '.join(parts)}".strip() or None
+
+
+def _label(item: ContextItem) -> str:
+    if item.target:
+        text = f"{item.tool_name or ''} {item.target}".strip()
+    else:
+        text = item.content.replace("\n", " ")
+    return text[:60]
+
+
+def _item_payload(item: ContextItem) -> dict[str, JSONValue]:
+    return {
+        "item_id": item.id,
+        "session_id": item.session_id,
+        "kind": item.kind,
+        "content": item.content,
+        "tokens": item.tokens,
+        "tags": list(item.tags),
+        "code_refs": list(item.code_refs),
+        "pinned": item.pinned,
+        "manual": item.manual,
+        "manual_tick": item.manual_tick,
+        "stability": item.stability,
+        "difficulty": item.difficulty,
+        "durable_stability": item.durable_stability,
+        "last_access_tick": item.last_access_tick,
+        "last_access_at": item.last_access_at,
+        "access_count": item.access_count,
+        "cognitive_weight": item.cognitive_weight,
+        "tier": item.tier,
+        "turn_kind": item.turn_kind,
+        "tool_call_id": item.tool_call_id,
+        "tool_name": item.tool_name,
+        "target": item.target,
+        "created_tick": item.created_tick,
+    }
+
+
+def _item_from_row(row: Row) -> ContextItem:
+    def opt(name: str) -> str | None:
+        value = row[name]
+        return None if value is None else str(value)
+
+    return ContextItem(
+        id=str(row["item_id"]),
+        kind=cast(ItemKind, row["kind"]),
+        content=str(row["content"]),
+        tokens=int(cast(int, row["tokens"])),
+        tags=tuple(cast(list[str], row["tags"] or [])),
+        code_refs=tuple(cast(list[str], row["code_refs"] or [])),
+        pinned=bool(row["pinned"]),
+        manual=bool(row["manual"]),
+        manual_tick=int(cast(int, row["manual_tick"])) if row["manual_tick"] is not None else None,
+        stability=float(cast(float, row["stability"])),
+        difficulty=float(cast(float, row["difficulty"])),
+        durable_stability=float(cast(float, row["durable_stability"])),
+        last_access_tick=int(cast(int, row["last_access_tick"])),
+        last_access_at=opt("last_access_at"),
+        access_count=int(cast(int, row["access_count"])),
+        cognitive_weight=float(cast(float, row["cognitive_weight"] or 0.0)),
+        tier=cast(Tier, row["tier"]),
+        turn_kind=cast(TurnKind | None, row["turn_kind"]),
+        tool_call_id=opt("tool_call_id"),
+        tool_name=opt("tool_name"),
+        target=opt("target"),
+        session_id=opt("session_id"),
+        created_tick=int(cast(int, row["created_tick"])),
+    )
+
+
+def _conflict_payload(conflict: Conflict, session_id: str) -> dict[str, JSONValue]:
+    def belief(b: Belief) -> dict[str, JSONValue]:
+        return {
+            "item_id": b.item_id,
+            "subject": b.subject,
+            "relation": b.relation,
+            "value": b.value,
+            "tool_call_id": b.tool_call_id,
+            "session_id": b.session_id,
+        }
+
+    return {
+        "id": conflict.id,
+        "session_id": session_id,
+        "subject": conflict.subject,
+        "relation": conflict.relation,
+        "a": belief(conflict.a),
+        "b": belief(conflict.b),
+    }
+
+
+__all__ = ["ContextEngine", "EvictionReport", "UnknownItem", "datetime"]

@@ -1,0 +1,100 @@
+"""The three eviction stages, each with a real predicate. Pure; nothing is ever deleted.
+
+1. **Threshold**: live, unprotected items scoring below T move to warm.
+2. **Pressure**: if live tokens still exceed the budget (window − reserve), the lowest-scoring
+   unprotected items move to warm until live tokens are at or under ``target_fill × budget``.
+   Acting here is pressure: it lets T climb.
+3. **Cold**: warm items whose durable-horizon retrievability fell below a floor and that were
+   not touched for ``cold_after_ticks`` ticks move to cold, leaving a pointer.
+
+Protected items (pinned, intent, correction, the last 12 turns, items loaded by hand in the
+last few ticks) are never candidates in stage 1 or 2.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+import numpy as np
+from numpy.typing import NDArray
+
+from veil.context.items import Tier
+
+Floats = NDArray[np.float64]
+Bools = NDArray[np.bool_]
+
+
+@dataclass(frozen=True)
+class Move:
+    id: str
+    to: Tier
+    stage: Literal[1, 2, 3]
+    reason: str
+
+
+@dataclass(frozen=True)
+class Plan:
+    moves: tuple[Move, ...]
+    pressure: bool
+    live_tokens_before: int
+    live_tokens_after: int
+
+
+def plan(
+    ids: Sequence[str],
+    *,
+    scores: Floats,
+    tokens: Floats,
+    live: Bools,
+    warm: Bools,
+    protected: Bools,
+    durable_r: Floats,
+    idle_ticks: Floats,
+    threshold: float,
+    budget: int,
+    target_fill: float,
+    cold_retrievability: float,
+    cold_after_ticks: int,
+) -> Plan:
+    """The moves of the three stages over parallel arrays (one entry per item)."""
+    moves: list[Move] = []
+    before = int(tokens[live].sum())
+    stage1 = live & ~protected & (scores < threshold)
+    for i in np.flatnonzero(stage1):
+        moves.append(Move(ids[int(i)], "warm", 1, f"score {scores[i]:.3f} < T {threshold:.3f}"))
+    remaining = live & ~stage1
+    live_tokens = int(tokens[remaining].sum())
+    pressure = live_tokens > budget
+    if pressure:
+        goal = int(budget * target_fill)
+        pool = np.flatnonzero(remaining & ~protected)
+        order = pool[np.lexsort((np.array([ids[int(i)] for i in pool]), scores[pool]))]
+        for i in order:
+            if live_tokens <= goal:
+                break
+            moves.append(
+                Move(
+                    ids[int(i)],
+                    "warm",
+                    2,
+                    f"window over budget ({live_tokens:,} > "
+                    f"{budget:,} tokens); lowest score "
+                    f"{scores[i]:.3f}",
+                )
+            )
+            live_tokens -= int(tokens[i])
+    stage3 = warm & (durable_r < cold_retrievability) & (idle_ticks >= cold_after_ticks)
+    for i in np.flatnonzero(stage3):
+        moves.append(
+            Move(
+                ids[int(i)],
+                "cold",
+                3,
+                f"durable R {durable_r[i]:.2f} < "
+                f"{cold_retrievability:.2f}, idle "
+                f"{int(idle_ticks[i])} ticks",
+            )
+        )
+    return Plan(tuple(moves), pressure, before, live_tokens)

@@ -1,0 +1,203 @@
+"""The working memory's projection of the tape (``.veil/context.db``).
+
+``context.item`` carries the full content, so an evicted item is restored byte-identical from
+the tape; warm and cold items are indexed for search (FTS5 + vectors) and live ones are not
+(they are in the prompt already). Turn texts are embedded and stored in ``ctx_turn_vec``.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from veil.tape import (
+    Column,
+    Event,
+    IndexText,
+    IndexVector,
+    JSONValue,
+    Op,
+    Patch,
+    Put,
+    Table,
+    TextIndex,
+    VectorIndex,
+)
+
+ITEMS = "ctx_items"
+CONFLICTS = "ctx_conflicts"
+STATE = "ctx_state"
+ITEMS_TEXT = "ctx_text"
+ITEMS_VEC = "ctx_vec"
+TURNS_VEC = "ctx_turn_vec"
+
+ITEM_COLUMNS = (
+    Column("item_id", "text", nullable=False),
+    Column("session_id", "text"),
+    Column("kind", "text"),
+    Column("content", "text"),
+    Column("tokens", "int"),
+    Column("tags", "json"),
+    Column("code_refs", "json"),
+    Column("pinned", "bool"),
+    Column("manual", "bool"),
+    Column("manual_tick", "int"),
+    Column("stability", "real"),
+    Column("difficulty", "real"),
+    Column("durable_stability", "real"),
+    Column("last_access_tick", "int"),
+    Column("last_access_at", "time"),
+    Column("access_count", "int"),
+    Column("cognitive_weight", "real"),
+    Column("tier", "text"),
+    Column("turn_kind", "text"),
+    Column("tool_call_id", "text"),
+    Column("tool_name", "text"),
+    Column("target", "text"),
+    Column("created_tick", "int"),
+    Column("seq", "int"),
+)
+ITEM_FIELDS = tuple(c.name for c in ITEM_COLUMNS)
+
+
+class ContextProjection:
+    name = "context"
+    version = 1
+    tables = (
+        Table(
+            ITEMS,
+            ITEM_COLUMNS,
+            key=("item_id",),
+            indexes=(("session_id", "tier"), ("target",), ("tool_call_id",)),
+        ),
+        Table(
+            CONFLICTS,
+            (
+                Column("conflict_id", "text", nullable=False),
+                Column("session_id", "text"),
+                Column("subject", "text"),
+                Column("relation", "text"),
+                Column("a", "json"),
+                Column("b", "json"),
+                Column("resolved", "bool"),
+                Column("kept", "text"),
+                Column("reason", "text"),
+                Column("actor", "text"),
+            ),
+            key=("conflict_id",),
+            indexes=(("session_id", "resolved"),),
+        ),
+        Table(
+            STATE,
+            (
+                Column("session_id", "text", nullable=False),
+                Column("tick", "int"),
+                Column("threshold", "real"),
+                Column("last_regret_tick", "int"),
+                Column("task", "text"),
+                Column("turns", "int"),
+            ),
+            key=("session_id",),
+        ),
+    )
+    text_indexes = (TextIndex(ITEMS_TEXT),)
+    vector_indexes = (VectorIndex(ITEMS_VEC), VectorIndex(TURNS_VEC))
+
+    def apply(self, event: Event) -> list[Op]:
+        p = event.payload
+        scope = event.scope
+        kind = event.kind
+        if kind == "context.item":
+            item = cast(dict[str, JSONValue], p["item"])
+            row: dict[str, JSONValue] = {"scope": scope, **{k: item.get(k) for k in ITEM_FIELDS}}
+            row["seq"] = event.seq
+            ops: list[Op] = [Put(ITEMS, row)]
+            if item.get("kind") == "turn":
+                ops.append(
+                    IndexVector(
+                        TURNS_VEC, scope, str(item["item_id"]), str(item.get("content") or "")
+                    )
+                )
+            return ops
+        key = {"scope": scope, "item_id": p.get("id")}
+        if kind == "context.access":
+            return [
+                Patch(
+                    ITEMS,
+                    key,
+                    {
+                        "last_access_tick": p["tick"],
+                        "last_access_at": p["at"],
+                        "access_count": p["access_count"],
+                        "stability": p["stability"],
+                        "difficulty": p["difficulty"],
+                        "durable_stability": p["durable_stability"],
+                    },
+                )
+            ]
+        if kind == "context.tier":
+            tier = str(p["tier"])
+            ops = [Patch(ITEMS, key, {"tier": tier})]
+            text = str(p.get("search_text") or "") if tier != "live" else ""
+            ops.append(IndexText(ITEMS_TEXT, scope, str(p["id"]), text))
+            ops.append(IndexVector(ITEMS_VEC, scope, str(p["id"]), text))
+            return ops
+        if kind == "context.pin":
+            return [Patch(ITEMS, key, {"pinned": p["pinned"]})]
+        if kind == "context.manual":
+            return [Patch(ITEMS, key, {"manual": True, "manual_tick": p["tick"]})]
+        if kind == "context.cognitive":
+            return [
+                Patch(ITEMS, {"scope": scope, "item_id": item_id}, {"cognitive_weight": w})
+                for item_id, w in cast(dict[str, JSONValue], p["weights"]).items()
+            ]
+        if kind == "context.turn_kind":
+            return [Patch(ITEMS, key, {"turn_kind": p["kind"]})]
+        if kind == "context.state":
+            return [
+                Put(
+                    STATE,
+                    {
+                        "scope": scope,
+                        "session_id": p["session_id"],
+                        "tick": p["tick"],
+                        "threshold": p["threshold"],
+                        "last_regret_tick": p.get("last_regret_tick"),
+                        "task": p.get("task"),
+                        "turns": p.get("turns"),
+                    },
+                )
+            ]
+        if kind == "context.conflict":
+            c = cast(dict[str, JSONValue], p["conflict"])
+            return [
+                Put(
+                    CONFLICTS,
+                    {
+                        "scope": scope,
+                        "conflict_id": c["id"],
+                        "session_id": c.get("session_id"),
+                        "subject": c["subject"],
+                        "relation": c["relation"],
+                        "a": c["a"],
+                        "b": c["b"],
+                        "resolved": False,
+                        "kept": None,
+                        "reason": None,
+                        "actor": None,
+                    },
+                )
+            ]
+        if kind == "context.resolved":
+            return [
+                Patch(
+                    CONFLICTS,
+                    {"scope": scope, "conflict_id": p["id"]},
+                    {
+                        "resolved": True,
+                        "kept": p["kept"],
+                        "reason": p["reason"],
+                        "actor": p["actor"],
+                    },
+                )
+            ]
+        return []

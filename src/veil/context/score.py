@@ -1,0 +1,112 @@
+"""The score of a context item: a weighted sum of five signals, then multipliers. Pure.
+
+``score`` works on one item; ``score_many`` computes the same arithmetic over numpy columns
+(the engine's hot path) and must agree with it to floating-point precision (tested). The same
+inputs give the same score on every call and in every process.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from veil.context import fsrs
+from veil.context.config import ContextConfig
+from veil.context.items import NEVER_EVICTED, ContextItem
+from veil.context.signals import cognitive, frequency, jaccard, structure
+
+Floats = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Task:
+    """What the session is working on: its tags and the code it touched (and neighbours)."""
+
+    tags: frozenset[str] = frozenset()
+    touched: frozenset[str] = frozenset()
+    neighbours: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Signals:
+    recency: float
+    frequency: float
+    relevance: float
+    structure: float
+    cognitive: float
+
+
+def signals(item: ContextItem, task: Task, tick: int, config: ContextConfig) -> Signals:
+    elapsed = fsrs.ticks_to_days(tick - item.last_access_tick, config.ticks_per_day)
+    return Signals(
+        recency=fsrs.retrievability(elapsed, item.stability),
+        frequency=frequency(item.access_count, config.weights.frequency_cap),
+        relevance=jaccard(item.tags, task.tags),
+        structure=structure(item.code_refs, task.touched, task.neighbours),
+        cognitive=cognitive(item.cognitive_weight),
+    )
+
+
+def score(item: ContextItem, task: Task, tick: int, config: ContextConfig) -> float:
+    w = config.weights
+    s = signals(item, task, tick, config)
+    base = (
+        w.recency * s.recency
+        + w.frequency * s.frequency
+        + w.relevance * s.relevance
+        + w.structure * s.structure
+        + w.cognitive * s.cognitive
+    )
+    if item.kind == "procedural":
+        base *= w.procedural
+    if item.manual:
+        base *= w.manual
+    if item.pinned:
+        base += w.pin_boost
+    return base
+
+
+def evictable(item: ContextItem) -> bool:
+    """Corrections and intent carry eviction weight 0: never candidates."""
+    return (
+        not item.pinned
+        and item.kind not in NEVER_EVICTED
+        and item.turn_kind not in ("intent", "correction")
+    )
+
+
+def score_many(
+    *,
+    stability: Floats,
+    last_tick: Floats,
+    access: Floats,
+    relevance: Floats,
+    structure_signal: Floats,
+    cognitive_weight: Floats,
+    procedural: NDArray[np.bool_],
+    manual: NDArray[np.bool_],
+    pinned: NDArray[np.bool_],
+    tick: int,
+    config: ContextConfig,
+) -> Floats:
+    """Vectorised :func:`score` over columns (relevance and structure precomputed per task)."""
+    w = config.weights
+    elapsed = np.maximum(0.0, tick - last_tick) / config.ticks_per_day
+    recency = np.where(
+        elapsed <= 0,
+        1.0,
+        (1.0 + fsrs.factor() * elapsed / np.maximum(stability, fsrs.STABILITY_MIN)) ** fsrs.decay(),
+    )
+    freq = np.minimum(1.0, np.log1p(np.maximum(access, 0)) / np.log1p(max(1, w.frequency_cap)))
+    cog = np.clip(0.5 + cognitive_weight / 2.0, 0.0, 1.0)
+    base = (
+        w.recency * recency
+        + w.frequency * freq
+        + w.relevance * relevance
+        + w.structure * structure_signal
+        + w.cognitive * cog
+    )
+    base = base * np.where(procedural, w.procedural, 1.0) * np.where(manual, w.manual, 1.0)
+    return base + np.where(pinned, w.pin_boost, 0.0)

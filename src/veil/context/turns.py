@@ -1,0 +1,107 @@
+"""Turns as context items: classification and the turn eviction score. Pure.
+
+The last ``protected_turns`` (12) are protected outright. An older turn's eviction score is
+``min(1, (age − 12) / 20) × weight(kind)`` (intent 0, correction 0, decision 0.1, action 0.6,
+status 0.7, exploration 0.8); a turn whose embedding has cosine similarity above 0.7 with any
+recent turn — the current work still refers to it — has that score cut by the similarity.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from veil.context.items import TurnKind
+
+_CORRECTION = re.compile(
+    r"^\s*(no\b|nope|wrong|that'?s not|not what i|actually|stop|don'?t|"
+    r"do not|instead|i said|correction)",
+    re.IGNORECASE,
+)
+_DECISION = re.compile(
+    r"\b(let'?s|we will|we'll|i will|i'll|decided|decision|plan is|"
+    r"going to|approach)\b",
+    re.IGNORECASE,
+)
+_STATUS = re.compile(
+    r"\b(done|passed|passing|fixed|completed|finished|all tests|status|"
+    r"summary|failed|failing)\b",
+    re.IGNORECASE,
+)
+EXPLORATION_TOOLS = frozenset(
+    {
+        "read",
+        "grep",
+        "find",
+        "ls",
+        "veil_recall",
+        "veil_history",
+        "veil_manifest",
+        "veil_attempts",
+        "veil_conflicts",
+    }
+)
+ACTION_TOOLS = frozenset(
+    {
+        "edit",
+        "write",
+        "bash",
+        "veil_remember",
+        "veil_pin",
+        "veil_evict",
+        "veil_resolve",
+        "veil_load",
+        "veil_expand",
+        "veil_mark_turn",
+    }
+)
+
+
+def classify_turn(
+    role: str, text: str, tool_names: Sequence[str] = (), *, first_user_turn: bool = False
+) -> TurnKind:
+    """The kind of a turn from its role, text and tool calls (the model can override it)."""
+    if role == "user":
+        if first_user_turn:
+            return "intent"
+        if _CORRECTION.search(text):
+            return "correction"
+        return "intent"
+    if tool_names:
+        if any(t in ACTION_TOOLS for t in tool_names):
+            return "action"
+        return "exploration"
+    if _DECISION.search(text):
+        return "decision"
+    if _STATUS.search(text):
+        return "status"
+    return "exploration"
+
+
+def eviction_score(
+    age: int,
+    kind: TurnKind,
+    similarity: float,
+    *,
+    weights: Mapping[TurnKind, float],
+    protected: int = 12,
+    span: int = 20,
+    threshold: float = 0.7,
+) -> float:
+    """0 (keep) … 1 (evict first). ``age`` counts turns since this one (0 = the newest)."""
+    if age < protected:
+        return 0.0
+    score = min(1.0, (age - protected) / span) * weights[kind]
+    if similarity > threshold:
+        score *= 1.0 - similarity
+    return score
+
+
+def max_similarity(vector: NDArray[np.float32], recent: NDArray[np.float32]) -> float:
+    """Largest cosine between one L2-normalised turn embedding and the recent ones."""
+    if recent.size == 0 or not float(np.abs(vector).sum()) > 0:
+        return 0.0
+    return float(np.max(recent @ vector))
