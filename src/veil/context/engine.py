@@ -14,7 +14,6 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime
 from pathlib import Path
 from typing import Any, cast
 
@@ -37,13 +36,14 @@ from veil.context.projection import (
     STATE,
     ContextProjection,
 )
+from veil.context.records import conflict_payload, item_from_row, item_payload
 from veil.context.render import stub
 from veil.context.score import Task, score_many
 from veil.context.signals import jaccard, paths_in, structure, tags_of
 from veil.context.threshold import Threshold, on_regret, on_tick
 from veil.context.turns import classify_turn, max_similarity
 from veil.embed.protocol import Embedder
-from veil.tape import Event, JSONValue, Row, Store, new_id
+from veil.tape import Event, JSONValue, Store, new_id
 from veil.tokens import TokenCounter, estimate_tokens
 
 POINTER = re.compile(r"^veil://(warm|cold|live)/([A-Za-z0-9_\-]+)$")
@@ -276,7 +276,7 @@ class ContextEngine:
             manual_tick=self.tick if manual else None,
         )
         self._index(item)
-        self._emit("context.item", {"item": _item_payload(item)})
+        self._emit("context.item", {"item": item_payload(item)})
         return item
 
     def _index(self, item: ContextItem) -> None:
@@ -518,7 +518,7 @@ class ContextEngine:
             if conflict.id not in self._conflicts:
                 self._conflicts[conflict.id] = conflict
                 self._emit(
-                    "context.conflict", {"conflict": _conflict_payload(conflict, self.session_id)}
+                    "context.conflict", {"conflict": conflict_payload(conflict, self.session_id)}
                 )
         self._beliefs.append(belief)
 
@@ -745,7 +745,7 @@ class ContextEngine:
             ITEMS, scope=self.scope, where={"session_id": self.session_id}, order_by=["seq"]
         )
         for row in rows:
-            self._index(_item_from_row(row))
+            self._index(item_from_row(row))
         if state:
             self.tick = int(cast(int, state[0]["tick"]))
             last = state[0]["last_regret_tick"]
@@ -776,7 +776,7 @@ class ContextEngine:
         rows = self.store.fetch(ITEMS, scope=self.scope, where={"item_id": item_id})
         if not rows:
             return None
-        item = _item_from_row(rows[0])
+        item = item_from_row(rows[0])
         adopted = replace(item, session_id=self.session_id)
         self._index(adopted)
         return adopted
@@ -802,85 +802,4 @@ def _label(item: ContextItem) -> str:
     return text[:60]
 
 
-def _item_payload(item: ContextItem) -> dict[str, JSONValue]:
-    return {
-        "item_id": item.id,
-        "session_id": item.session_id,
-        "kind": item.kind,
-        "content": item.content,
-        "tokens": item.tokens,
-        "tags": list(item.tags),
-        "code_refs": list(item.code_refs),
-        "pinned": item.pinned,
-        "manual": item.manual,
-        "manual_tick": item.manual_tick,
-        "stability": item.stability,
-        "difficulty": item.difficulty,
-        "durable_stability": item.durable_stability,
-        "last_access_tick": item.last_access_tick,
-        "last_access_at": item.last_access_at,
-        "access_count": item.access_count,
-        "cognitive_weight": item.cognitive_weight,
-        "tier": item.tier,
-        "turn_kind": item.turn_kind,
-        "tool_call_id": item.tool_call_id,
-        "tool_name": item.tool_name,
-        "target": item.target,
-        "created_tick": item.created_tick,
-    }
-
-
-def _item_from_row(row: Row) -> ContextItem:
-    def opt(name: str) -> str | None:
-        value = row[name]
-        return None if value is None else str(value)
-
-    return ContextItem(
-        id=str(row["item_id"]),
-        kind=cast(ItemKind, row["kind"]),
-        content=str(row["content"]),
-        tokens=int(cast(int, row["tokens"])),
-        tags=tuple(cast(list[str], row["tags"] or [])),
-        code_refs=tuple(cast(list[str], row["code_refs"] or [])),
-        pinned=bool(row["pinned"]),
-        manual=bool(row["manual"]),
-        manual_tick=int(cast(int, row["manual_tick"])) if row["manual_tick"] is not None else None,
-        stability=float(cast(float, row["stability"])),
-        difficulty=float(cast(float, row["difficulty"])),
-        durable_stability=float(cast(float, row["durable_stability"])),
-        last_access_tick=int(cast(int, row["last_access_tick"])),
-        last_access_at=opt("last_access_at"),
-        access_count=int(cast(int, row["access_count"])),
-        cognitive_weight=float(cast(float, row["cognitive_weight"] or 0.0)),
-        tier=cast(Tier, row["tier"]),
-        turn_kind=cast(TurnKind | None, row["turn_kind"]),
-        tool_call_id=opt("tool_call_id"),
-        tool_name=opt("tool_name"),
-        target=opt("target"),
-        session_id=opt("session_id"),
-        created_tick=int(cast(int, row["created_tick"])),
-    )
-
-
-def _conflict_payload(conflict: Conflict, session_id: str) -> dict[str, JSONValue]:
-    def belief(b: Belief) -> dict[str, JSONValue]:
-        return {
-            "item_id": b.item_id,
-            "subject": b.subject,
-            "relation": b.relation,
-            "value": b.value,
-            "tool_call_id": b.tool_call_id,
-            "session_id": b.session_id,
-        }
-
-    return {
-        "id": conflict.id,
-        "session_id": session_id,
-        "subject": conflict.subject,
-        "relation": conflict.relation,
-        "a": belief(conflict.a),
-        "b": belief(conflict.b),
-    }
-
-
-__all__ = ["ContextEngine", "EvictionReport", "UnknownItem", "datetime"]
+__all__ = ["ContextEngine", "EvictionReport", "UnknownItem"]
