@@ -19,6 +19,7 @@ FLOAT_COLUMNS = (
     "turn_index",
     "similarity",
     "manual_tick",
+    "stub_tokens",
 )
 BOOL_COLUMNS = ("procedural", "manual", "pinned", "never", "live", "warm", "is_turn")
 

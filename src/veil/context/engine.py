@@ -120,8 +120,11 @@ class ContextEngine:
 
     @property
     def live_tokens(self) -> int:
+        """Tokens of the prompt as rendered: live items in full, evicted results as stubs."""
         live = self._cols.flag("live")
-        return int(self._cols.view("tokens")[live].sum())
+        return int(
+            self._cols.view("tokens")[live].sum() + self._cols.view("stub_tokens")[~live].sum()
+        )
 
     def items(self, tier: Tier | None = None) -> list[ContextItem]:
         return [i for i in self._items.values() if tier is None or i.tier == tier]
@@ -288,6 +291,10 @@ class ContextEngine:
             self._by_call[item.tool_call_id] = item.id
         f, b = self._cols.f, self._cols.b
         f["tokens"][row] = item.tokens
+        # An evicted tool result leaves a stub in the transcript; other items leave nothing.
+        f["stub_tokens"][row] = (
+            self.count_tokens(stub(replace(item, tier="cold"))) if item.tool_call_id else 0.0
+        )
         f["turn_index"][row] = -1
         f["manual_tick"][row] = -1e9 if item.manual_tick is None else item.manual_tick
         b["procedural"][row] = item.kind == "procedural"
@@ -591,12 +598,16 @@ class ContextEngine:
             sim[self._row[item_id]] = max_similarity(matrix[index], recent)
         return sim
 
-    def _protected(self) -> np.ndarray[Any, np.dtype[np.bool_]]:
+    def _protected(
+        self,
+    ) -> tuple[np.ndarray[Any, np.dtype[np.bool_]], np.ndarray[Any, np.dtype[np.bool_]]]:
+        """(hard, soft): pinned/intent/correction are never moved; the last turns and fresh
+        manual loads yield only when the window cannot fit otherwise."""
         c = self._cols
         recent_manual = (self.tick - c.view("manual_tick")) < self.config.manual_protect_ticks
         turn_age = (len(self._turn_ids) - 1) - c.view("turn_index")
         young_turn = c.flag("is_turn") & (turn_age < self.config.protected_turns)
-        return c.flag("pinned") | c.flag("never") | young_turn | recent_manual
+        return c.flag("pinned") | c.flag("never"), young_turn | recent_manual
 
     def step(self) -> EvictionReport:
         """The turn boundary: score everything, run the three stages, move T. Persisted."""
@@ -610,13 +621,15 @@ class ContextEngine:
             * wall_days
             / np.maximum(c.view("durable_stability"), fsrs.STABILITY_MIN)
         ) ** fsrs.decay()
+        hard, soft = self._protected()
         result = plan(
             self._ids,
             scores=self._score_array(),
             tokens=c.view("tokens"),
             live=c.flag("live"),
             warm=c.flag("warm"),
-            protected=self._protected(),
+            protected=hard,
+            soft_protected=soft,
             durable_r=durable_r,
             idle_ticks=self.tick - c.view("last_tick"),
             threshold=before,
@@ -624,6 +637,7 @@ class ContextEngine:
             target_fill=self.config.target_fill,
             cold_retrievability=self.config.cold_retrievability,
             cold_after_ticks=self.config.cold_after_ticks,
+            stub_tokens=c.view("stub_tokens"),
         )
         for move in result.moves:
             self._move(self._items[move.id], move.to, stage=move.stage, reason=move.reason)

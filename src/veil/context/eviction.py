@@ -57,34 +57,51 @@ def plan(
     target_fill: float,
     cold_retrievability: float,
     cold_after_ticks: int,
+    stub_tokens: Floats | None = None,
+    soft_protected: Bools | None = None,
 ) -> Plan:
-    """The moves of the three stages over parallel arrays (one entry per item)."""
+    """The moves of the three stages over parallel arrays (one entry per item).
+
+    Token counts are of the prompt as rendered: an evicted tool result still costs its stub
+    (``stub_tokens``), so moving an item saves ``tokens − stub_tokens``.
+    """
+    stubs = stub_tokens if stub_tokens is not None else np.zeros_like(tokens)
+    soft = soft_protected if soft_protected is not None else np.zeros_like(protected)
+    hard = protected
+    protected = hard | soft
     moves: list[Move] = []
-    before = int(tokens[live].sum())
+    before = int(tokens[live].sum() + stubs[~live].sum())
     stage1 = live & ~protected & (scores < threshold)
     for i in np.flatnonzero(stage1):
         moves.append(Move(ids[int(i)], "warm", 1, f"score {scores[i]:.3f} < T {threshold:.3f}"))
     remaining = live & ~stage1
-    live_tokens = int(tokens[remaining].sum())
+    live_tokens = int(tokens[remaining].sum() + stubs[~remaining].sum())
     pressure = live_tokens > budget
     if pressure:
         goal = int(budget * target_fill)
-        pool = np.flatnonzero(remaining & ~protected)
-        order = pool[np.lexsort((np.array([ids[int(i)] for i in pool]), scores[pool]))]
-        for i in order:
-            if live_tokens <= goal:
+        # First the unprotected items; only if the window is still over budget, the softly
+        # protected ones (recent turns, fresh manual loads) — never pinned, intent, correction.
+        for pool_mask, why in (
+            (remaining & ~protected, "lowest score"),
+            (remaining & soft & ~hard, "soft protection lifted"),
+        ):
+            if live_tokens <= budget and why != "lowest score":
                 break
-            moves.append(
-                Move(
-                    ids[int(i)],
-                    "warm",
-                    2,
-                    f"window over budget ({live_tokens:,} > "
-                    f"{budget:,} tokens); lowest score "
-                    f"{scores[i]:.3f}",
+            pool = np.flatnonzero(pool_mask)
+            order = pool[np.lexsort((np.array([ids[int(i)] for i in pool]), scores[pool]))]
+            for i in order:
+                if live_tokens <= goal:
+                    break
+                moves.append(
+                    Move(
+                        ids[int(i)],
+                        "warm",
+                        2,
+                        f"window over budget ({live_tokens:,} > {budget:,} tokens); "
+                        f"{why} {scores[i]:.3f}",
+                    )
                 )
-            )
-            live_tokens -= int(tokens[i])
+                live_tokens -= int(tokens[i] - stubs[i])
     stage3 = warm & (durable_r < cold_retrievability) & (idle_ticks >= cold_after_ticks)
     for i in np.flatnonzero(stage3):
         moves.append(

@@ -1,0 +1,258 @@
+"""The context engine through its public API, on a real SQLite tape."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.context.conftest import MakeEngine
+from veil.context import MANIFEST_CLOSE, MANIFEST_OPEN, ContextEngine, UnknownItem
+from veil.testing import FakeClock
+
+
+def read(engine: ContextEngine, n: int, path: str, text: str):
+    return engine.capture_tool_result(
+        tool_call_id=f"call{n}", tool_name="read", arguments={"path": path}, output=text
+    )
+
+
+def test_evicted_result_becomes_a_stub_and_expands_byte_identical(make_engine: MakeEngine) -> None:
+    engine = make_engine(window_tokens=600, reserve_tokens=100)
+    engine.capture_turn("user", "Fix the tokenizer bug in lexer.py")
+    content = "def lex(src):\n    return [tok for tok in src.split()]  # naïve ✓\n" * 30
+    big = read(engine, 1, "src/lexer.py", content)
+    report = engine.step()
+    for i in range(2, 6):
+        read(engine, i, f"src/other{i}.py", f"x{i} = {i}\n" * 60)
+        report = engine.step()
+    assert engine.live_tokens <= engine.budget
+    evicted = [i for i in engine.items() if i.tier != "live"]
+    assert evicted, "a 600-token window must evict something"
+    victim = evicted[0]
+    stub = engine.stub(victim.id)
+    assert victim.pointer in stub and (victim.target or "") in stub
+    assert len(stub) < 260
+    restored = engine.expand(victim.pointer)
+    assert restored.content == victim.content and restored.tier == "live"
+    assert big.content == content
+    assert isinstance(report.threshold_after, float)
+
+
+def test_reread_of_an_evicted_file_is_a_regret_that_halves_the_threshold(
+    make_engine: MakeEngine,
+) -> None:
+    engine = make_engine()
+    first = read(engine, 1, "src/a.py", "a = 1\n")
+    engine.evict(first.id)
+    before = engine.threshold
+    read(engine, 2, "src/a.py", "a = 1\n")
+    assert engine.threshold == pytest.approx(max(before * 0.5, 0.02))
+    kinds = [e.kind for e in engine.store.read("project:test")]
+    engine.flush()
+    kinds = [e.kind for e in engine.store.read("project:test")]
+    assert "context.regret" in kinds
+
+
+def test_pinned_intent_and_corrections_are_never_demoted(make_engine: MakeEngine) -> None:
+    engine = make_engine(window_tokens=400, reserve_tokens=50)
+    intent = engine.capture_turn("user", "Make the CSV export stream rows " * 10)
+    correction = engine.capture_turn("user", "No, keep the header row " * 10)
+    note = engine.add("plan", "Step 1: write a failing test " * 10)
+    engine.pin(note.id)
+    for i in range(30):
+        read(engine, i, f"src/f{i}.py", f"v{i} = {i}\n" * 40)
+        engine.step()
+        live = {it.id for it in engine.items("live")}
+        assert {intent.id, correction.id, note.id} <= live
+    with pytest.raises(ValueError, match="never evicted"):
+        engine.evict(intent.id)
+    with pytest.raises(ValueError, match="pinned"):
+        engine.evict(note.id)
+    assert correction.turn_kind == "correction"
+
+
+def test_idle_wall_time_does_not_decay_the_live_tier(
+    make_engine: MakeEngine, clock: FakeClock
+) -> None:
+    engine = make_engine()
+    item = read(engine, 1, "src/a.py", "a = 1\n")
+    before = engine.scores()[item.id]
+    clock.advance(days=3)
+    assert engine.scores()[item.id] == before
+    for i in range(24):
+        engine.capture_tool_result(
+            tool_call_id=f"b{i}",
+            tool_name="bash",
+            arguments={"command": f"echo {i}"},
+            output=str(i),
+        )
+    assert engine.scores()[item.id] < before
+
+
+def test_touch_raises_stability_more_when_recalled_late(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    early = read(engine, 1, "src/a.py", "a\n")
+    late = read(engine, 2, "src/b.py", "b\n")
+    engine.touch(early.id)
+    for i in range(40):
+        engine.capture_tool_result(
+            tool_call_id=f"x{i}", tool_name="bash", arguments={"command": f"true {i}"}, output=""
+        )
+    engine.touch(late.id)
+    early_gain = engine.item(early.id).stability / early.stability
+    late_gain = engine.item(late.id).stability / late.stability
+    assert late_gain > early_gain > 1.0
+
+
+def test_stage_three_moves_idle_warm_items_cold_with_a_pointer(
+    make_engine: MakeEngine, clock: FakeClock
+) -> None:
+    engine = make_engine(cold_after_ticks=5)
+    item = read(engine, 1, "src/a.py", "alpha\n")
+    engine.evict(item.id)
+    for i in range(6):
+        engine.capture_tool_result(
+            tool_call_id=f"x{i}", tool_name="bash", arguments={"command": f"true {i}"}, output=""
+        )
+    engine.step()
+    assert engine.item(item.id).tier == "warm"  # durable R still high
+    clock.advance(days=60)  # FSRS-6 decays by a power law: R(60 d, S = 0.5 d) ≈ 0.49
+    report = engine.step()
+    cold = engine.item(item.id)
+    assert cold.tier == "cold" and cold.pointer == f"veil://cold/{item.id}"
+    assert any(m.stage == 3 for m in report.moves)
+    assert engine.expand(cold.pointer).content == "alpha\n"
+
+
+def test_manifest_lists_loaded_items_threshold_fill_and_conflicts(
+    make_engine: MakeEngine, tmp_path: object
+) -> None:
+    engine = make_engine()
+    read(engine, 1, "src/a.py", "a = 1\n")
+    read(engine, 2, "src/a.py", "a = 2\n")  # the file changed under us: a contradiction
+    manifest = engine.manifest()
+    assert manifest.startswith(MANIFEST_OPEN) and manifest.endswith(MANIFEST_CLOSE)
+    assert "threshold T=" in manifest and "window:" in manifest
+    assert "read src/a.py" in manifest
+    (conflict,) = engine.conflicts()
+    assert conflict.id in manifest and "call1" in manifest and "call2" in manifest
+    settled = engine.resolve(
+        conflict.id, keep=conflict.b.item_id, reason="re-read after edit", actor="model"
+    )
+    assert settled.resolved and engine.conflicts() == []
+    assert conflict.id not in engine.manifest()
+
+
+def test_own_edits_are_not_contradictions(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    read(engine, 1, "src/a.py", "a = 1\n")
+    engine.capture_tool_result(
+        tool_call_id="e1",
+        tool_name="edit",
+        arguments={"path": "src/a.py", "old_text": "1", "new_text": "2"},
+        output="edited",
+    )
+    read(engine, 2, "src/a.py", "a = 2\n")
+    assert engine.conflicts() == []
+
+
+def test_fact_beliefs_conflict_with_provenance(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    a = engine.add("fact", "The API base URL is /v1", belief=("api", "base_url", "/v1"))
+    b = engine.add("fact", "The API base URL is /v2", belief=("api", "base_url", "/v2"))
+    (conflict,) = engine.conflicts()
+    assert {conflict.a.item_id, conflict.b.item_id} == {a.id, b.id}
+    assert conflict.a.session_id == "s1"
+    with pytest.raises(ValueError):
+        engine.resolve(conflict.id, keep="ci_other", reason="x", actor="model")
+    with pytest.raises(ValueError):
+        engine.resolve(conflict.id, keep=a.id, reason=" ", actor="model")
+
+
+def test_resume_restores_items_tick_threshold_and_conflicts(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    engine.capture_turn("user", "Fix the lexer")
+    item = read(engine, 1, "src/a.py", "a = 1\n")
+    read(engine, 2, "src/a.py", "a = 2\n")
+    engine.evict(item.id)
+    engine.step()
+    again = make_engine()
+    assert again.tick == engine.tick and again.threshold == engine.threshold
+    assert {i.id: i.tier for i in again.items()} == {i.id: i.tier for i in engine.items()}
+    assert [c.id for c in again.conflicts()] == [c.id for c in engine.conflicts()]
+    assert again.expand(item.pointer).content == "a = 1\n"
+
+
+def test_warm_items_are_searchable_and_loadable_by_hand(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    item = read(engine, 1, "src/payments.py", "def refund(order):\n    charge_back(order)\n")
+    engine.evict(item.id)
+    engine.flush()
+    hits = engine.search("refund charge_back")
+    assert [h.id for h in hits][:1] == [item.id]
+    loaded = engine.load(item.id)
+    assert loaded.manual and loaded.tier == "live"
+    scores = engine.scores()
+    assert scores[item.id] > 0
+
+
+def test_other_projects_items_cannot_be_expanded(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    with pytest.raises(UnknownItem):
+        engine.expand("veil://warm/ci_doesnotexist")
+    with pytest.raises(UnknownItem):
+        engine.expand("veil://warm/../../etc/passwd")
+
+
+def test_cognitive_weight_follows_outcomes_of_used_items(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    used = read(engine, 1, "src/a.py", "a\n")
+    idle = read(engine, 2, "src/b.py", "b\n")
+    before = engine.scores()
+    engine.record_outcome(True, [used.id])
+    after = engine.scores()
+    assert after[used.id] > before[used.id] and after[idle.id] == before[idle.id]
+    engine.record_outcome(False, [used.id, used.id, used.id])
+    assert engine.item(used.id).cognitive_weight < 0
+
+
+def test_convergence_warning_halves_the_threshold(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    before = engine.threshold
+    engine.convergence_warning()
+    assert engine.threshold == pytest.approx(before / 2)
+
+
+def test_similar_old_turns_are_rescued(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    old = engine.capture_turn(
+        "assistant",
+        "The flaky test is test_upload_retry in tests/test_upload.py",
+        turn_kind="status",
+    )
+    filler = [
+        engine.capture_turn(
+            "assistant", f"Looked at unrelated module number {i}", turn_kind="status"
+        )
+        for i in range(25)
+    ]
+    scores = engine.scores()
+    assert scores[old.id] < 1.0
+    engine.capture_turn(
+        "assistant",
+        "The flaky test is test_upload_retry in tests/test_upload.py again",
+        turn_kind="status",
+    )
+    rescued = engine.scores()[old.id]
+    assert rescued > scores[old.id]
+    assert engine.scores()[filler[-1].id] == 1.0  # recent turns are protected
+
+
+def test_rebuild_of_the_context_tape_is_identical(make_engine: MakeEngine) -> None:
+    engine = make_engine(window_tokens=500, reserve_tokens=50)
+    engine.capture_turn("user", "Refactor the parser")
+    for i in range(12):
+        read(engine, i, f"src/m{i}.py", f"m{i} = {i}\n" * 30)
+        engine.step()
+    before = engine.store.snapshot()
+    engine.store.rebuild()
+    assert engine.store.snapshot() == before

@@ -1,0 +1,303 @@
+"""Pure decisions: score, AIMD threshold, the three stages, turns."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from veil.context.config import TURN_WEIGHTS, ContextConfig, ThresholdConfig
+from veil.context.eviction import plan
+from veil.context.items import ContextItem
+from veil.context.score import Task, evictable, score, score_many
+from veil.context.threshold import Threshold, on_regret, on_tick
+from veil.context.turns import classify_turn, eviction_score
+
+CONFIG = ContextConfig()
+TASK = Task(
+    tags=frozenset({"parser", "tokens", "lexer"}),
+    touched=frozenset({"src/lexer.py"}),
+    neighbours=frozenset({"src/tokens.py"}),
+)
+
+
+def item(**kw: object) -> ContextItem:
+    base: dict[str, object] = {
+        "id": "ci_1",
+        "kind": "file",
+        "content": "x",
+        "tokens": 10,
+        "tags": ("parser", "lexer", "io"),
+        "code_refs": ("src/lexer.py",),
+        "stability": 0.5,
+        "last_access_tick": 0,
+        "access_count": 3,
+    }
+    base.update(kw)
+    return ContextItem(**base)  # type: ignore[arg-type]
+
+
+def test_score_is_the_weighted_sum_of_five_signals() -> None:
+    s = score(item(), TASK, tick=0, config=CONFIG)
+    w = CONFIG.weights
+    from math import log1p
+
+    expected = (
+        w.recency * 1.0
+        + w.frequency * log1p(3) / log1p(20)
+        + w.relevance * (2 / 4)
+        + w.structure * 1.0
+        + w.cognitive * 0.5
+    )
+    assert s == pytest.approx(expected)
+
+
+def test_multipliers_and_pin_boost() -> None:
+    plain = score(item(), TASK, tick=5, config=CONFIG)
+    assert score(item(kind="procedural"), TASK, tick=5, config=CONFIG) == pytest.approx(plain * 1.2)
+    assert score(item(manual=True), TASK, tick=5, config=CONFIG) == pytest.approx(plain * 1.5)
+    assert score(item(pinned=True), TASK, tick=5, config=CONFIG) > CONFIG.threshold.maximum + 1
+    assert not evictable(item(kind="intent")) and not evictable(item(kind="correction"))
+    assert not evictable(item(kind="turn", turn_kind="correction"))
+    assert not evictable(item(pinned=True)) and evictable(item())
+
+
+def test_recency_decays_on_ticks_not_wall_time() -> None:
+    fresh = score(item(), TASK, tick=0, config=CONFIG)
+    later = score(item(), TASK, tick=48, config=CONFIG)
+    assert later < fresh
+    assert score(item(), TASK, tick=0, config=CONFIG) == fresh
+
+
+def test_structure_signal_reads_the_code_graph() -> None:
+    touched = score(item(code_refs=("src/lexer.py",)), TASK, tick=0, config=CONFIG)
+    neighbour = score(item(code_refs=("src/tokens.py",)), TASK, tick=0, config=CONFIG)
+    unrelated = score(item(code_refs=("docs/x.md",)), TASK, tick=0, config=CONFIG)
+    assert touched > neighbour > unrelated
+
+
+@given(
+    st.integers(0, 500),
+    st.floats(0.01, 7.0),
+    st.integers(1, 100),
+    st.floats(-1, 1),
+    st.booleans(),
+    st.booleans(),
+    st.booleans(),
+)
+def test_vectorised_score_equals_the_scalar_score(
+    tick: int, s: float, access: int, cog: float, proc: bool, manual: bool, pinned: bool
+) -> None:
+    it = item(
+        stability=s,
+        access_count=access,
+        cognitive_weight=cog,
+        manual=manual,
+        pinned=pinned,
+        kind="procedural" if proc else "file",
+        last_access_tick=0,
+    )
+    from veil.context.signals import jaccard, structure
+
+    vec = score_many(
+        stability=np.array([s]),
+        last_tick=np.array([0.0]),
+        access=np.array([float(access)]),
+        relevance=np.array([jaccard(it.tags, TASK.tags)]),
+        structure_signal=np.array([structure(it.code_refs, TASK.touched, TASK.neighbours)]),
+        cognitive_weight=np.array([cog]),
+        procedural=np.array([proc]),
+        manual=np.array([manual]),
+        pinned=np.array([pinned]),
+        tick=tick,
+        config=CONFIG,
+    )
+    assert vec[0] == pytest.approx(score(it, TASK, tick, CONFIG), rel=1e-12)
+
+
+def test_same_inputs_same_score_across_processes() -> None:
+    here = repr(score(item(), TASK, tick=17, config=CONFIG))
+    code = (
+        "from veil.context.config import ContextConfig\n"
+        "from veil.context.items import ContextItem\n"
+        "from veil.context.score import Task, score\n"
+        "it = ContextItem(id='ci_1', kind='file', content='x', tokens=10, "
+        "tags=('parser','lexer','io'), code_refs=('src/lexer.py',), stability=0.5, "
+        "last_access_tick=0, access_count=3)\n"
+        "task = Task(tags=frozenset({'parser','tokens','lexer'}), "
+        "touched=frozenset({'src/lexer.py'}), neighbours=frozenset({'src/tokens.py'}))\n"
+        "print(repr(score(it, task, 17, ContextConfig())))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONHASHSEED": "123"},
+    )
+    assert out.stdout.strip() == here
+
+
+# ---- AIMD ---------------------------------------------------------------------------------
+
+
+def test_threshold_climbs_linearly_under_pressure_and_halves_on_regret() -> None:
+    cfg = ThresholdConfig(initial=0.1, increase=0.01, maximum=0.6, minimum=0.02)
+    t = Threshold.start(cfg)
+    values = []
+    for tick in range(10):
+        t = on_tick(t, tick=tick, fill=0.9, target_fill=0.7, pressure=False, config=cfg)
+        values.append(t.value)
+    assert values == pytest.approx([0.1 + 0.01 * (i + 1) for i in range(10)])
+    t = on_regret(t, tick=10, config=cfg)
+    assert t.value == pytest.approx(0.1)
+    # No additive increase right after a regret (calm period), then it resumes.
+    t2 = on_tick(t, tick=11, fill=0.9, target_fill=0.7, pressure=False, config=cfg)
+    assert t2.value == t.value
+    t3 = on_tick(t, tick=15, fill=0.9, target_fill=0.7, pressure=False, config=cfg)
+    assert t3.value == pytest.approx(0.11)
+    # Below target fill and no pressure: no increase.
+    assert on_tick(t, tick=20, fill=0.3, target_fill=0.7, pressure=False, config=cfg) == t
+
+
+@given(st.lists(st.sampled_from(["tick", "regret", "pressure"]), max_size=300))
+def test_threshold_never_leaves_its_bounds(signals: list[str]) -> None:
+    cfg = ThresholdConfig()
+    t = Threshold.start(cfg)
+    for i, signal in enumerate(signals):
+        if signal == "regret":
+            t = on_regret(t, tick=i, config=cfg)
+        else:
+            t = on_tick(
+                t, tick=i, fill=0.95, target_fill=0.7, pressure=signal == "pressure", config=cfg
+            )
+        assert cfg.minimum <= t.value <= cfg.maximum
+
+
+def test_simulated_session_settles_where_regrets_are_rare() -> None:
+    """Items have a hidden 'will be needed again' score; evicting one above 0.3 is a regret.
+    The controller should settle near that level, with regrets becoming rare."""
+    cfg = ThresholdConfig(initial=0.05, increase=0.01)
+    rng = np.random.default_rng(7)
+    t = Threshold.start(cfg)
+    regrets_late = 0
+    for tick in range(600):
+        scores = rng.uniform(0, 1, size=20)
+        evicted = scores[scores < t.value]
+        if (evicted > 0.3).any() or (evicted.size and rng.uniform() < 0.02):
+            t = on_regret(t, tick=tick, config=cfg)
+            regrets_late += tick >= 400
+        else:
+            t = on_tick(t, tick=tick, fill=0.9, target_fill=0.7, pressure=False, config=cfg)
+    assert 0.1 < t.value <= 0.35
+    assert regrets_late <= 25  # at most one regret every 8 ticks once settled
+
+
+# ---- the three stages ---------------------------------------------------------------------
+
+
+def run_plan(
+    scores: list[float],
+    tokens: list[int],
+    *,
+    live: list[bool] | None = None,
+    protected: list[bool] | None = None,
+    threshold: float = 0.3,
+    budget: int = 1000,
+    durable_r: list[float] | None = None,
+    idle: list[int] | None = None,
+):
+    n = len(scores)
+    live_arr = np.array(live if live is not None else [True] * n)
+    return plan(
+        [f"i{k}" for k in range(n)],
+        scores=np.array(scores, dtype=float),
+        tokens=np.array(tokens, dtype=float),
+        live=live_arr,
+        warm=~live_arr,
+        protected=np.array(protected if protected is not None else [False] * n),
+        durable_r=np.array(durable_r if durable_r is not None else [1.0] * n),
+        idle_ticks=np.array(idle if idle is not None else [0] * n, dtype=float),
+        threshold=threshold,
+        budget=budget,
+        target_fill=0.7,
+        cold_retrievability=0.5,
+        cold_after_ticks=50,
+    )
+
+
+def test_stage_one_moves_items_below_threshold() -> None:
+    result = run_plan([0.1, 0.5, 0.2], [10, 10, 10])
+    assert [(m.id, m.stage) for m in result.moves] == [("i0", 1), ("i2", 1)]
+    assert not result.pressure
+
+
+def test_stage_two_evicts_lowest_scores_down_to_target_fill() -> None:
+    result = run_plan([0.9, 0.5, 0.7, 0.6], [400, 400, 400, 400], threshold=0.0)
+    assert result.pressure
+    assert [m.id for m in result.moves] == ["i1", "i3", "i2"]
+    assert all(m.stage == 2 for m in result.moves)
+    assert result.live_tokens_after <= 700
+
+
+def test_protected_items_are_never_moved() -> None:
+    result = run_plan([0.0, 0.0], [5000, 10], protected=[True, False], threshold=0.5)
+    assert [m.id for m in result.moves] == ["i1"]
+
+
+def test_stage_three_needs_both_low_durable_r_and_idleness() -> None:
+    result = run_plan(
+        [0.5] * 3, [10] * 3, live=[False] * 3, durable_r=[0.2, 0.2, 0.9], idle=[60, 10, 60]
+    )
+    assert [(m.id, m.to, m.stage) for m in result.moves] == [("i0", "cold", 3)]
+
+
+# ---- turns ----------------------------------------------------------------------------------
+
+
+def test_turn_eviction_score_formula() -> None:
+    w = TURN_WEIGHTS
+    assert eviction_score(11, "exploration", 0.0, weights=w) == 0.0  # last 12 protected
+    assert eviction_score(22, "exploration", 0.0, weights=w) == pytest.approx(0.5 * 0.8)
+    assert eviction_score(40, "action", 0.0, weights=w) == pytest.approx(0.6)
+    assert eviction_score(40, "intent", 0.0, weights=w) == 0.0
+    assert eviction_score(40, "correction", 0.0, weights=w) == 0.0
+    assert eviction_score(40, "decision", 0.0, weights=w) == pytest.approx(0.1)
+    assert eviction_score(40, "status", 0.9, weights=w) == pytest.approx(0.7 * 0.1)
+    assert eviction_score(40, "status", 0.6, weights=w) == pytest.approx(0.7)
+
+
+def test_turn_classification() -> None:
+    assert classify_turn("user", "Fix the parser bug", first_user_turn=True) == "intent"
+    assert classify_turn("user", "No, don't touch the lexer") == "correction"
+    assert classify_turn("assistant", "", ["read", "grep"]) == "exploration"
+    assert classify_turn("assistant", "", ["edit"]) == "action"
+    assert classify_turn("assistant", "Let's rewrite the tokenizer first.") == "decision"
+    assert classify_turn("assistant", "All tests passed.") == "status"
+
+
+def test_soft_protection_yields_only_when_nothing_else_fits() -> None:
+    ids = ["pinned", "recent_turn", "old"]
+    common = {
+        "scores": np.array([0.9, 0.8, 0.7]),
+        "live": np.array([True] * 3),
+        "warm": np.array([False] * 3),
+        "durable_r": np.ones(3),
+        "idle_ticks": np.zeros(3),
+        "threshold": 0.0,
+        "target_fill": 0.7,
+        "cold_retrievability": 0.5,
+        "cold_after_ticks": 50,
+        "protected": np.array([True, False, False]),
+        "soft_protected": np.array([False, True, False]),
+    }
+    fits = plan(ids, tokens=np.array([100.0, 100.0, 500.0]), budget=600, **common)
+    assert [m.id for m in fits.moves] == ["old"]
+    tight = plan(ids, tokens=np.array([300.0, 400.0, 100.0]), budget=500, **common)
+    assert [m.id for m in tight.moves] == ["old", "recent_turn"]
+    assert "soft protection lifted" in tight.moves[1].reason
+    assert all(m.id != "pinned" for m in tight.moves)

@@ -1,0 +1,92 @@
+"""A real recorded coding session (SWE-bench, mini-swe-agent + Gemini 3 Pro, set A, MIT) fed
+through the engine with a small window: the rendered prompt stays under budget at every step,
+pinned/intent/correction items are never demoted, and every evicted item expands back
+byte-identical. Data: ../shared/data/trajectories (research data, read in place)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SHARED
+from tests.context.conftest import MakeEngine
+from veil.context import ContextEngine
+
+TRAJECTORIES = SHARED / "data" / "trajectories" / "mini_swe_agent_gemini3pro_verified.jsonl.gz"
+WANTED = ("mini-gemini3pro-verified/django__django-11099",)
+
+
+def load(ids: tuple[str, ...]) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    with gzip.open(TRAJECTORIES, "rt") as handle:
+        for line in handle:
+            record = json.loads(line)
+            if record["id"] in ids or (not ids and len(found) < 1):
+                found.append(record)
+            if len(found) == len(ids):
+                break
+    return found
+
+
+def rendered_tokens(engine: ContextEngine) -> int:
+    """The transcript as the model would see it: live items in full, evicted results as their
+    stubs (computed independently of the engine's own accounting)."""
+    total = 0
+    for item in engine.items():
+        if item.tier == "live":
+            total += item.tokens
+        elif item.tool_call_id:
+            total += engine.count_tokens(engine.stub(item.id))
+    return total
+
+
+@pytest.mark.parametrize("window", [3_000, 8_000])
+def test_replay_stays_under_budget_and_loses_nothing(make_engine: MakeEngine, window: int) -> None:
+    assert TRAJECTORIES.exists(), f"trajectory data missing at {TRAJECTORIES}"
+    (trajectory,) = load(WANTED)
+    engine = make_engine(window_tokens=window, reserve_tokens=window // 5)
+    intent = engine.capture_turn("user", trajectory["task"][:1500])
+    protected = {intent.id}
+    originals: dict[str, str] = {}
+    evictions = 0
+    for step in trajectory["steps"]:
+        n = step["i"]
+        turn = engine.capture_turn(
+            "assistant", step["thought"][:1500], tool_names=["bash"] if step["action"] else []
+        )
+        item = engine.capture_tool_result(
+            tool_call_id=f"call-{n}",
+            tool_name="bash",
+            arguments={"command": step["action"]},
+            output=step["observation"],
+        )
+        originals[item.id] = step["observation"]
+        if n == 2:
+            engine.pin(item.id)
+            protected.add(item.id)
+        if n == 5:
+            correction = engine.capture_turn(
+                "user", "No, do not change the tests; fix the validator regex instead."
+            )
+            assert correction.turn_kind == "correction"
+            protected.add(correction.id)
+        report = engine.step()
+        evictions += len(report.moves)
+        assert rendered_tokens(engine) == engine.live_tokens
+        assert engine.live_tokens <= engine.budget, (n, engine.live_tokens, engine.budget)
+        live = {i.id for i in engine.items("live")}
+        assert protected <= live, f"a protected item was demoted at step {n}"
+        assert turn.id in live  # among the last 12 turns
+    assert evictions > 0
+    evicted = [i for i in engine.items() if i.tier != "live" and i.id in originals]
+    assert evicted
+    for item in evicted:
+        assert engine.expand(item.pointer).content == originals[item.id]
+
+
+def test_replay_data_is_where_the_tests_expect_it() -> None:
+    assert Path(TRAJECTORIES).stat().st_size > 1_000_000
