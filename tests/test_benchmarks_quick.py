@@ -2,8 +2,9 @@
 
 Each quick run is the documented command (``python -m benchmarks.NAME --quick``) in a
 subprocess; it must exit 0, write ``benchmarks/results/NAME-quick.json`` and leave the full
-result ``NAME.json`` untouched. Together they take about 20 s (embedders ~15 s, write_overhead
-~3 s). The report must render from whatever results exist.
+result ``NAME.json`` untouched. Together they take about 60 s (embedders ~15 s, write_overhead
+~3 s, recall_latency ~15 s, locomo_retrieval ~20 s). The report must render from whatever
+results exist.
 """
 
 from __future__ import annotations
@@ -73,6 +74,42 @@ def test_embedders_quick() -> None:
         recalls = [r["recall_all"][f"@{k}"] for k in (1, 5, 10, 20, 50)]
         assert all(0 <= x <= 1 for x in recalls)
         assert recalls == sorted(recalls)
+
+
+def test_recall_latency_quick() -> None:
+    data = run_quick("recall_latency")
+    rows = data["results"]
+    assert [(r["backend"], r["n_items"]) for r in rows] == [("sqlite", 1_000), ("sqlite", 10_000)]
+    assert data["plot"] is None and data["queries"] == 50
+    for r in rows:
+        assert r["facts"] + r["episodes"] == r["n_items"]
+        assert r["facts"] > 0 and r["episodes"] > 0 and r["entities"] > 0
+        assert r["fact_vectors"] > 0 and r["db_bytes"] > 0
+        stats = r["recall_ms"]
+        assert stats["n"] == 50
+        assert 0 < stats["p50"] <= stats["p95"] <= stats["p99"] <= stats["max"]
+        assert set(r["by_type_ms"]) == {"entity", "user", "keyword", "briefing"}
+        for ref in ("numpy_top50", "fts", "embed", "sum"):
+            assert r["reference_ms"][ref]["p50"] > 0
+            assert r["ratio"][ref]["p50"] > 0
+        assert r["mean_returned"]["facts"] > 0
+
+
+def test_locomo_retrieval_quick() -> None:
+    # Needs LoCoMo in the shared data folder ($VEIL_SHARED_DIR); missing data fails, not skips.
+    data = run_quick("locomo_retrieval")
+    assert len(data["conversations"]) == 2 and data["questions"] > 0
+    assert list(data["retrievers"]) == ["veil", "bm25", "dense", "rrf"]
+    for r in data["retrievers"].values():
+        assert r["questions"] == data["questions"]
+        recalls = [r["recall_all"][f"@{k}"] for k in (1, 5, 10, 20)]
+        assert all(0 <= x <= 1 for x in recalls) and recalls == sorted(recalls)
+        for k in (1, 5, 10, 20):
+            assert r["recall_all"][f"@{k}"] <= r["recall_frac"][f"@{k}"]
+        assert sum(c["questions"] for c in r["by_category"].values()) == r["questions"]
+    # Lexical matching is strong on LoCoMo: BM25 beats chance by far on 2 conversations.
+    assert data["retrievers"]["bm25"]["recall_all"]["@10"] > 0.3
+    assert data["veil_lists_shorter_than_20"] == 0
 
 
 def test_run_lists_every_benchmark_module() -> None:

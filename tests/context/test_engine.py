@@ -256,3 +256,18 @@ def test_rebuild_of_the_context_tape_is_identical(make_engine: MakeEngine) -> No
     before = engine.store.snapshot()
     engine.store.rebuild()
     assert engine.store.snapshot() == before
+
+
+def test_indexing_of_a_burst_is_spread_but_search_sees_everything(make_engine: MakeEngine) -> None:
+    engine = make_engine(index_per_step=2)
+    items = [
+        read(engine, i, f"src/burst{i}.py", f"def burst_{i}(): return {i}\n") for i in range(6)
+    ]
+    for it in items:
+        engine.evict(it.id)
+    engine.step()
+    indexed = [e for e in engine.store.read("project:test", kinds=["context.indexed"])]
+    assert len(indexed) == 2
+    resumed = make_engine()  # a new process picks up the rest of the queue
+    hits = {h.id for h in resumed.search("burst_5 burst_3 burst_0")}
+    assert {items[5].id, items[3].id, items[0].id} <= hits

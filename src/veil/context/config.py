@@ -105,4 +105,6 @@ class ContextConfig:
     """…when also untouched for this many ticks."""
     manual_protect_ticks: int = 3
     manifest_max_items: int = 40
+    index_per_step: int = 8
+    """Demoted items made searchable per step; the rest wait (``search`` drains them all)."""
     stub_chars: int = 160

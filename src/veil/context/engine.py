@@ -102,6 +102,9 @@ class ContextEngine:
         self._conflicts: dict[str, Conflict] = {}
         self._last_write_tick: dict[str, int] = {}
         self._pending: list[Event] = []
+        self._sim_cache: tuple[int, np.ndarray[Any, np.dtype[np.float64]]] | None = None
+        self._by_target: dict[tuple[str, str], list[str]] = {}
+        self._to_index: dict[str, None] = {}
         self.tick = 0
         self._threshold = Threshold.start(self.config.threshold)
         self.task = Task()
@@ -289,6 +292,8 @@ class ContextEngine:
         self._items[item.id] = item
         if item.tool_call_id:
             self._by_call[item.tool_call_id] = item.id
+        if item.tool_name and item.target:
+            self._by_target.setdefault((item.tool_name, item.target), []).append(item.id)
         f, b = self._cols.f, self._cols.b
         f["tokens"][row] = item.tokens
         # An evicted tool result leaves a stub in the transcript; other items leave nothing.
@@ -474,6 +479,8 @@ class ContextEngine:
 
     def search(self, query: str, limit: int = 10) -> list[ContextItem]:
         """Warm and cold items of this project matching ``query`` (FTS5 and vectors)."""
+        self._index_some(None)
+        self.flush()
         hits = [
             h.doc_id
             for h in self.store.search_text(ITEMS_TEXT, scope=self.scope, query=query, limit=limit)
@@ -588,15 +595,24 @@ class ContextEngine:
         return scores
 
     def _turn_similarity(self) -> np.ndarray[Any, np.dtype[np.float64]]:
-        sim = np.zeros(self._cols.size, dtype=np.float64)
+        """Each older turn's best cosine with the recent turns. It changes only when a turn
+        arrives, so it is cached by the number of turns."""
         protected = self.config.protected_turns
-        if self.embedder is None or len(self._turn_ids) <= protected:
-            return sim
-        matrix = np.stack(self._turn_vectors)
-        older, recent = matrix[:-protected], matrix[-protected:]
-        best = max_similarities(older, recent)
-        rows = [self._row[item_id] for item_id in self._turn_ids[:-protected]]
-        sim[rows] = best
+        n_turns = len(self._turn_ids)
+        cached = self._sim_cache
+        if cached is not None and cached[0] == n_turns:
+            if len(cached[1]) < self._cols.size:  # new non-turn items: similarity 0
+                grown = np.zeros(self._cols.size, dtype=np.float64)
+                grown[: len(cached[1])] = cached[1]
+                self._sim_cache = (n_turns, grown)
+            return self._sim_cache[1] if self._sim_cache else cached[1]
+        sim = np.zeros(self._cols.size, dtype=np.float64)
+        if self.embedder is not None and n_turns > protected:
+            matrix = np.stack(self._turn_vectors)
+            best = max_similarities(matrix[:-protected], matrix[-protected:])
+            rows = [self._row[item_id] for item_id in self._turn_ids[:-protected]]
+            sim[rows] = best
+        self._sim_cache = (n_turns, sim)
         return sim
 
     def _protected(
@@ -642,6 +658,7 @@ class ContextEngine:
         )
         for move in result.moves:
             self._move(self._items[move.id], move.to, stage=move.stage, reason=move.reason)
+        self._index_some(self.config.index_per_step)
         fill = result.live_tokens_after / self.budget
         self._threshold = on_tick(
             self._threshold,
@@ -677,26 +694,30 @@ class ContextEngine:
     def _move(self, item: ContextItem, tier: Tier, *, stage: int, reason: str) -> ContextItem:
         updated = replace(item, tier=tier)
         self._sync(updated)
-        search = f"{item.tool_name or item.kind} {item.target or ''}\n{item.content[:20_000]}"
         self._emit(
             "context.tier",
-            {
-                "id": item.id,
-                "tier": tier,
-                "stage": stage,
-                "reason": reason,
-                "tick": self.tick,
-                "search_text": search if tier != "live" else "",
-            },
+            {"id": item.id, "tier": tier, "stage": stage, "reason": reason, "tick": self.tick},
         )
+        if tier == "live":
+            self._to_index.pop(item.id, None)
+        elif item.tier == "live":
+            self._to_index[item.id] = None
         return updated
+
+    def _index_some(self, limit: int | None) -> None:
+        """Make up to ``limit`` demoted items searchable (all when None)."""
+        for item_id in list(self._to_index)[:limit]:
+            del self._to_index[item_id]
+            item = self._items[item_id]
+            search = f"{item.tool_name or item.kind} {item.target or ''}\n{item.content[:20_000]}"
+            self._emit("context.indexed", {"id": item_id, "search_text": search})
 
     def _regret_if_returning(self, tool_name: str, target: str | None) -> None:
         if not target or tool_name in WRITE_TOOLS:
             return
-        for item in self._items.values():
-            if item.tier != "live" and item.target == target and item.tool_name == tool_name:
-                self._regret(item.id, f"{tool_name} again")
+        for item_id in self._by_target.get((tool_name, target), ()):
+            if self._items[item_id].tier != "live":
+                self._regret(item_id, f"{tool_name} again")
                 return
 
     def _regret(self, item_id: str, how: str) -> None:
@@ -760,7 +781,10 @@ class ContextEngine:
             ITEMS, scope=self.scope, where={"session_id": self.session_id}, order_by=["seq"]
         )
         for row in rows:
-            self._index(item_from_row(row))
+            item = item_from_row(row)
+            self._index(item)
+            if item.tier != "live" and not row["indexed"]:
+                self._to_index[item.id] = None
         if state:
             self.tick = int(cast(int, state[0]["tick"]))
             last = state[0]["last_regret_tick"]

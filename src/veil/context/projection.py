@@ -55,13 +55,14 @@ ITEM_COLUMNS = (
     Column("target", "text"),
     Column("created_tick", "int"),
     Column("seq", "int"),
+    Column("indexed", "bool"),
 )
 ITEM_FIELDS = tuple(c.name for c in ITEM_COLUMNS)
 
 
 class ContextProjection:
     name = "context"
-    version = 1
+    version = 2
     tables = (
         Table(
             ITEMS,
@@ -135,12 +136,21 @@ class ContextProjection:
                 )
             ]
         if kind == "context.tier":
-            tier = str(p["tier"])
-            ops = [Patch(ITEMS, key, {"tier": tier})]
-            text = str(p.get("search_text") or "") if tier != "live" else ""
-            ops.append(IndexText(ITEMS_TEXT, scope, str(p["id"]), text))
-            ops.append(IndexVector(ITEMS_VEC, scope, str(p["id"]), text))
+            ops = [Patch(ITEMS, key, {"tier": p["tier"], "indexed": False})]
+            if p["tier"] == "live":  # back in the prompt: no longer a search result
+                ops.append(IndexText(ITEMS_TEXT, scope, str(p["id"]), ""))
+                ops.append(IndexVector(ITEMS_VEC, scope, str(p["id"]), ""))
             return ops
+        if kind == "context.indexed":
+            # Indexing of demoted items is spread over the following calls (a burst of
+            # evictions must not stall one tool call); the engine drains it before searching.
+            text = str(p.get("search_text") or "")
+            return [
+                IndexText(ITEMS_TEXT, scope, str(p["id"]), text),
+                # Vectors need the gist, not every line: embedding 20k characters per
+                # item would dominate the cost for no gain in nearest-neighbour quality.
+                IndexVector(ITEMS_VEC, scope, str(p["id"]), text[:1000]),
+            ]
         if kind == "context.pin":
             return [Patch(ITEMS, key, {"pinned": p["pinned"]})]
         if kind == "context.manual":

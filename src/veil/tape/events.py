@@ -60,16 +60,7 @@ class Event:
 
     def digest(self) -> str:
         """Content hash over everything the writer decides (not ``seq``/``recorded_at``)."""
-        body: JSONObject = {
-            "id": self.id,
-            "scope": self.scope,
-            "kind": self.kind,
-            "at": format_time(self.at),
-            "actor": self.actor,
-            "payload": self.payload,
-            "provenance": self.provenance,
-        }
-        return hashlib.sha256(canonical_json(body).encode()).hexdigest()
+        return seal(self).digest
 
 
 def canonical_json(value: JSONValue) -> str:
@@ -96,8 +87,41 @@ def validate_scope(scope: str) -> str:
     return scope
 
 
+@dataclass(frozen=True)
+class Sealed:
+    """A validated event with its canonical JSON and digest, computed once per append."""
+
+    event: Event
+    payload_json: str
+    provenance_json: str
+    digest: str
+
+
+def seal(event: Event) -> Sealed:
+    """Validate ``event`` and serialise it once: its JSON and its content digest."""
+    event = validate(event)
+    try:
+        payload_json = canonical_json(event.payload)
+        provenance_json = canonical_json(event.provenance)
+    except (TypeError, ValueError) as exc:
+        raise InvalidEvent(f"payload/provenance must be JSON: {exc}") from exc
+    body = "\x1f".join(
+        (
+            event.id,
+            event.scope,
+            event.kind,
+            format_time(event.at),
+            event.actor,
+            payload_json,
+            provenance_json,
+        )
+    )
+    return Sealed(event, payload_json, provenance_json, hashlib.sha256(body.encode()).hexdigest())
+
+
 def validate(event: Event) -> Event:
-    """Check an event before it is appended; returns it with ``at`` normalised to UTC."""
+    """Check an event's envelope before it is appended; returns it with ``at`` normalised to
+    UTC. (Payload serialisability is checked by :func:`seal`.)"""
     validate_scope(event.scope)
     if not event.id or len(event.id) > 128 or any(ord(ch) < 33 for ch in event.id):
         raise InvalidEvent(f"bad event id {event.id!r}")
@@ -105,11 +129,6 @@ def validate(event: Event) -> Event:
         raise InvalidEvent(f"bad event kind {event.kind!r}: use dotted lower_snake names")
     if not event.actor:
         raise InvalidEvent("actor must be non-empty")
-    try:
-        canonical_json(event.payload)
-        canonical_json(event.provenance)
-    except (TypeError, ValueError) as exc:
-        raise InvalidEvent(f"payload/provenance must be JSON: {exc}") from exc
     try:
         at = ensure_utc(event.at)
     except ValueError as exc:

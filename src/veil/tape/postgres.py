@@ -21,7 +21,7 @@ import numpy as np
 
 from veil.clock import Clock, format_time
 from veil.embed.protocol import Embedder, Vectors
-from veil.tape.events import Event, canonical_json
+from veil.tape.events import Sealed
 from veil.tape.migrations import Migration, pending
 from veil.tape.projection import Hit, Table
 from veil.tape.store import Cursor, Dialect, SqlStore, fts_query
@@ -171,7 +171,8 @@ class PostgresStore(SqlStore):
     def _sql(self, sql: str) -> str:
         return sql.replace("%", "%%").replace("?", "%s")
 
-    def _insert_event(self, cur: Cursor, event: Event, digest: str, recorded_at: str) -> int:
+    def _insert_event(self, cur: Cursor, sealed: Sealed, recorded_at: str) -> int:
+        event = sealed.event
         cur.execute(
             "INSERT INTO tape_events (id, scope, kind, at, recorded_at, actor, payload, "
             "provenance, digest) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
@@ -182,9 +183,9 @@ class PostgresStore(SqlStore):
                 format_time(event.at),
                 recorded_at,
                 event.actor,
-                canonical_json(event.payload),
-                canonical_json(event.provenance),
-                digest,
+                sealed.payload_json,
+                sealed.provenance_json,
+                sealed.digest,
             ),
         )
         return int(cur.fetchone()[0])

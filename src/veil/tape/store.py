@@ -29,10 +29,11 @@ from veil.tape.events import (
     EventConflict,
     InvalidEvent,
     JSONValue,
+    Sealed,
     TapeError,
     canonical_json,
     new_id,
-    validate,
+    seal,
     validate_scope,
 )
 from veil.tape.projection import (
@@ -179,7 +180,7 @@ class SqlStore(ABC):
         """Adapt ``?`` placeholders and portable SQL to the dialect."""
 
     @abstractmethod
-    def _insert_event(self, cur: Cursor, event: Event, digest: str, recorded_at: str) -> int: ...
+    def _insert_event(self, cur: Cursor, sealed: Sealed, recorded_at: str) -> int: ...
 
     @abstractmethod
     def _table_ddl(self, table: Table) -> list[str]: ...
@@ -356,40 +357,44 @@ class SqlStore(ABC):
         is written. Projections are applied in the same transaction.
         """
         self._ensure_open()
-        batch: list[Event] = []
-        digests: dict[str, str] = {}
+        batch: list[Sealed] = []
+        seen: dict[str, str] = {}
         for raw in events:
-            event = validate(raw)
-            digest = event.digest()
-            if event.id in digests:
-                if digests[event.id] != digest:
+            sealed = seal(raw)
+            event = sealed.event
+            if event.id in seen:
+                if seen[event.id] != sealed.digest:
                     raise EventConflict(f"event {event.id} appears twice with different content")
                 continue
-            size = len(canonical_json(event.payload)) + len(canonical_json(event.provenance))
+            size = len(sealed.payload_json) + len(sealed.provenance_json)
             if size > MAX_PAYLOAD_BYTES:
                 raise InvalidEvent(f"event {event.id} is {size} bytes; the limit is 16 MiB")
-            digests[event.id] = digest
-            batch.append(event)
+            seen[event.id] = sealed.digest
+            batch.append(sealed)
         if not batch:
             return []
         stored: list[Event] = []
         with self._write() as cur:
-            existing = self._existing(cur, [e.id for e in batch])
+            existing = self._existing(cur, [s.event.id for s in batch])
             recorded_at = self._clock.now()
-            for event in batch:
+            ops: list[Op] = []
+            for sealed in batch:
+                event = sealed.event
                 if event.id in existing:
                     seq, digest, at = existing[event.id]
-                    if digest != digests[event.id]:
+                    if digest != sealed.digest:
                         raise EventConflict(
                             f"event {event.id} is already on the tape with different content"
                         )
                     stored.append(replace(event, seq=seq, recorded_at=parse_time(at)))
                     continue
                 stamp = event.recorded_at if keep_recorded_at and event.recorded_at else recorded_at
-                seq = self._insert_event(cur, event, digests[event.id], format_time(stamp))
+                seq = self._insert_event(cur, sealed, format_time(stamp))
                 on_tape = replace(event, seq=seq, recorded_at=stamp)
-                self._apply(cur, self._projections.ops_for(on_tape))
+                ops.extend(self._projections.ops_for(on_tape))
                 stored.append(on_tape)
+            # One pass over the batch's ops: vectors of the whole batch embed in one call.
+            self._apply(cur, ops)
         return stored
 
     def _existing(self, cur: Cursor, ids: list[str]) -> dict[str, tuple[int, str, str]]:

@@ -1,0 +1,264 @@
+"""Measure the context hook's overhead per tool call: capture + score + evict (+ persist).
+
+Run from the repository root::
+
+    python -m benchmarks.context_overhead            # 100, 2,000 and 20,000 items
+    python -m benchmarks.context_overhead --quick    # 100 and 2,000 items, fewer calls
+
+What is measured, exactly: a ``ContextEngine`` on a SQLite tape in a temp dir
+(``synchronous=normal``: the context store is a cache of the session, see docs), the real default
+embedder, a ``FakeClock``. The engine is filled with N items — tool results of realistic size
+(reads of source files, test runs, greps; 40-400 tokens) and the assistant turns between them —
+and the window is set to 60% of their tokens so eviction is active in the steady state. Then,
+for M measured tool calls, the wall time of ``capture_tool_result`` + ``step`` (scoring every
+item, the three stages, the threshold update, and appending the buffered events to the tape in
+one transaction). Turn captures between tool calls are not timed.
+
+References in the same run, same N: (a) ``score_many`` alone over N items (the numpy
+brute-force scorer: the physical floor of scoring everything each call), (b) the same scores
+computed with the scalar ``score()`` in a plain Python loop (what the hot path would cost
+without vectorising), (c) one bare ``store.append`` of one small event (the floor of
+persisting anything). Ratios are Veil's hook p95 over each reference's median.
+
+Target (SPEC): p95 ≤ 1 ms per tool call at 2,000 items.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from veil.clock import SystemClock
+from veil.context import ContextConfig, ContextEngine
+from veil.context.score import score, score_many
+from veil.embed import default_embedder
+from veil.tape import Event, new_id
+from veil.tape.sqlite import SQLiteStore
+from veil.testing import FakeClock
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def output_for(i: int) -> tuple[str, dict[str, Any], str]:
+    kind = i % 3
+    if kind == 0:
+        path = f"src/pkg/module_{i % 97}.py"
+        body = "\n".join(
+            f"def function_{i}_{k}(arg):\n    return arg * {k}" for k in range(i % 20 + 2)
+        )
+        return "read", {"path": path}, body
+    if kind == 1:
+        return (
+            "bash",
+            {"command": f"pytest tests/test_{i % 53}.py -x -q"},
+            f"{'.' * (i % 40)}F\nFAILED tests/test_{i % 53}.py::test_case_{i} - AssertionError\n"
+            f"1 failed, {i % 40} passed in 0.{i % 90:02d}s",
+        )
+    return (
+        "grep",
+        {"pattern": f"symbol_{i % 31}", "path": "src"},
+        "\n".join(f"src/pkg/module_{k}.py:{k * 7}: symbol_{i % 31}()" for k in range(i % 12 + 1)),
+    )
+
+
+def percentiles(samples: list[float]) -> dict[str, float]:
+    arr = np.array(samples) * 1000.0
+    return {
+        "median": round(float(np.median(arr)), 4),
+        "p95": round(float(np.percentile(arr, 95)), 4),
+        "p99": round(float(np.percentile(arr, 99)), 4),
+        "mean": round(float(arr.mean()), 4),
+    }
+
+
+def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
+    embedder = default_embedder()
+    clock = FakeClock()
+    store = SQLiteStore(
+        workdir / f"ctx-{n_items}.db", embedder=embedder, clock=clock, synchronous="normal"
+    )
+    engine = ContextEngine(
+        store,
+        session_id="bench",
+        scope="project:bench",
+        config=ContextConfig(window_tokens=10**12, reserve_tokens=0),
+        embedder=embedder,
+        clock=clock,
+    )
+    engine.capture_turn("user", "Fix the failing tests in src/pkg and keep the API stable")
+    started = time.perf_counter()
+    for i in range(n_items - 1):
+        if i % 4 == 3:
+            engine.capture_turn(
+                "assistant", f"Looking at module_{i % 97} next", tool_names=["read"]
+            )
+            continue
+        tool, args, out = output_for(i)
+        engine.capture_tool_result(tool_call_id=f"p{i}", tool_name=tool, arguments=args, output=out)
+    engine.step()
+    populate_s = time.perf_counter() - started
+    total = engine.live_tokens
+    engine.config = ContextConfig(window_tokens=int(total * 0.6), reserve_tokens=0)
+    engine.step()  # settle into the steady state
+    samples: list[float] = []
+    moves = 0
+    for j in range(calls):
+        tool, args, out = output_for(n_items + j)
+        t0 = time.perf_counter()
+        engine.capture_tool_result(tool_call_id=f"m{j}", tool_name=tool, arguments=args, output=out)
+        report = engine.step()
+        samples.append(time.perf_counter() - t0)
+        moves += len(report.moves)
+        if j % 4 == 3:
+            engine.capture_turn("assistant", f"Step {j} done", tool_names=["bash"])
+    n = len(engine.items())
+    # (a) numpy brute-force scorer over the same items
+    c = engine._cols  # pyright: ignore[reportPrivateUsage]
+    vec: list[float] = []
+    for _ in range(50):
+        t0 = time.perf_counter()
+        score_many(
+            stability=c.view("stability"),
+            last_tick=c.view("last_tick"),
+            access=c.view("access"),
+            relevance=c.view("relevance"),
+            structure_signal=c.view("structure"),
+            cognitive_weight=c.view("cognitive"),
+            procedural=c.flag("procedural"),
+            manual=c.flag("manual"),
+            pinned=c.flag("pinned"),
+            tick=engine.tick,
+            config=engine.config,
+        )
+        vec.append(time.perf_counter() - t0)
+    # (b) the scalar scorer in a plain loop
+    items = engine.items()
+    loop: list[float] = []
+    for _ in range(5 if n > 5000 else 20):
+        t0 = time.perf_counter()
+        for it in items:
+            score(it, engine.task, engine.tick, engine.config)
+        loop.append(time.perf_counter() - t0)
+    # (c) one bare append
+    floor: list[float] = []
+    for _ in range(100):
+        event = Event(
+            id=new_id("bp"),
+            scope="bench:floor",
+            kind="bench.ping",
+            at=SystemClock().now(),
+            actor="bench",
+            payload={},
+        )
+        t0 = time.perf_counter()
+        store.append([event])
+        floor.append(time.perf_counter() - t0)
+    store.close()
+    hook = percentiles(samples)
+    refs = {
+        "numpy_score_many": percentiles(vec),
+        "python_loop_score": percentiles(loop),
+        "store_append": percentiles(floor),
+    }
+    return {
+        "items": n,
+        "calls": calls,
+        "populate_s": round(populate_s, 2),
+        "moves": moves,
+        "hook_ms": hook,
+        "references_ms": refs,
+        "ratios_p95_over_reference_median": {
+            k: round(hook["p95"] / v["median"], 2) if v["median"] else None for k, v in refs.items()
+        },
+        "threshold_end": round(engine.threshold, 4),
+    }
+
+
+def render_table(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| items | hook median ms | p95 | p99 | numpy scorer median ms | Python-loop scorer ms "
+        "| bare append ms | moves | p95 / numpy | p95 / loop |",
+        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for r in results:
+        refs = r["references_ms"]
+        ratio = r["ratios_p95_over_reference_median"]
+        lines.append(
+            f"| {r['items']:,} | {r['hook_ms']['median']:.3f} | {r['hook_ms']['p95']:.3f} | "
+            f"{r['hook_ms']['p99']:.3f} | {refs['numpy_score_many']['median']:.3f} | "
+            f"{refs['python_loop_score']['median']:.2f} | {refs['store_append']['median']:.3f} | "
+            f"{r['moves']} | {ratio['numpy_score_many']} | {ratio['python_loop_score']} |"
+        )
+    return "\n".join(lines)
+
+
+def render_section(data: dict[str, Any]) -> str:
+    results = data["results"]
+    at2k = next((r for r in results if 1500 <= r["items"] <= 2500), None)
+    verdict = ""
+    if at2k is not None:
+        ok = at2k["hook_ms"]["p95"] <= 1.0
+        verdict = (
+            f"At {at2k['items']:,} items the hook's p95 is {at2k['hook_ms']['p95']:.3f} ms "
+            f"({'meets' if ok else 'misses'} the 1 ms target). "
+        )
+    return "\n".join(
+        [
+            "## Context hook overhead per tool call (capture + score + evict + persist)",
+            "",
+            "Source: `benchmarks/results/context_overhead.json`. Command: "
+            "`python -m benchmarks.context_overhead`.",
+            "",
+            render_table(results),
+            "",
+            f"{verdict}The hook scores every item on every call (numpy, one pass), runs the three "
+            "stages and appends the call's events to the context tape in one transaction "
+            "(`synchronous=normal`); the bare append is the floor for persisting anything at all. "
+            "Scoring itself is a small share; the Python-loop column shows what the same scores "
+            "cost without vectorising. Cost grows with N mainly through the per-item arrays and "
+            "the stage-2 sort when the window is under pressure.",
+        ]
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    sizes = [100, 2_000] if args.quick else [100, 2_000, 20_000]
+    calls = 60 if args.quick else 300
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="veil-ctx-bench-") as tmp:
+        for n in sizes:
+            results.append(measure(n, calls, Path(tmp)))
+            print(f"measured {n:,} items", file=sys.stderr)
+    data = {
+        "benchmark": "context_overhead",
+        "quick": args.quick,
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": __import__("os").cpu_count(),
+            "python": platform.python_version(),
+        },
+        "results": results,
+        "median_of_medians_ms": statistics.median(r["hook_ms"]["median"] for r in results),
+    }
+    print(render_table(results))
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / ("context_overhead-quick.json" if args.quick else "context_overhead.json")
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"\nwrote {out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
