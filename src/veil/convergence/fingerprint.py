@@ -204,10 +204,10 @@ def _python_traceback(text: str) -> str | None:
 
 
 def _last(matches: Iterator[re.Match[str]]) -> re.Match[str] | None:
-    found = None
-    for found in matches:
-        pass
-    return found
+    last = None
+    for match in matches:
+        last = match
+    return last
 
 
 def _basename(path: str) -> str:

@@ -1,0 +1,483 @@
+"""The attempt log on the tape: record attempts, reload them across sessions, escalate.
+
+:class:`AttemptLog` is the thin stateful part. Every attempt is a ``convergence.attempt`` event,
+every rise in a goal's level a ``convergence.escalated`` event, the first sight of a goal a
+``convergence.goal`` event; :class:`ConvergenceProjection` turns them into tables. The record of
+a goal is read back from the store, never from memory, so a new session (a new ``AttemptLog``
+on the same store and scope) sees every earlier attempt at the same goal.
+
+The decisions are the pure functions of :mod:`veil.convergence.monitor`; this module only
+stores, reloads and calls them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import cast
+
+from veil.clock import Clock, SystemClock, format_time
+from veil.convergence import monitor, stuck
+from veil.convergence.attempt import (
+    Action,
+    Attempt,
+    Level,
+    Outcome,
+    attempt_payload,
+    call_digest,
+    text_digest,
+)
+from veil.convergence.fingerprint import fingerprint
+from veil.convergence.goals import Goal, goal_for
+from veil.convergence.outcome import detect, resolve
+from veil.tape import Column, Event, JSONValue, Op, Put, Row, Store, Table, UnknownName, new_id
+
+ATTEMPTS = "conv_attempts"
+ESCALATIONS = "conv_escalations"
+GOALS = "conv_goals"
+
+
+class ConvergenceProjection:
+    """Tables of attempts, escalations and goals. Pure: every op comes from the event alone."""
+
+    name = "convergence"
+    version = 1
+    tables = (
+        Table(
+            ATTEMPTS,
+            (
+                Column("attempt_id", "text", nullable=False),
+                Column("goal_id", "text"),
+                Column("iteration", "int"),
+                Column("action", "text"),
+                Column("target", "text"),
+                Column("outcome", "text"),
+                Column("evidence", "text"),
+                Column("fingerprint", "text"),
+                Column("session_id", "text"),
+                Column("tool_call_id", "text"),
+                Column("tool_name", "text"),
+                Column("call_digest", "text"),
+                Column("output_digest", "text"),
+                Column("files", "json"),
+                Column("failures", "int"),
+                Column("at", "time"),
+                Column("seq", "int"),
+            ),
+            key=("attempt_id",),
+            indexes=(("goal_id", "seq"), ("fingerprint",)),
+        ),
+        Table(
+            ESCALATIONS,
+            (
+                Column("escalation_id", "text", nullable=False),
+                Column("goal_id", "text"),
+                Column("level", "int"),
+                Column("reasons", "json"),
+                Column("circling_count", "int"),
+                Column("attempt_id", "text"),
+                Column("session_id", "text"),
+                Column("at", "time"),
+                Column("seq", "int"),
+            ),
+            key=("escalation_id",),
+            indexes=(("goal_id", "seq"),),
+        ),
+        Table(
+            GOALS,
+            (
+                Column("goal_id", "text", nullable=False),
+                Column("intent", "text"),
+                Column("project", "text"),
+                Column("session_id", "text"),
+                Column("at", "time"),
+            ),
+            key=("goal_id",),
+        ),
+    )
+    text_indexes = ()
+    vector_indexes = ()
+
+    def apply(self, event: Event) -> list[Op]:
+        p = event.payload
+        scope = event.scope
+        if event.kind == "convergence.attempt":
+            row: Row = {"scope": scope, "attempt_id": p["id"]}
+            for name in (
+                "goal_id",
+                "iteration",
+                "action",
+                "target",
+                "outcome",
+                "evidence",
+                "fingerprint",
+                "session_id",
+                "tool_call_id",
+                "tool_name",
+                "call_digest",
+                "output_digest",
+                "files",
+                "failures",
+                "at",
+            ):
+                row[name] = p.get(name)
+            row["seq"] = event.seq
+            return [Put(ATTEMPTS, row)]
+        if event.kind == "convergence.escalated":
+            return [
+                Put(
+                    ESCALATIONS,
+                    {
+                        "scope": scope,
+                        "escalation_id": p["id"],
+                        "goal_id": p["goal_id"],
+                        "level": p["level"],
+                        "reasons": p["reasons"],
+                        "circling_count": p["circling_count"],
+                        "attempt_id": p["attempt_id"],
+                        "session_id": p["session_id"],
+                        "at": p["at"],
+                        "seq": event.seq,
+                    },
+                )
+            ]
+        if event.kind == "convergence.goal":
+            return [
+                Put(
+                    GOALS,
+                    {
+                        "scope": scope,
+                        "goal_id": p["goal_id"],
+                        "intent": p["intent"],
+                        "project": p["project"],
+                        "session_id": p["session_id"],
+                        "at": p["at"],
+                    },
+                    keep_existing=True,
+                )
+            ]
+        return []
+
+
+def attempt_from_row(row: Row) -> Attempt:
+    def text(name: str) -> str:
+        value = row.get(name)
+        return "" if value is None else str(value)
+
+    failures = row.get("failures")
+    return Attempt(
+        id=text("attempt_id"),
+        goal_id=text("goal_id"),
+        iteration=int(cast(int, row["iteration"])),
+        action=cast(Action, row["action"]),
+        target=text("target"),
+        outcome=cast(Outcome, row["outcome"]),
+        evidence=text("evidence"),
+        fingerprint=cast("str | None", row.get("fingerprint")),
+        session_id=text("session_id"),
+        tool_call_id=cast("str | None", row.get("tool_call_id")),
+        tool_name=text("tool_name"),
+        call_digest=text("call_digest"),
+        output_digest=text("output_digest"),
+        files=tuple(cast("list[str]", row.get("files") or [])),
+        failures=None if failures is None else int(cast(int, failures)),
+        at=text("at"),
+    )
+
+
+def escalation_from_row(row: Row) -> monitor.Escalation:
+    return monitor.Escalation(
+        id=str(row["escalation_id"]),
+        goal_id=str(row["goal_id"]),
+        level=cast(Level, int(cast(int, row["level"]))),
+        reasons=tuple(cast("list[str]", row["reasons"] or [])),
+        circling_count=int(cast(int, row["circling_count"])),
+        attempt_id=str(row["attempt_id"]),
+        session_id=str(row["session_id"]),
+        at=str(row["at"]),
+    )
+
+
+class AttemptLog:
+    """Attempts of one project (``scope``) recorded by one session.
+
+    ``begin(intent)`` sets the current goal (the task message); ``record_call`` records a tool
+    call from what the harness has (detecting the outcome and fingerprint), ``record`` an
+    attempt built by the caller. After each attempt the goal is assessed; when its level rises
+    a ``convergence.escalated`` event is appended and ``on_escalation`` is called with it — the
+    hook where the harness cuts the context engine's threshold
+    (``ContextEngine.convergence_warning``) and, at level 3, stops the run.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        scope: str,
+        session_id: str,
+        clock: Clock | None = None,
+        *,
+        config: monitor.MonitorConfig | None = None,
+        on_escalation: Callable[[monitor.Escalation], None] | None = None,
+        actor: str = "harness",
+    ) -> None:
+        self.store = store
+        self.scope = scope
+        self.session_id = session_id
+        self.clock: Clock = clock or SystemClock()
+        self.config = config or monitor.MonitorConfig()
+        self.on_escalation = on_escalation
+        self.actor = actor
+        self.goal: Goal | None = None
+        if not _registered(store):
+            store.register(ConvergenceProjection())
+
+    # ---- goals -----------------------------------------------------------------------------
+
+    def begin(self, intent: str) -> Goal:
+        """Make ``intent`` (the task message) the current goal; records it on first sight."""
+        goal = goal_for(intent, self.scope)
+        self.goal = goal
+        if self.store.fetch(GOALS, scope=self.scope, where={"goal_id": goal.id}, limit=1):
+            return goal
+        now = format_time(self.clock.now())
+        self._append(
+            "convergence.goal",
+            {
+                "goal_id": goal.id,
+                "intent": goal.intent,
+                "project": goal.project,
+                "session_id": self.session_id,
+                "at": now,
+            },
+            event_id=new_id("goal"),
+        )
+        return goal
+
+    def _goal_id(self, goal_id: str | None) -> str:
+        if goal_id is not None:
+            return goal_id
+        if self.goal is None:
+            raise ValueError("no current goal: call begin(intent) first or pass goal_id")
+        return self.goal.id
+
+    # ---- recording -------------------------------------------------------------------------
+
+    def record(
+        self,
+        *,
+        action: Action,
+        target: str,
+        outcome: Outcome,
+        evidence: str = "",
+        error_text: str | None = None,
+        fingerprint_: str | None = None,
+        tool_call_id: str | None = None,
+        tool_name: str = "",
+        arguments: Mapping[str, JSONValue] | str | None = None,
+        output: str = "",
+        files: Sequence[str] = (),
+        failures: int | None = None,
+        goal_id: str | None = None,
+    ) -> Attempt:
+        """Append one attempt for the goal (the current one by default) and assess the goal.
+
+        The fingerprint is ``fingerprint_`` if given, else computed from ``error_text`` (or from
+        ``output`` for a ``fail``/``partial`` outcome).
+        """
+        gid = self._goal_id(goal_id)
+        previous = self.attempts(gid)
+        if fingerprint_ is None:
+            source = error_text if error_text is not None else None
+            if source is None and outcome in ("fail", "partial"):
+                source = output
+            fingerprint_ = fingerprint(source)
+        attempt = Attempt(
+            id=new_id("att"),
+            goal_id=gid,
+            iteration=len(previous) + 1,
+            action=action,
+            target=target,
+            outcome=outcome,
+            evidence=evidence[:300],
+            fingerprint=fingerprint_,
+            session_id=self.session_id,
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            call_digest=call_digest(tool_name, arguments) if tool_name else "",
+            output_digest=text_digest(output),
+            files=tuple(dict.fromkeys(files)),
+            failures=failures,
+            at=format_time(self.clock.now()),
+        )
+        self._append("convergence.attempt", attempt_payload(attempt), event_id=attempt.id)
+        self._maybe_escalate([*previous, attempt])
+        return attempt
+
+    def record_call(
+        self,
+        *,
+        action: Action,
+        target: str,
+        tool_name: str,
+        arguments: Mapping[str, JSONValue] | str | None,
+        output: str,
+        exit_code: int | None = None,
+        is_error: bool = False,
+        tool_call_id: str | None = None,
+        files: Sequence[str] = (),
+        goal_id: str | None = None,
+    ) -> Attempt:
+        """Record a tool call from its raw result: outcome (with ``partial`` against the last
+        run of the same target), evidence and fingerprint are detected here."""
+        gid = self._goal_id(goal_id)
+        found = detect(tool_name, arguments, output, exit_code, is_error, action=action)
+        last = next(
+            (
+                a.failures
+                for a in reversed(self.attempts(gid))
+                if a.target == target and a.failures is not None
+            ),
+            None,
+        )
+        outcome = resolve(found, last)
+        return self.record(
+            action=action,
+            target=target,
+            outcome=outcome,
+            evidence=found.evidence,
+            error_text=output if outcome in ("fail", "partial") else "",
+            tool_call_id=tool_call_id,
+            tool_name=tool_name,
+            arguments=arguments,
+            output=output,
+            files=files,
+            failures=found.failures,
+            goal_id=gid,
+        )
+
+    def _maybe_escalate(self, attempts: list[Attempt]) -> None:
+        before = monitor.assess(attempts[:-1], self.config).level
+        after = monitor.assess(attempts, self.config)
+        if after.level <= before:
+            return
+        latest = attempts[-1]
+        escalation = monitor.Escalation(
+            id=new_id("esc"),
+            goal_id=latest.goal_id,
+            level=after.level,
+            reasons=after.reasons,
+            circling_count=after.circling_count,
+            attempt_id=latest.id,
+            session_id=self.session_id,
+            at=format_time(self.clock.now()),
+        )
+        self._append(
+            "convergence.escalated",
+            {
+                "id": escalation.id,
+                "goal_id": escalation.goal_id,
+                "level": escalation.level,
+                "reasons": list(escalation.reasons),
+                "circling_count": escalation.circling_count,
+                "attempt_id": escalation.attempt_id,
+                "session_id": escalation.session_id,
+                "at": escalation.at,
+            },
+            event_id=escalation.id,
+        )
+        if self.on_escalation is not None:
+            self.on_escalation(escalation)
+
+    def _append(self, kind: str, payload: dict[str, JSONValue], *, event_id: str) -> None:
+        self.store.append(
+            [
+                Event(
+                    id=event_id,
+                    scope=self.scope,
+                    kind=kind,
+                    at=self.clock.now(),
+                    actor=self.actor,
+                    payload=payload,
+                    provenance={"session_id": self.session_id},
+                )
+            ]
+        )
+
+    # ---- reading ---------------------------------------------------------------------------
+
+    def attempts(self, goal_id: str | None = None) -> list[Attempt]:
+        """Every attempt at the goal, from every session, in tape order."""
+        rows = self.store.fetch(
+            ATTEMPTS, scope=self.scope, where={"goal_id": self._goal_id(goal_id)}, order_by=["seq"]
+        )
+        return [attempt_from_row(r) for r in rows]
+
+    def escalations(self, goal_id: str | None = None) -> list[monitor.Escalation]:
+        rows = self.store.fetch(
+            ESCALATIONS,
+            scope=self.scope,
+            where={"goal_id": self._goal_id(goal_id)},
+            order_by=["seq"],
+        )
+        return [escalation_from_row(r) for r in rows]
+
+    def assess(
+        self, goal_id: str | None = None, *, steps: Sequence[stuck.Step] | None = None
+    ) -> monitor.Assessment:
+        """The goal's current level, reasons, circling count, fingerprints and stuck patterns."""
+        return monitor.assess(self.attempts(goal_id), self.config, steps=steps)
+
+    def should_block(
+        self,
+        tool_name: str,
+        arguments: Mapping[str, JSONValue] | str | None,
+        goal_id: str | None = None,
+    ) -> str | None:
+        """For the harness's ``before_tool_call``: a reason to refuse the call, or ``None``."""
+        return monitor.should_block(tool_name, arguments, self.attempts(goal_id), self.config)
+
+    def note(self, goal_id: str | None = None) -> str:
+        """What the prompt should carry for the goal's current level ("" at level 0)."""
+        attempts = self.attempts(goal_id)
+        level = monitor.assess(attempts, self.config).level
+        if level == 0:
+            return ""
+        if level == 1:
+            return monitor.already_tried_note(attempts)
+        if level == 2:
+            return (
+                monitor.already_tried_note(attempts)
+                + "\n\n"
+                + monitor.different_approach_note(attempts)
+            )
+        return monitor.summary(attempts)
+
+    def history(self, goal_id: str | None = None) -> dict[str, JSONValue]:
+        """The goal's record for the memory tool ``attempts``: the goal, its attempts, its
+        escalations and the current assessment, as JSON."""
+        gid = self._goal_id(goal_id)
+        attempts = self.attempts(gid)
+        goal_rows = self.store.fetch(GOALS, scope=self.scope, where={"goal_id": gid})
+        result = monitor.assess(attempts, self.config)
+        return {
+            "goal_id": gid,
+            "intent": goal_rows[0]["intent"] if goal_rows else None,
+            "level": result.level,
+            "reasons": list(result.reasons),
+            "circling_count": result.circling_count,
+            "fingerprints": list(result.fingerprints),
+            "attempts": [attempt_payload(a) for a in attempts],
+            "escalations": [
+                {"level": e.level, "at": e.at, "reasons": list(e.reasons)}
+                for e in self.escalations(gid)
+            ],
+            "note": monitor.already_tried_note(attempts),
+        }
+
+
+def _registered(store: Store) -> bool:
+    """Whether this store object already maintains the convergence projection."""
+    try:
+        store.fetch(ATTEMPTS, scope="-", limit=1)
+    except UnknownName:
+        return False
+    return True
