@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from veil import __version__
 
@@ -18,7 +19,49 @@ def build_parser() -> argparse.ArgumentParser:
         description="Veil: a memory for LLM agents that never forgets silently.",
     )
     parser.add_argument("--version", action="version", version=f"veil {__version__}")
+    parser.add_argument(
+        "-p",
+        "--print",
+        dest="task",
+        metavar="TASK",
+        help="run TASK non-interactively and exit with a status",
+    )
+    parser.add_argument(
+        "--model",
+        help="provider:model (default $VEIL_MODEL), e.g. "
+        "openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:qwen2.5:7b, "
+        "scripted:FILE",
+    )
+    parser.add_argument(
+        "--approve",
+        choices=["ask", "auto", "deny"],
+        default=None,
+        help="writes and shell commands: ask (TUI default), auto, deny "
+        "(print mode default: ask, which refuses without a terminal)",
+    )
+    parser.add_argument(
+        "--trace",
+        type=Path,
+        metavar="OUT.jsonl",
+        help="append every provider request and response as JSON lines",
+    )
+    parser.add_argument(
+        "--window", type=int, metavar="TOKENS", help="override the model's context window"
+    )
+    parser.add_argument("--json", action="store_true", help="print the event stream as JSONL")
+    parser.add_argument(
+        "-c",
+        "--continue",
+        dest="resume",
+        action="store_true",
+        help="continue the most recent session of this project",
+    )
+    parser.add_argument("--session", metavar="ID", help="continue session ID")
+    parser.add_argument("--max-turns", type=int, default=50)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    sessions = sub.add_parser("sessions", help="list this project's sessions")
+    sessions.set_defaults(run=_run_sessions)
 
     demo = sub.add_parser("demo", help="an offline tour of the tape and the embedder")
     demo.set_defaults(run=_run_demo)
@@ -42,6 +85,42 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _run_sessions(args: argparse.Namespace) -> int:
+    from veil.cli.listing import list_sessions
+
+    return list_sessions(Path.cwd())
+
+
+def _run_print(args: argparse.Namespace) -> int:
+    from veil.cli.run import RunOptions, run_print
+
+    return run_print(
+        RunOptions(
+            task=args.task,
+            model=args.model,
+            approve=args.approve or "ask",
+            trace=args.trace,
+            window=args.window,
+            json=args.json,
+            resume=args.resume,
+            session=args.session,
+            max_turns=args.max_turns,
+        )
+    )
+
+
+def _run_tui(args: argparse.Namespace) -> int:
+    from veil.tui.app import run_tui
+
+    return run_tui(
+        model=args.model,
+        approve=args.approve or "ask",
+        window=args.window,
+        resume=args.resume,
+        session=args.session,
+    )
+
+
 def _run_demo(args: argparse.Namespace) -> int:
     from veil.cli.demo import run_demo
 
@@ -61,8 +140,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     run = getattr(args, "run", None)
     if run is None:
-        parser.print_help()
-        return 0
+        run = _run_print if args.task else _run_tui
     return int(run(args))
 
 

@@ -95,7 +95,7 @@ class ContextEngine:
         self._row: dict[str, int] = {}
         self._ids: list[str] = []
         self._cols = Columns()
-        self._by_call: dict[str, str] = {}
+        self._by_call: dict[str, list[str]] = {}
         self._turn_vectors: list[np.ndarray[Any, np.dtype[np.float32]]] = []
         self._turn_ids: list[str] = []
         self._beliefs: list[Belief] = []
@@ -106,6 +106,7 @@ class ContextEngine:
         self._by_target: dict[tuple[str, str], list[str]] = {}
         self._to_index: dict[str, None] = {}
         self.tick = 0
+        self.overhead_tokens = 0
         self._threshold = Threshold.start(self.config.threshold)
         self.task = Task()
         self._task_text = ""
@@ -119,7 +120,10 @@ class ContextEngine:
 
     @property
     def budget(self) -> int:
-        return max(1, self.config.window_tokens - self.config.reserve_tokens)
+        """Tokens the items may use: the window minus the reserve (for the reply) minus the
+        fixed overhead of each request (system prompt, manifest, tool schemas), which the
+        harness reports through :attr:`overhead_tokens`."""
+        return max(1, self.config.window_tokens - self.config.reserve_tokens - self.overhead_tokens)
 
     @property
     def live_tokens(self) -> int:
@@ -133,14 +137,25 @@ class ContextEngine:
         return [i for i in self._items.values() if tier is None or i.tier == tier]
 
     def item(self, item_id: str) -> ContextItem:
+        """An item by id (or by the id of the tool call whose result it holds)."""
         try:
-            return self._items[item_id]
+            return self._items[self._call_item(item_id) or item_id]
         except KeyError:
             raise UnknownItem(f"no context item {item_id!r} in this session") from None
 
     def by_tool_call(self, tool_call_id: str) -> ContextItem | None:
-        item_id = self._by_call.get(tool_call_id)
+        item_id = self._call_item(tool_call_id)
         return self._items.get(item_id) if item_id else None
+
+    def _call_item(self, tool_call_id: str) -> str | None:
+        """The latest item holding a result of ``tool_call_id`` (ids can repeat across turns
+        with some models; :meth:`items_for_call` has them all)."""
+        found = self._by_call.get(tool_call_id)
+        return found[-1] if found else None
+
+    def items_for_call(self, tool_call_id: str) -> list[ContextItem]:
+        """Every item holding a result of ``tool_call_id``, oldest first."""
+        return [self._items[i] for i in self._by_call.get(tool_call_id, [])]
 
     def is_live(self, item_id: str) -> bool:
         return self.item(item_id).tier == "live"
@@ -291,7 +306,7 @@ class ContextEngine:
         self._ids.append(item.id)
         self._items[item.id] = item
         if item.tool_call_id:
-            self._by_call[item.tool_call_id] = item.id
+            self._by_call.setdefault(item.tool_call_id, []).append(item.id)
         if item.tool_name and item.target:
             self._by_target.setdefault((item.tool_name, item.target), []).append(item.id)
         f, b = self._cols.f, self._cols.b
@@ -425,6 +440,8 @@ class ContextEngine:
     def resolve_pointer(self, pointer_or_id: str) -> ContextItem:
         match = POINTER.match(pointer_or_id.strip())
         item_id = match.group(2) if match else pointer_or_id.strip()
+        # A tool-call id names the item holding that call's result (models know those ids).
+        item_id = self._call_item(item_id) or item_id
         item = self._items.get(item_id) or self._load_foreign(item_id)
         if item is None:
             raise UnknownItem(f"{pointer_or_id!r} names no item of this project's memory")
@@ -453,7 +470,7 @@ class ContextEngine:
             item = self.expand(item_id)
         updated = replace(item, pinned=pinned)
         self._sync(updated)
-        self._emit("context.pin", {"id": item_id, "pinned": pinned})
+        self._emit("context.pin", {"id": item.id, "pinned": pinned})
         return updated
 
     def unpin(self, item_id: str) -> ContextItem:
@@ -474,7 +491,7 @@ class ContextEngine:
             raise ValueError(f"{item_id} is a {item.kind}, not a turn")
         updated = replace(item, turn_kind=kind)
         self._sync(updated)
-        self._emit("context.turn_kind", {"id": item_id, "kind": kind})
+        self._emit("context.turn_kind", {"id": item.id, "kind": kind})
         return updated
 
     def search(self, query: str, limit: int = 10) -> list[ContextItem]:

@@ -11,6 +11,7 @@ import json
 import os
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -19,12 +20,24 @@ class ModelNotConfigured(RuntimeError):
     """No usable model: says exactly what to set."""
 
 
+OPENROUTER_BASE_URL = "https://openrouter.ai/api/v1"
+
 HOW_TO_CONFIGURE = (
     "Set VEIL_MODEL (or pass --model) to provider:model, for example "
-    "openai:gpt-4.1-mini (needs OPENAI_API_KEY), ollama:qwen2.5:7b (a local Ollama at "
-    "OLLAMA_HOST, default http://127.0.0.1:11434), or openai-compatible:MODEL with "
-    "VEIL_BASE_URL=http://127.0.0.1:8000/v1 for vLLM or llama.cpp's server."
+    "openai:gpt-4.1-mini (needs OPENAI_API_KEY), anthropic:claude-sonnet-4-5 (needs "
+    "ANTHROPIC_API_KEY), openrouter:VENDOR/MODEL (needs OPENROUTER_API_KEY), ollama:qwen2.5:7b "
+    "(a local Ollama at OLLAMA_HOST, default http://127.0.0.1:11434), or openai-compatible:MODEL "
+    "with VEIL_BASE_URL=http://127.0.0.1:8000/v1 for vLLM or llama.cpp's server (optional "
+    "VEIL_API_KEY); scripted:FILE replays a script of replies."
 )
+
+
+def ollama_base_url(env: Mapping[str, str]) -> str:
+    """Ollama's OpenAI-compatible endpoint from ``$OLLAMA_HOST`` (``host:port`` or a URL)."""
+    host = env.get("OLLAMA_HOST") or "http://127.0.0.1:11434"
+    if not host.startswith("http"):
+        host = f"http://{host}"
+    return host.rstrip("/") + "/v1"
 
 
 @dataclass
@@ -69,7 +82,11 @@ class OpenAICompatible:
 
 
 def complete_from_spec(spec: str | None = None) -> OpenAICompatible:
-    """``openai:MODEL``, ``ollama:MODEL`` or ``openai-compatible:MODEL`` (default: $VEIL_MODEL)."""
+    """A stdlib ``complete`` for ``openai:``, ``ollama:``, ``openai-compatible:``, ``openrouter:``.
+
+    ``spec`` None means ``$VEIL_MODEL``. For any spec, Anthropic and scripted too, use
+    :func:`veil.llm.registry.extraction_complete_from_spec`, which has the same call shape.
+    """
     spec = spec or os.environ.get("VEIL_MODEL")
     if not spec or ":" not in spec:
         raise ModelNotConfigured(f"no model configured. {HOW_TO_CONFIGURE}")
@@ -82,13 +99,20 @@ def complete_from_spec(spec: str | None = None) -> OpenAICompatible:
             model, os.environ.get("OPENAI_BASE_URL", "https://api.openai.com/v1"), key
         )
     if provider == "ollama":
-        host = os.environ.get("OLLAMA_HOST", "http://127.0.0.1:11434")
-        if not host.startswith("http"):
-            host = f"http://{host}"
-        return OpenAICompatible(model, host.rstrip("/") + "/v1")
+        return OpenAICompatible(model, ollama_base_url(os.environ))
     if provider == "openai-compatible":
         base = os.environ.get("VEIL_BASE_URL")
         if not base:
             raise ModelNotConfigured(f"{spec} needs VEIL_BASE_URL. {HOW_TO_CONFIGURE}")
         return OpenAICompatible(model, base, os.environ.get("VEIL_API_KEY"))
+    if provider == "openrouter":
+        key = os.environ.get("OPENROUTER_API_KEY")
+        if not key:
+            raise ModelNotConfigured(f"{spec} needs OPENROUTER_API_KEY. {HOW_TO_CONFIGURE}")
+        return OpenAICompatible(model, OPENROUTER_BASE_URL, key)
+    if provider in {"anthropic", "scripted"}:
+        raise ModelNotConfigured(
+            f"{spec}: this stdlib client speaks only the OpenAI-compatible API; use "
+            "veil.llm.registry.extraction_complete_from_spec for any provider."
+        )
     raise ModelNotConfigured(f"unknown provider {provider!r}. {HOW_TO_CONFIGURE}")

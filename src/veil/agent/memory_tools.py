@@ -1,0 +1,242 @@
+"""The twelve memory tools the model can call (names prefixed ``veil_``; see docs/tools.md).
+
+Each is a small :class:`MemoryTool` with a JSON schema and a function over the harness's
+memory layers: the context engine (manifest, load, pin, evict, expand, conflicts, resolve,
+mark_turn), long-term memory (recall, remember, history) and the attempt log (attempts).
+Errors (an unknown pointer, a missing model for extraction) become error results the model
+reads; nothing here raises into the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from veil.agent.tool import ToolContext, ToolResult
+from veil.context import TurnKind, UnknownItem
+from veil.context.items import TURN_KINDS
+from veil.llm.messages import ToolSpec
+
+if TYPE_CHECKING:
+    from veil.agent.harness import VeilHarness
+
+Run = Callable[["VeilHarness", dict[str, Any]], str]
+
+
+@dataclass(frozen=True)
+class MemoryTool:
+    spec: ToolSpec
+    harness: VeilHarness
+    fn: Run
+    mutates: bool = False
+    parallel_safe: bool = False
+
+    def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        try:
+            return ToolResult(self.fn(self.harness, arguments))
+        except (UnknownItem, KeyError, ValueError, LookupError) as exc:
+            return ToolResult(f"{self.spec.name}: {exc}", is_error=True)
+        except Exception as exc:  # the model reads the failure; the loop goes on
+            return ToolResult(
+                f"{self.spec.name} failed: {type(exc).__name__}: {exc}", is_error=True
+            )
+
+
+def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {
+        "type": "object",
+        "properties": props,
+        "required": required or [],
+        "additionalProperties": False,
+    }
+
+
+_STR = {"type": "string"}
+
+
+def _recall(h: VeilHarness, a: dict[str, Any]) -> str:
+    query = str(a.get("query", ""))
+    parts: list[str] = []
+    if h.memory is not None:
+        result = h.memory.recall(
+            query, user_id=h.scope, token_budget=int(a.get("token_budget") or 800)
+        )
+        parts.append(result.text or "(long-term memory has nothing on this)")
+    warm = h.engine.search(query, limit=8) if query.strip() else []
+    if warm:
+        parts.append("Earlier context (not in the prompt; veil_expand a pointer to restore):")
+        parts.extend(
+            f"- {i.pointer} {i.tool_name or i.kind} {i.target or ''} ({i.tokens} tokens)"
+            for i in warm
+        )
+    return "\n".join(parts) or "nothing found"
+
+
+def _remember(h: VeilHarness, a: dict[str, Any]) -> str:
+    if h.memory is None:
+        raise ValueError("long-term memory is not enabled for this session")
+    report = h.memory.remember(
+        str(a["text"]), user_id=h.scope, author="assistant", session_id=h.session_id
+    )
+    if report.error:
+        return f"recorded the evidence, but extraction failed: {report.error}"
+    return (
+        f"remembered: {len(report.facts)} facts, {len(report.superseded)} superseded, "
+        f"{len(report.reinforced)} reinforced, {len(report.quarantined)} quarantined, "
+        f"{len(report.episodes)} episodes"
+    )
+
+
+def _history(h: VeilHarness, a: dict[str, Any]) -> str:
+    if h.memory is None:
+        raise ValueError("long-term memory is not enabled for this session")
+    facts = h.memory.history(h.scope, str(a["subject"]), str(a["relation"]))
+    if not facts:
+        return "no history for that subject and relation"
+    return "\n".join(
+        f"- {f.object} ({f.status}) from {f.valid_from.date()} to "
+        f"{f.valid_to.date() if f.valid_to else 'now'}: {f.statement}"
+        for f in facts
+    )
+
+
+def _manifest(h: VeilHarness, a: dict[str, Any]) -> str:
+    return h.engine.manifest()
+
+
+def _load(h: VeilHarness, a: dict[str, Any]) -> str:
+    item = h.engine.load(str(a["pointer"]))
+    return f"loaded {item.id} ({item.tokens} tokens):\n{item.content}"
+
+
+def _pin(h: VeilHarness, a: dict[str, Any]) -> str:
+    pinned = bool(a.get("pinned", True))
+    item = h.engine.pin(str(a["id"]), pinned)
+    return f"{'pinned' if pinned else 'unpinned'} {item.id}"
+
+
+def _evict(h: VeilHarness, a: dict[str, Any]) -> str:
+    item = h.engine.evict(str(a["id"]))
+    return f"evicted {item.id} to warm memory; {item.pointer} restores it"
+
+
+def _expand(h: VeilHarness, a: dict[str, Any]) -> str:
+    item = h.engine.expand(str(a["pointer"]))
+    h.expanded.add(item.id)
+    return item.content
+
+
+def _attempts(h: VeilHarness, a: dict[str, Any]) -> str:
+    return h.attempts_report()
+
+
+def _conflicts(h: VeilHarness, a: dict[str, Any]) -> str:
+    found = h.engine.conflicts()
+    if not found:
+        return "no unresolved contradictions"
+    return "\n".join(f"- {c.describe()}" for c in found)
+
+
+def _resolve(h: VeilHarness, a: dict[str, Any]) -> str:
+    settled = h.engine.resolve(
+        str(a["conflict_id"]), keep=str(a["keep"]), reason=str(a["reason"]), actor="model"
+    )
+    return f"resolved {settled.id}: kept {settled.kept}"
+
+
+def _mark_turn(h: VeilHarness, a: dict[str, Any]) -> str:
+    kind = str(a["kind"])
+    if kind not in TURN_KINDS:
+        raise ValueError(f"kind must be one of {', '.join(TURN_KINDS)}")
+    item = h.engine.mark_turn(str(a["id"]), kind)  # type: ignore[arg-type]
+    turn_kind: TurnKind | None = item.turn_kind
+    return f"{item.id} is now a {turn_kind} turn"
+
+
+def memory_tools(harness: VeilHarness) -> list[MemoryTool]:
+    def tool(
+        name: str, description: str, parameters: dict[str, Any], fn: Run, *, mutates: bool = False
+    ) -> MemoryTool:
+        return MemoryTool(ToolSpec(name, description, parameters), harness, fn, mutates)
+
+    return [
+        tool(
+            "veil_recall",
+            "Search long-term memory and earlier (evicted) context.",
+            _obj({"query": _STR, "token_budget": {"type": "integer"}}, ["query"]),
+            _recall,
+        ),
+        tool(
+            "veil_remember",
+            "Remember a durable fact or decision about this project.",
+            _obj({"text": _STR}, ["text"]),
+            _remember,
+        ),
+        tool(
+            "veil_history",
+            "Every value a fact has had, oldest first, with validity windows.",
+            _obj({"subject": _STR, "relation": _STR}, ["subject", "relation"]),
+            _history,
+        ),
+        tool(
+            "veil_manifest",
+            "What is loaded in the context window now, with scores.",
+            _obj({}),
+            _manifest,
+        ),
+        tool(
+            "veil_load",
+            "Load an item (pointer or id) back into the context by hand.",
+            _obj({"pointer": _STR}, ["pointer"]),
+            _load,
+        ),
+        tool(
+            "veil_pin",
+            "Pin an item so it is never evicted (pinned=false unpins).",
+            _obj({"id": _STR, "pinned": {"type": "boolean"}}, ["id"]),
+            _pin,
+        ),
+        tool(
+            "veil_evict",
+            "Move an item out of the context to warm memory.",
+            _obj({"id": _STR}, ["id"]),
+            _evict,
+        ),
+        tool(
+            "veil_expand",
+            "Restore an evicted item from its pointer (veil://warm/... or "
+            "veil://cold/...), byte-identical.",
+            _obj({"pointer": _STR}, ["pointer"]),
+            _expand,
+        ),
+        tool(
+            "veil_attempts",
+            "What was already tried for the current goal, with outcomes and error fingerprints.",
+            _obj({}),
+            _attempts,
+        ),
+        tool(
+            "veil_conflicts",
+            "Unresolved contradictions between beliefs in the context.",
+            _obj({}),
+            _conflicts,
+        ),
+        tool(
+            "veil_resolve",
+            "Settle a contradiction: which item to keep and why.",
+            _obj(
+                {"conflict_id": _STR, "keep": _STR, "reason": _STR},
+                ["conflict_id", "keep", "reason"],
+            ),
+            _resolve,
+        ),
+        tool(
+            "veil_mark_turn",
+            "Reclassify a turn (intent, correction, decision, action, status, exploration).",
+            _obj(
+                {"id": _STR, "kind": {"type": "string", "enum": list(TURN_KINDS)}}, ["id", "kind"]
+            ),
+            _mark_turn,
+        ),
+    ]

@@ -1,0 +1,224 @@
+"""Sessions on the tape, as a tree: each has an id and a parent (a branch or a resume point).
+
+``veil -c`` continues the most recent session of the project, ``veil --session ID`` a given
+one, ``veil sessions`` lists them. The transcript is a sequence of ``session.message`` events,
+so a session is resumable from any process and rebuildable like every projection.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import cast
+
+from veil.agent.transcript import message_from_dict, message_to_dict
+from veil.clock import Clock, SystemClock, format_time, parse_time
+from veil.llm.messages import Message
+from veil.tape import Column, Event, JSONValue, Op, Patch, Put, Store, Table, new_id
+
+SESSIONS = "agent_sessions"
+MESSAGES = "agent_messages"
+
+
+class SessionProjection:
+    name = "sessions"
+    version = 1
+    tables = (
+        Table(
+            SESSIONS,
+            (
+                Column("session_id", "text", nullable=False),
+                Column("parent_id", "text"),
+                Column("title", "text"),
+                Column("model", "text"),
+                Column("started_at", "time"),
+                Column("updated_at", "time"),
+                Column("status", "text"),
+                Column("summary", "text"),
+                Column("messages", "int"),
+            ),
+            key=("session_id",),
+            indexes=(("updated_at",),),
+        ),
+        Table(
+            MESSAGES,
+            (
+                Column("session_id", "text", nullable=False),
+                Column("idx", "int", nullable=False),
+                Column("message", "json"),
+            ),
+            key=("session_id", "idx"),
+        ),
+    )
+    text_indexes = ()
+    vector_indexes = ()
+
+    def apply(self, event: Event) -> list[Op]:
+        p = event.payload
+        scope = event.scope
+        if event.kind == "session.started":
+            return [
+                Put(
+                    SESSIONS,
+                    {
+                        "scope": scope,
+                        "session_id": p["session_id"],
+                        "parent_id": p.get("parent_id"),
+                        "title": p.get("title"),
+                        "model": p.get("model"),
+                        "started_at": format_time(event.at),
+                        "updated_at": format_time(event.at),
+                        "status": "running",
+                        "summary": None,
+                        "messages": p.get("messages", 0),
+                    },
+                )
+            ]
+        key = {"scope": scope, "session_id": p.get("session_id")}
+        if event.kind == "session.message":
+            return [
+                Put(
+                    MESSAGES,
+                    {
+                        "scope": scope,
+                        "session_id": p["session_id"],
+                        "idx": p["idx"],
+                        "message": p["message"],
+                    },
+                ),
+                Patch(
+                    SESSIONS,
+                    key,
+                    {
+                        "updated_at": format_time(event.at),
+                        "messages": cast(int, p["idx"]) + 1,
+                        "status": "running",
+                    },
+                ),
+            ]
+        if event.kind == "session.ended":
+            return [
+                Patch(
+                    SESSIONS,
+                    key,
+                    {
+                        "status": p["status"],
+                        "summary": p.get("summary"),
+                        "updated_at": format_time(event.at),
+                    },
+                )
+            ]
+        return []
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    id: str
+    parent_id: str | None
+    title: str
+    model: str
+    started_at: datetime
+    updated_at: datetime
+    status: str
+    summary: str | None
+    messages: int
+
+
+class Sessions:
+    def __init__(
+        self, store: Store, *, scope: str, clock: Clock | None = None, register: bool = True
+    ) -> None:
+        self.store = store
+        self.scope = scope
+        self.clock: Clock = clock or SystemClock()
+        if register:
+            store.register(SessionProjection())
+
+    def start(
+        self,
+        *,
+        title: str,
+        model: str,
+        parent_id: str | None = None,
+        copy_messages: list[Message] | None = None,
+    ) -> str:
+        """A new session; with ``parent_id`` and ``copy_messages`` it branches from there."""
+        session_id = new_id("s")
+        now = self.clock.now()
+        events = [
+            Event(
+                new_id("se"),
+                self.scope,
+                "session.started",
+                now,
+                "veil",
+                {
+                    "session_id": session_id,
+                    "parent_id": parent_id,
+                    "title": title[:200],
+                    "model": model,
+                },
+            )
+        ]
+        for idx, message in enumerate(copy_messages or []):
+            events.append(self._message_event(session_id, idx, message))
+        self.store.append(events)
+        return session_id
+
+    def append(self, session_id: str, start_idx: int, messages: list[Message]) -> None:
+        if messages:
+            self.store.append(
+                [self._message_event(session_id, start_idx + i, m) for i, m in enumerate(messages)]
+            )
+
+    def end(self, session_id: str, *, status: str, summary: str) -> None:
+        self.store.append(
+            [
+                Event(
+                    new_id("se"),
+                    self.scope,
+                    "session.ended",
+                    self.clock.now(),
+                    "veil",
+                    {"session_id": session_id, "status": status, "summary": summary[:4000]},
+                )
+            ]
+        )
+
+    def messages(self, session_id: str) -> list[Message]:
+        rows = self.store.fetch(
+            MESSAGES, scope=self.scope, where={"session_id": session_id}, order_by=["idx"]
+        )
+        return [message_from_dict(cast(dict[str, object], r["message"])) for r in rows]  # type: ignore[arg-type]
+
+    def list(self, limit: int = 50) -> list[SessionInfo]:
+        rows = self.store.fetch(SESSIONS, scope=self.scope, order_by=["-updated_at"], limit=limit)
+        return [
+            SessionInfo(
+                str(r["session_id"]),
+                cast(str | None, r["parent_id"]),
+                str(r["title"] or ""),
+                str(r["model"] or ""),
+                parse_time(str(r["started_at"])),
+                parse_time(str(r["updated_at"])),
+                str(r["status"]),
+                cast(str | None, r["summary"]),
+                int(cast(int, r["messages"] or 0)),
+            )
+            for r in rows
+        ]
+
+    def get(self, session_id: str) -> SessionInfo | None:
+        return next((s for s in self.list(limit=10_000) if s.id == session_id), None)
+
+    def latest(self) -> SessionInfo | None:
+        found = self.list(limit=1)
+        return found[0] if found else None
+
+    def _message_event(self, session_id: str, idx: int, message: Message) -> Event:
+        payload: dict[str, JSONValue] = {
+            "session_id": session_id,
+            "idx": idx,
+            "message": message_to_dict(message),
+        }
+        return Event(new_id("se"), self.scope, "session.message", self.clock.now(), "veil", payload)

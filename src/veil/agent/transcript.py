@@ -1,0 +1,81 @@
+"""Messages as JSON (sessions on the tape, ``--trace``, ``--json``) and back."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from veil.llm.messages import (
+    AssistantMessage,
+    Message,
+    Request,
+    Response,
+    SystemMessage,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+
+
+def message_to_dict(message: Message) -> dict[str, Any]:
+    if isinstance(message, AssistantMessage):
+        out: dict[str, Any] = {"role": "assistant", "content": message.content}
+        if message.tool_calls:
+            out["tool_calls"] = [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls
+            ]
+        return out
+    if isinstance(message, ToolResultMessage):
+        return {
+            "role": "tool",
+            "tool_call_id": message.tool_call_id,
+            "name": message.name,
+            "content": message.content,
+            "is_error": message.is_error,
+        }
+    if isinstance(message, SystemMessage):
+        return {"role": "system", "content": message.content}
+    return {"role": "user", "content": message.content}
+
+
+def message_from_dict(data: dict[str, Any]) -> Message:
+    role = data.get("role")
+    if role == "assistant":
+        calls = tuple(
+            ToolCall(str(c["id"]), str(c["name"]), dict(c.get("arguments") or {}))
+            for c in cast(list[dict[str, Any]], data.get("tool_calls") or [])
+        )
+        return AssistantMessage(str(data.get("content") or ""), calls)
+    if role == "tool":
+        return ToolResultMessage(
+            str(data["tool_call_id"]),
+            str(data.get("name") or ""),
+            str(data.get("content") or ""),
+            bool(data.get("is_error")),
+        )
+    if role == "system":
+        return SystemMessage(str(data.get("content") or ""))
+    if role == "user":
+        return UserMessage(str(data.get("content") or ""))
+    raise ValueError(f"unknown message role {role!r}")
+
+
+def trace_record(request: Request, response: Response) -> dict[str, Any]:
+    """One ``--trace`` line: exactly what was sent (after eviction and rendering) and the
+    reply."""
+    return {
+        "system": request.system,
+        "messages": [message_to_dict(m) for m in request.messages],
+        "tools": [
+            {"name": t.name, "description": t.description, "parameters": t.parameters}
+            for t in request.tools
+        ],
+        "response": {
+            **message_to_dict(response.message),
+            "stop_reason": response.stop_reason,
+            "model": response.model,
+            "usage": {
+                "input_tokens": response.usage.input_tokens,
+                "output_tokens": response.usage.output_tokens,
+            },
+        },
+    }

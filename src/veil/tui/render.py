@@ -1,0 +1,81 @@
+"""Plain-text pieces of the TUI, kept free of Textual so they are trivial to test.
+
+Every function here is pure: same inputs, same string. The widgets only decide styling.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+ARGS_MAX = 80
+"""Longest argument summary on a tool-call line; a transcript line should stay one line."""
+
+
+def short_args(arguments: dict[str, Any], limit: int = ARGS_MAX) -> str:
+    """``arguments`` as compact JSON, cut to ``limit`` characters with ``...`` when longer.
+
+    Newlines are escaped by JSON, so the result is always a single line.
+    """
+    text = json.dumps(arguments, ensure_ascii=False)
+    return text if len(text) <= limit else text[: max(0, limit - 3)] + "..."
+
+
+def tool_line(name: str, arguments: dict[str, Any], status: str) -> str:
+    """One transcript line per tool call: ``· name {args} [status]`` (the print-mode format)."""
+    return f"· {name} {short_args(arguments)} [{status}]"
+
+
+def short_session(session_id: str | None) -> str:
+    """A session id short enough for the status line: ``s_…`` and its last 8 characters.
+
+    Ids are time-ordered, so their *end* is what tells two sessions apart; the full id is in
+    ``veil sessions`` and ``--session`` takes it.
+    """
+    if not session_id:
+        return "new"
+    if len(session_id) <= 12:
+        return session_id
+    prefix = session_id.split("_", 1)[0] + "_" if "_" in session_id else ""
+    return f"{prefix}…{session_id[-8:]}"
+
+
+@dataclass(frozen=True)
+class StatusInfo:
+    """What the status line shows; ``None`` fields are not known yet (before the first run)."""
+
+    model: str
+    live_tokens: int | None = None
+    budget: int | None = None
+    threshold: float | None = None
+    level: int | None = None
+    session_id: str | None = None
+    running: bool = False
+
+
+def status_line(info: StatusInfo) -> str:
+    """``model │ window live/budget (pct%) │ T 0.15 │ level 0 │ session s_…id [│ running]``."""
+    if info.live_tokens is not None and info.budget:
+        pct = round(100 * info.live_tokens / info.budget)
+        window = f"window {info.live_tokens}/{info.budget} ({pct}%)"
+    elif info.budget:
+        window = f"window —/{info.budget}"
+    else:
+        window = "window —"
+    threshold = f"T {info.threshold:.2f}" if info.threshold is not None else "T —"
+    level = f"level {info.level}" if info.level is not None else "level —"
+    parts = [info.model, window, threshold, level, f"session {short_session(info.session_id)}"]
+    if info.running:
+        parts.append("running (esc aborts)")
+    return " │ ".join(parts)
+
+
+HELP = """Commands:
+  /context       the manifest: what is in the model's context now
+  /pin ID        keep an item (id, pointer or tool-call id) in the context
+  /memory [Q]    long-term memory on Q (no Q: the session-start briefing)
+  /model         the model in use
+  /clear         clear the transcript view (the session is kept)
+  /quit          leave (ctrl+q); esc or ctrl+c aborts a run
+Anything else is a message to the agent."""
