@@ -64,5 +64,9 @@ def test_admin_on_a_missing_store_is_a_clear_error(tmp_path: Path) -> None:
 def test_demo_runs_offline() -> None:
     result = veil("demo")
     assert result.returncode == 0, result.stderr
-    assert "identical to the incrementally maintained one" in result.stdout
-    assert "taxes" in result.stdout and "no bob note" in result.stdout
+    out = result.stdout
+    assert "SCRIPTED: the model's replies and the tool outputs are the recording." in out
+    assert "→ warm (stage" in out and "byte-identical" in out
+    assert "<veil-manifest>" in out
+    assert "emacs" in out and "[superseded]" in out
+    assert "Unverified third-party claims" in out

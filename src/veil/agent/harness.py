@@ -23,7 +23,7 @@ from veil.agent.hooks import Block, Hooks, Stop
 from veil.agent.memory_tools import MemoryTool, memory_tools
 from veil.agent.tool import ToolResult
 from veil.clock import Clock
-from veil.context import ContextConfig, ContextEngine
+from veil.context import ContextConfig, ContextEngine, EvictionReport
 from veil.convergence.attempt import Action
 from veil.convergence.monitor import Escalation
 from veil.convergence.record import AttemptLog
@@ -105,6 +105,8 @@ class VeilHarness:
         self._stop: str | None = None
         self.full_outputs: dict[str, str] = {}
         self.tool_tokens = 0
+        self.reports: list[EvictionReport] = []
+        """Every eviction report, in order (the demo and the TUI read them)."""
         """Tokens of the tool schemas sent with every request (set by whoever builds the
         tool list: ``count_tool_tokens``)."""
         for item in self.engine.items():
@@ -274,12 +276,12 @@ class VeilHarness:
                 tool_call_id=call.id,
                 files=files,
             )
-        self.engine.step()
+        self.reports.append(self.engine.step())
         return replace(result, content=content) if content != result.content else None
 
     def on_turn_end(self, turn: int) -> Stop | None:
         """The budget check at the turn boundary, and the convergence stop."""
-        self.engine.step()
+        self.reports.append(self.engine.step())
         if self._stop is not None:
             return Stop(self._stop)
         return None

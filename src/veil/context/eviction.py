@@ -79,6 +79,7 @@ def plan(
     pressure = live_tokens > budget
     if pressure:
         goal = int(budget * target_fill)
+        before_pressure = live_tokens
         # First the unprotected items; only if the window is still over budget, the softly
         # protected ones (recent turns, fresh manual loads) — never pinned, intent, correction.
         for pool_mask, why in (
@@ -97,8 +98,8 @@ def plan(
                         ids[int(i)],
                         "warm",
                         2,
-                        f"window over budget ({live_tokens:,} > {budget:,} tokens); "
-                        f"{why} {scores[i]:.3f}",
+                        f"window over budget ({before_pressure:,} > {budget:,} tokens), "
+                        f"evicting down to {goal:,}; {why} {scores[i]:.3f}",
                     )
                 )
                 live_tokens -= int(tokens[i] - stubs[i])
