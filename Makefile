@@ -23,8 +23,8 @@ demo: $(STAMP_RUN)
 	$(BIN)/veil demo
 
 lint: $(STAMP_DEV)
-	$(BIN)/ruff check src tests benchmarks scripts
-	$(BIN)/ruff format --check src tests benchmarks scripts
+	$(BIN)/ruff check src tests benchmarks scripts examples
+	$(BIN)/ruff format --check src tests benchmarks scripts examples
 
 typecheck: $(STAMP_DEV)
 	$(BIN)/pyright

@@ -11,6 +11,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from veil.agent.sessions import SessionProjection
+from veil.context.projection import ContextProjection
+from veil.convergence.record import ConvergenceProjection
+from veil.memory.projection import MemoryProjection
 from veil.tape import Projection, Store, open_store
 from veil.testing import NotesProjection
 
@@ -18,6 +22,10 @@ DEFAULT_DB = Path(".veil") / "memory.db"
 
 KNOWN_PROJECTIONS: dict[str, Callable[[], Projection]] = {
     "notes": NotesProjection,
+    "memory": MemoryProjection,
+    "context": ContextProjection,
+    "sessions": SessionProjection,
+    "convergence": ConvergenceProjection,
 }
 
 
