@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from veil.llm import complete_from_spec
+from veil.llm.registry import extraction_complete_from_spec
 from veil.memory import Memory
 from veil.testing import FakeClock, HashEmbedder
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.skipif(
 def test_live_supersession_and_quarantine(tmp_path: Path) -> None:
     memory = Memory(
         tmp_path / "m.db",
-        complete=complete_from_spec(os.environ["VEIL_TEST_MODEL"]),
+        complete=extraction_complete_from_spec(os.environ["VEIL_TEST_MODEL"]),
         embedder=HashEmbedder(),
         clock=FakeClock(),
     )

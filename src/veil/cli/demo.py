@@ -162,9 +162,9 @@ def long_term(tmp: Path) -> bool:
 
     real = os.environ.get("VEIL_MODEL")
     if real:
-        from veil.llm import complete_from_spec
+        from veil.llm.registry import extraction_complete_from_spec
 
-        complete: Any = complete_from_spec(real)
+        complete: Any = extraction_complete_from_spec(real)
         print(f"\nLong-term memory — extraction by the REAL model {real}; recall uses no model.")
     else:
         complete = ScriptedModel(

@@ -25,6 +25,7 @@ Reply contract: the event stream (``message_start``, ``content_block_start``/``_
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -61,6 +62,7 @@ from veil.llm.messages import (
     Usage,
     UserMessage,
 )
+from veil.llm.openai_compat import HOW_TO_CONFIGURE, ModelNotConfigured
 from veil.llm.structured import with_json_instruction
 from veil.llm.tool_arguments import decode_arguments
 
@@ -82,7 +84,10 @@ class _PartialCall:
 
 
 class AnthropicProvider:
-    """Streams Claude replies. ``api_key`` None means ``$ANTHROPIC_API_KEY`` (the SDK's rule)."""
+    """Streams Claude replies. ``api_key`` None means ``$ANTHROPIC_API_KEY`` (the SDK's rule).
+
+    Without any key :class:`ModelNotConfigured` is raised here, not at the first request.
+    """
 
     def __init__(
         self,
@@ -98,6 +103,12 @@ class AnthropicProvider:
         self._model = model
         self._context_window = context_window or catalog.context_window(model)
         self.retry = retry or RetryPolicy(max_retries=max_retries)
+        if api_key is None and not (
+            os.environ.get("ANTHROPIC_API_KEY") or os.environ.get("ANTHROPIC_AUTH_TOKEN")
+        ):
+            raise ModelNotConfigured(
+                f"anthropic:{model} needs ANTHROPIC_API_KEY. {HOW_TO_CONFIGURE}"
+            )
         self._client = anthropic.Anthropic(
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )
@@ -288,6 +299,8 @@ class AnthropicProvider:
         if isinstance(exc, anthropic.APIError):
             message, code = _error_text(exc.body, str(exc))
             return status_failure(self.label, None, message, code=code)
+        if isinstance(exc, anthropic.AnthropicError):  # e.g. no API key could be resolved
+            return Failure(f"{self.label}: {exc}", retryable=False)
         return None
 
 

@@ -281,4 +281,6 @@ class OpenAIProvider:
             return Failure(f"{self.label}: cannot reach the server: {exc}", retryable=True)
         if isinstance(exc, openai.APIError):  # an error event inside the stream
             return status_failure(self.label, None, exc.message, code=exc.code)
+        if isinstance(exc, openai.OpenAIError):  # e.g. credentials the SDK cannot resolve
+            return Failure(f"{self.label}: {exc}", retryable=False)
         return None
