@@ -149,8 +149,8 @@ def run_print(options: RunOptions, out: TextIO = sys.stdout, err: TextIO = sys.s
         print(f"veil: {exc}", file=err)
         return 1
     harness, sessions = s.harness, s.sessions
+    persisted = len(s.messages)  # a resumed transcript is already on the tape
     s.messages.append(UserMessage(options.task))
-    persisted = 0
     if harness.memory is not None and harness.memory.complete is not None:
         harness.memory.remember(
             options.task, user_id=harness.scope, author="user", session_id=s.session_id

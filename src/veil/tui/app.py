@@ -46,6 +46,9 @@ from veil.tui.approval import ApprovalScreen
 from veil.tui.driver import AgentDriver, TuiOptions
 from veil.tui.render import HELP, StatusInfo, status_line, tool_line
 
+EVICTED_MARK = "(out of context)"
+"""Appended to a dimmed tool-call line: its result is no longer in the model's context."""
+
 
 class ToolLine(Static):
     """One tool call in the transcript. ``call_id`` ties it to the context engine's items."""
@@ -57,10 +60,25 @@ class ToolLine(Static):
         self.arguments = arguments
         self.status = status
 
+    @property
+    def evicted(self) -> bool:
+        return self.has_class("evicted")
+
     def set_status(self, status: str) -> None:
         self.status = status
-        self.update(tool_line(self.tool_name, self.arguments, status))
         self.set_class(status in ("error", "blocked"), "failed")
+        self._render_line()
+
+    def set_evicted(self, evicted: bool) -> None:
+        """Dim the line (CSS class ``evicted``) and say so in words, for terminals where dim
+        does not show (NO_COLOR, screen readers)."""
+        if evicted != self.evicted:
+            self.set_class(evicted, "evicted")
+            self._render_line()
+
+    def _render_line(self) -> None:
+        text = tool_line(self.tool_name, self.arguments, self.status)
+        self.update(f"{text} {EVICTED_MARK}" if self.evicted else text)
 
 
 class VeilApp(App[int]):
@@ -74,7 +92,7 @@ class VeilApp(App[int]):
     #transcript > Static { margin: 0 0 1 0; }
     #transcript > .tool-call { margin: 0; color: $text; }
     #transcript > .tool-call.failed { color: $error; }
-    #transcript > .tool-call.evicted { color: $text-disabled; text-style: dim; }
+    #transcript > .tool-call.evicted { color: $text-muted; text-style: dim; }
     #transcript > .user { color: $accent; text-style: bold; }
     #transcript > .notice { color: $warning; }
     #transcript > .info { color: $text-muted; }
@@ -100,6 +118,7 @@ class VeilApp(App[int]):
         self._tool_lines: dict[str, ToolLine] = {}
         self._streaming: Static | None = None
         self._streamed = ""
+        self._last_user_line: Static | None = None
         self._leaving = threading.Event()
 
     # ---- layout ----------------------------------------------------------------------
@@ -169,7 +188,7 @@ class VeilApp(App[int]):
             return
         evicted = s.harness.evicted_tool_calls()
         for call_id, line in self._tool_lines.items():
-            line.set_class(call_id in evicted, "evicted")
+            line.set_evicted(call_id in evicted)
 
     def status_info(self) -> StatusInfo:
         s = self.driver.setup
@@ -201,7 +220,7 @@ class VeilApp(App[int]):
         if text.startswith("/"):
             self.run_command(text)
             return
-        self.add_line(f"> {text}", "user")
+        self._last_user_line = self.add_line(f"> {text}", "user")
         if self.running:
             self.driver.steer(text)
             self.add_line("(queued for the running agent)", "info")
@@ -229,7 +248,7 @@ class VeilApp(App[int]):
         elif command == "/clear":
             self.transcript.remove_children()
             self._tool_lines.clear()
-            self._streaming = None
+            self._streaming, self._streamed, self._last_user_line = None, "", None
         elif command == "/model":
             model = s.provider.model if s is not None else self.model_name
             self.add_line(
@@ -315,8 +334,15 @@ class VeilApp(App[int]):
 
     def _session_ready(self, setup: Setup, earlier: list[Message]) -> None:
         if earlier:
+            # The message that started this run was shown before the session loaded; the
+            # resumed transcript goes above it.
+            pending = self._last_user_line
+            if pending is not None:
+                pending.remove()
             self.add_line(f"session {setup.session_id}: {len(earlier)} earlier messages", "info")
             self.show_messages(earlier)
+            if pending is not None:
+                self._last_user_line = self.add_line(str(pending.content), "user")
         self.refresh_status()
 
     def handle_event(self, event: AgentEvent) -> None:
