@@ -202,6 +202,17 @@ def test_requests_shrink_stubs_resolve_and_memory_rides_along(repo: Path, tmp_pa
     assert again.id == session.id and again.messages > session.messages
     store.close()
 
+    # Branch: a new session whose parent is the first, starting from its transcript.
+    with ScriptedOpenAIServer({"turns": [{"content": "Branched."}]}) as server:
+        forked = veil(repo, server, "Try it another way", tmp_path / "trace3.jsonl",
+                      "--session", session.id, "--fork")
+    assert forked.returncode == 0, forked.stderr
+    store = open_store(f"sqlite:///{repo / '.veil' / 'context.db'}", embedder=HashEmbedder())
+    listed = Sessions(store, scope=scope).list()
+    branch = next(s for s in listed if s.id != session.id)
+    assert branch.parent_id == session.id and branch.messages > again.messages
+    store.close()
+
 
 def test_a_circling_model_is_stopped_at_level_three(repo: Path, tmp_path: Path) -> None:
     turns: list[dict[str, Any]] = [{"content": "", "tool_calls": [call("read", path="calc.py")]}]

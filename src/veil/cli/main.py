@@ -57,6 +57,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="continue the most recent session of this project",
     )
     parser.add_argument("--session", metavar="ID", help="continue session ID")
+    parser.add_argument(
+        "--fork",
+        action="store_true",
+        help="with -c/--session: branch a new session from it instead",
+    )
     parser.add_argument("--max-turns", type=int, default=50)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
@@ -104,6 +109,7 @@ def _run_print(args: argparse.Namespace) -> int:
             json=args.json,
             resume=args.resume,
             session=args.session,
+            fork=args.fork,
             max_turns=args.max_turns,
         )
     )

@@ -54,6 +54,9 @@ class RunOptions:
     json: bool = False
     resume: bool = False
     session: str | None = None
+    fork: bool = False
+    """With ``resume``/``session``: branch a new session from that one (its transcript copied,
+    its id recorded as the parent) instead of continuing it."""
     max_turns: int = 50
     cwd: Path = dataclasses.field(default_factory=Path.cwd)
 
@@ -97,7 +100,12 @@ def setup(
             )
     elif options.resume:
         previous = sessions.latest()
-    if previous is not None:
+    if previous is not None and options.fork:
+        messages = sessions.messages(previous.id)
+        session_id = sessions.start(
+            title=options.task, model=provider.model, parent_id=previous.id, copy_messages=messages
+        )
+    elif previous is not None:
         session_id = previous.id
         messages = sessions.messages(session_id)
     else:
