@@ -141,19 +141,17 @@ class VeilHarness:
             if index in self._turn_items:
                 continue
             if isinstance(message, UserMessage):
-                item = self.engine.capture_turn("user", message.content)
-                self._bind_turn(index, item.id)
+                item = self.engine.capture_turn("user", message.content, target=f"turn:{index}")
+                self._turn_items[index] = item.id
             elif isinstance(message, AssistantMessage):
                 item = self.engine.capture_turn(
-                    "assistant", message.content, tool_names=[c.name for c in message.tool_calls]
+                    "assistant",
+                    message.content,
+                    tool_names=[c.name for c in message.tool_calls],
+                    target=f"turn:{index}",
                 )
-                self._bind_turn(index, item.id)
+                self._turn_items[index] = item.id
         self._seen = len(messages)
-
-    def _bind_turn(self, index: int, item_id: str) -> None:
-        self._turn_items[index] = item_id
-        item = self.engine.item(item_id)
-        self.engine._sync(replace(item, target=f"turn:{index}"))  # pyright: ignore[reportPrivateUsage]
 
     # ---- hooks ---------------------------------------------------------------------
 

@@ -22,7 +22,6 @@ import numpy as np
 from veil.clock import Clock, SystemClock, format_time, parse_time
 from veil.context import fsrs
 from veil.context.codegraph import CodeGraph
-from veil.context.columns import Columns
 from veil.context.config import ContextConfig
 from veil.context.conflicts import Belief, Conflict, conflict_id, content_digest, find_conflicts
 from veil.context.eviction import Move, plan
@@ -38,10 +37,11 @@ from veil.context.projection import (
 )
 from veil.context.records import conflict_payload, item_from_row, item_payload
 from veil.context.render import stub
-from veil.context.score import Task, score_many
-from veil.context.signals import jaccard, paths_in, structure, tags_of
+from veil.context.score import Task
+from veil.context.signals import paths_in, tags_of
 from veil.context.threshold import Threshold, on_regret, on_tick
-from veil.context.turns import classify_turn, max_similarities
+from veil.context.turns import classify_turn
+from veil.context.workingset import WorkingSet
 from veil.embed.protocol import Embedder
 from veil.tape import Event, JSONValue, Store, new_id
 from veil.tokens import TokenCounter, estimate_tokens
@@ -91,28 +91,33 @@ class ContextEngine:
         self.graph = CodeGraph(project_root) if project_root else None
         if register:
             store.register(ContextProjection())
-        self._items: dict[str, ContextItem] = {}
-        self._row: dict[str, int] = {}
-        self._ids: list[str] = []
-        self._cols = Columns()
-        self._by_call: dict[str, list[str]] = {}
-        self._turn_vectors: list[np.ndarray[Any, np.dtype[np.float32]]] = []
-        self._turn_ids: list[str] = []
+        self._set = WorkingSet(self.config, token_counter, embedder)
         self._beliefs: list[Belief] = []
         self._conflicts: dict[str, Conflict] = {}
         self._last_write_tick: dict[str, int] = {}
         self._pending: list[Event] = []
-        self._sim_cache: tuple[int, np.ndarray[Any, np.dtype[np.float64]]] | None = None
-        self._by_target: dict[tuple[str, str], list[str]] = {}
         self._to_index: dict[str, None] = {}
         self.tick = 0
         self.overhead_tokens = 0
         self._threshold = Threshold.start(self.config.threshold)
-        self.task = Task()
         self._task_text = ""
         self._load()
 
     # ---- state ------------------------------------------------------------------------
+
+    @property
+    def task(self) -> Task:
+        return self._set.task
+
+    @property
+    def config(self) -> ContextConfig:
+        return self._config
+
+    @config.setter
+    def config(self, value: ContextConfig) -> None:
+        self._config = value
+        if hasattr(self, "_set"):
+            self._set.config = value
 
     @property
     def threshold(self) -> float:
@@ -128,34 +133,25 @@ class ContextEngine:
     @property
     def live_tokens(self) -> int:
         """Tokens of the prompt as rendered: live items in full, evicted results as stubs."""
-        live = self._cols.flag("live")
-        return int(
-            self._cols.view("tokens")[live].sum() + self._cols.view("stub_tokens")[~live].sum()
-        )
+        return self._set.live_tokens()
 
     def items(self, tier: Tier | None = None) -> list[ContextItem]:
-        return [i for i in self._items.values() if tier is None or i.tier == tier]
+        return [i for i in self._set.items.values() if tier is None or i.tier == tier]
 
     def item(self, item_id: str) -> ContextItem:
         """An item by id (or by the id of the tool call whose result it holds)."""
         try:
-            return self._items[self._call_item(item_id) or item_id]
+            return self._set.items[self._set.call_item(item_id) or item_id]
         except KeyError:
             raise UnknownItem(f"no context item {item_id!r} in this session") from None
 
     def by_tool_call(self, tool_call_id: str) -> ContextItem | None:
-        item_id = self._call_item(tool_call_id)
-        return self._items.get(item_id) if item_id else None
-
-    def _call_item(self, tool_call_id: str) -> str | None:
-        """The latest item holding a result of ``tool_call_id`` (ids can repeat across turns
-        with some models; :meth:`items_for_call` has them all)."""
-        found = self._by_call.get(tool_call_id)
-        return found[-1] if found else None
+        item_id = self._set.call_item(tool_call_id)
+        return self._set.items.get(item_id) if item_id else None
 
     def items_for_call(self, tool_call_id: str) -> list[ContextItem]:
         """Every item holding a result of ``tool_call_id``, oldest first."""
-        return [self._items[i] for i in self._by_call.get(tool_call_id, [])]
+        return self._set.items_for_call(tool_call_id)
 
     def is_live(self, item_id: str) -> bool:
         return self.item(item_id).tier == "live"
@@ -211,13 +207,15 @@ class ContextEngine:
         *,
         tool_names: Sequence[str] = (),
         turn_kind: TurnKind | None = None,
+        target: str | None = None,
     ) -> ContextItem:
-        """A conversation turn becomes an item; its kind is classified unless given."""
+        """A conversation turn becomes an item; its kind is classified unless given.
+        ``target`` names where it sits (the harness uses ``turn:<transcript index>``)."""
         first_user = role == "user" and not any(
-            i.kind == "turn" and i.turn_kind == "intent" for i in self._items.values()
+            i.kind == "turn" and i.turn_kind == "intent" for i in self._set.items.values()
         )
         kind = turn_kind or classify_turn(role, text, tool_names, first_user_turn=first_user)
-        item = self._new_item("turn", text, target=role, turn_kind=kind)
+        item = self._new_item("turn", text, target=target or role, turn_kind=kind)
         if role == "user" and kind == "intent":
             self.set_task(text)
         return item
@@ -296,84 +294,26 @@ class ContextEngine:
             created_tick=self.tick,
             manual_tick=self.tick if manual else None,
         )
-        self._index(item)
+        self._set.add(item)
         self._emit("context.item", {"item": item_payload(item)})
         return item
-
-    def _index(self, item: ContextItem) -> None:
-        row = self._cols.add()
-        self._row[item.id] = row
-        self._ids.append(item.id)
-        self._items[item.id] = item
-        if item.tool_call_id:
-            self._by_call.setdefault(item.tool_call_id, []).append(item.id)
-        if item.tool_name and item.target:
-            self._by_target.setdefault((item.tool_name, item.target), []).append(item.id)
-        f, b = self._cols.f, self._cols.b
-        f["tokens"][row] = item.tokens
-        # An evicted tool result leaves a stub in the transcript; other items leave nothing.
-        f["stub_tokens"][row] = (
-            self.count_tokens(stub(replace(item, tier="cold"))) if item.tool_call_id else 0.0
-        )
-        f["turn_index"][row] = -1
-        f["manual_tick"][row] = -1e9 if item.manual_tick is None else item.manual_tick
-        b["procedural"][row] = item.kind == "procedural"
-        b["never"][row] = item.kind in NEVER_EVICTED or item.turn_kind in NEVER_EVICTED
-        b["is_turn"][row] = item.kind == "turn"
-        if item.kind == "turn":
-            f["turn_index"][row] = len(self._turn_ids)
-            f["turn_weight"][row] = self.config.turn_weights[item.turn_kind or "exploration"]
-            self._turn_ids.append(item.id)
-            vector = (
-                self.embedder.embed([item.content])[0]
-                if self.embedder is not None
-                else np.zeros(1, dtype=np.float32)
-            )
-            self._turn_vectors.append(vector)
-        self._sync(item)
-
-    def _sync(self, item: ContextItem) -> None:
-        row = self._row[item.id]
-        f, b = self._cols.f, self._cols.b
-        f["stability"][row] = item.stability
-        f["durable_stability"][row] = item.durable_stability
-        f["last_tick"][row] = item.last_access_tick
-        f["last_wall"][row] = (
-            parse_time(item.last_access_at).timestamp() if item.last_access_at else 0.0
-        )
-        f["access"][row] = item.access_count
-        f["cognitive"][row] = item.cognitive_weight
-        f["relevance"][row] = jaccard(item.tags, self.task.tags)
-        f["structure"][row] = structure(item.code_refs, self.task.touched, self.task.neighbours)
-        b["manual"][row] = item.manual
-        b["pinned"][row] = item.pinned
-        b["live"][row] = item.tier == "live"
-        b["warm"][row] = item.tier == "warm"
-        if item.turn_kind is not None:
-            f["turn_weight"][row] = self.config.turn_weights[item.turn_kind]
-            b["never"][row] = item.kind in NEVER_EVICTED or item.turn_kind in NEVER_EVICTED
-        self._items[item.id] = item
 
     def _retask(
         self, *, tags: frozenset[str] | None = None, touched: frozenset[str] | None = None
     ) -> None:
-        new_touched = touched if touched is not None else self.task.touched
+        task = self.task
         neighbours = (
-            self.graph.neighbours(new_touched)
+            self.graph.neighbours(touched)
             if self.graph and touched is not None
-            else self.task.neighbours
+            else task.neighbours
         )
-        self.task = Task(
-            tags=tags if tags is not None else self.task.tags,
-            touched=new_touched,
-            neighbours=neighbours,
-        )
-        for item in self._items.values():
-            row = self._row[item.id]
-            self._cols.f["relevance"][row] = jaccard(item.tags, self.task.tags)
-            self._cols.f["structure"][row] = structure(
-                item.code_refs, self.task.touched, self.task.neighbours
+        self._set.retask(
+            Task(
+                tags=tags if tags is not None else task.tags,
+                touched=touched if touched is not None else task.touched,
+                neighbours=neighbours,
             )
+        )
 
     # ---- the model's verbs ------------------------------------------------------------
 
@@ -407,7 +347,7 @@ class ContextEngine:
             last_access_tick=self.tick,
             last_access_at=format_time(now),
         )
-        self._sync(updated)
+        self._set.update(updated)
         self._emit(
             "context.access",
             {
@@ -425,7 +365,7 @@ class ContextEngine:
     def touch_mentions(self, text: str) -> list[str]:
         """Touch live items whose target (a path, a command) the model's text refers to."""
         touched: list[str] = []
-        for item in list(self._items.values()):
+        for item in list(self._set.items.values()):
             if (
                 item.tier == "live"
                 and item.target
@@ -441,8 +381,8 @@ class ContextEngine:
         match = POINTER.match(pointer_or_id.strip())
         item_id = match.group(2) if match else pointer_or_id.strip()
         # A tool-call id names the item holding that call's result (models know those ids).
-        item_id = self._call_item(item_id) or item_id
-        item = self._items.get(item_id) or self._load_foreign(item_id)
+        item_id = self._set.call_item(item_id) or item_id
+        item = self._set.items.get(item_id) or self._load_foreign(item_id)
         if item is None:
             raise UnknownItem(f"{pointer_or_id!r} names no item of this project's memory")
         return item
@@ -459,8 +399,8 @@ class ContextEngine:
         """Load an item by hand: it comes back live, counts ×1.5 and is protected a few ticks."""
         item = self.expand(pointer_or_id)
         updated = replace(item, manual=True, manual_tick=self.tick)
-        self._cols.f["manual_tick"][self._row[item.id]] = self.tick
-        self._sync(updated)
+        self._set.cols.f["manual_tick"][self._set.row(item.id)] = self.tick
+        self._set.update(updated)
         self._emit("context.manual", {"id": item.id, "tick": self.tick})
         return updated
 
@@ -469,7 +409,7 @@ class ContextEngine:
         if item.tier != "live" and pinned:
             item = self.expand(item_id)
         updated = replace(item, pinned=pinned)
-        self._sync(updated)
+        self._set.update(updated)
         self._emit("context.pin", {"id": item.id, "pinned": pinned})
         return updated
 
@@ -490,7 +430,7 @@ class ContextEngine:
         if item.kind != "turn":
             raise ValueError(f"{item_id} is a {item.kind}, not a turn")
         updated = replace(item, turn_kind=kind)
-        self._sync(updated)
+        self._set.update(updated)
         self._emit("context.turn_kind", {"id": item.id, "kind": kind})
         return updated
 
@@ -511,7 +451,7 @@ class ContextEngine:
             ]
         out: list[ContextItem] = []
         for item_id in dict.fromkeys(hits):
-            item = self._items.get(item_id) or self._load_foreign(item_id)
+            item = self._set.items.get(item_id) or self._load_foreign(item_id)
             if item is not None:
                 out.append(item)
         return out[:limit]
@@ -520,11 +460,11 @@ class ContextEngine:
         """Cognitive weight: the items a step actually used move toward +1 (it passed) or −1."""
         weights: dict[str, JSONValue] = {}
         for item_id in used:
-            item = self._items.get(item_id)
+            item = self._set.items.get(item_id)
             if item is None:
                 continue
             w = min(1.0, max(-1.0, item.cognitive_weight + (0.25 if ok else -0.25)))
-            self._sync(replace(item, cognitive_weight=w))
+            self._set.update(replace(item, cognitive_weight=w))
             weights[item_id] = w
         if weights:
             self._emit("context.cognitive", {"ok": ok, "weights": weights})
@@ -543,7 +483,7 @@ class ContextEngine:
         ]
         if file_path is not None:
             last_write = self._last_write_tick.get(file_path, -1)
-            existing = [b for b in existing if self._items[b.item_id].created_tick > last_write]
+            existing = [b for b in existing if self._set.items[b.item_id].created_tick > last_write]
         for old, new in find_conflicts(belief, existing):
             conflict = Conflict(conflict_id(old, new), belief.subject, belief.relation, old, new)
             if conflict.id not in self._conflicts:
@@ -576,77 +516,13 @@ class ContextEngine:
     # ---- eviction ---------------------------------------------------------------------
 
     def scores(self) -> dict[str, float]:
-        values = self._score_array()
-        return {item_id: float(values[i]) for i, item_id in enumerate(self._ids)}
-
-    def _score_array(self) -> np.ndarray[Any, np.dtype[np.float64]]:
-        c = self._cols
-        scores = score_many(
-            stability=c.view("stability"),
-            last_tick=c.view("last_tick"),
-            access=c.view("access"),
-            relevance=c.view("relevance"),
-            structure_signal=c.view("structure"),
-            cognitive_weight=c.view("cognitive"),
-            procedural=c.flag("procedural"),
-            manual=c.flag("manual"),
-            pinned=c.flag("pinned"),
-            tick=self.tick,
-            config=self.config,
-        )
-        turns = c.flag("is_turn")
-        if turns.any():
-            n_turns = len(self._turn_ids)
-            age = (n_turns - 1) - c.view("turn_index")
-            span = self.config.turn_age_span
-            protected = self.config.protected_turns
-            evict = np.clip((age - protected) / span, 0.0, 1.0) * c.view("turn_weight")
-            evict = np.where(age < protected, 0.0, evict)
-            sim = self._turn_similarity()
-            evict = np.where(sim > self.config.turn_similarity, evict * (1.0 - sim), evict)
-            scores = np.where(
-                turns,
-                1.0 - evict + np.where(c.flag("pinned"), self.config.weights.pin_boost, 0),
-                scores,
-            )
-        return scores
-
-    def _turn_similarity(self) -> np.ndarray[Any, np.dtype[np.float64]]:
-        """Each older turn's best cosine with the recent turns. It changes only when a turn
-        arrives, so it is cached by the number of turns."""
-        protected = self.config.protected_turns
-        n_turns = len(self._turn_ids)
-        cached = self._sim_cache
-        if cached is not None and cached[0] == n_turns:
-            if len(cached[1]) < self._cols.size:  # new non-turn items: similarity 0
-                grown = np.zeros(self._cols.size, dtype=np.float64)
-                grown[: len(cached[1])] = cached[1]
-                self._sim_cache = (n_turns, grown)
-            return self._sim_cache[1] if self._sim_cache else cached[1]
-        sim = np.zeros(self._cols.size, dtype=np.float64)
-        if self.embedder is not None and n_turns > protected:
-            matrix = np.stack(self._turn_vectors)
-            best = max_similarities(matrix[:-protected], matrix[-protected:])
-            rows = [self._row[item_id] for item_id in self._turn_ids[:-protected]]
-            sim[rows] = best
-        self._sim_cache = (n_turns, sim)
-        return sim
-
-    def _protected(
-        self,
-    ) -> tuple[np.ndarray[Any, np.dtype[np.bool_]], np.ndarray[Any, np.dtype[np.bool_]]]:
-        """(hard, soft): pinned/intent/correction are never moved; the last turns and fresh
-        manual loads yield only when the window cannot fit otherwise."""
-        c = self._cols
-        recent_manual = (self.tick - c.view("manual_tick")) < self.config.manual_protect_ticks
-        turn_age = (len(self._turn_ids) - 1) - c.view("turn_index")
-        young_turn = c.flag("is_turn") & (turn_age < self.config.protected_turns)
-        return c.flag("pinned") | c.flag("never"), young_turn | recent_manual
+        values = self._set.scores(self.tick)
+        return {item_id: float(values[i]) for i, item_id in enumerate(self._set.ids)}
 
     def step(self) -> EvictionReport:
         """The turn boundary: score everything, run the three stages, move T. Persisted."""
         before = self._threshold.value
-        c = self._cols
+        c = self._set.cols
         now = self.clock.now().timestamp()
         wall_days = np.maximum(0.0, now - c.view("last_wall")) / 86400.0
         durable_r = (
@@ -655,10 +531,10 @@ class ContextEngine:
             * wall_days
             / np.maximum(c.view("durable_stability"), fsrs.STABILITY_MIN)
         ) ** fsrs.decay()
-        hard, soft = self._protected()
+        hard, soft = self._set.protected(self.tick)
         result = plan(
-            self._ids,
-            scores=self._score_array(),
+            self._set.ids,
+            scores=self._set.scores(self.tick),
             tokens=c.view("tokens"),
             live=c.flag("live"),
             warm=c.flag("warm"),
@@ -674,7 +550,7 @@ class ContextEngine:
             stub_tokens=c.view("stub_tokens"),
         )
         for move in result.moves:
-            self._move(self._items[move.id], move.to, stage=move.stage, reason=move.reason)
+            self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)
         self._index_some(self.config.index_per_step)
         fill = result.live_tokens_after / self.budget
         self._threshold = on_tick(
@@ -693,7 +569,7 @@ class ContextEngine:
                 "threshold": self._threshold.value,
                 "last_regret_tick": self._threshold.last_regret_tick,
                 "task": self._task_text[:2000],
-                "turns": len(self._turn_ids),
+                "turns": self._set.turns,
             },
         )
         self.flush()
@@ -710,7 +586,7 @@ class ContextEngine:
 
     def _move(self, item: ContextItem, tier: Tier, *, stage: int, reason: str) -> ContextItem:
         updated = replace(item, tier=tier)
-        self._sync(updated)
+        self._set.update(updated)
         self._emit(
             "context.tier",
             {"id": item.id, "tier": tier, "stage": stage, "reason": reason, "tick": self.tick},
@@ -725,16 +601,16 @@ class ContextEngine:
         """Make up to ``limit`` demoted items searchable (all when None)."""
         for item_id in list(self._to_index)[:limit]:
             del self._to_index[item_id]
-            item = self._items[item_id]
+            item = self._set.items[item_id]
             search = f"{item.tool_name or item.kind} {item.target or ''}\n{item.content[:20_000]}"
             self._emit("context.indexed", {"id": item_id, "search_text": search})
 
     def _regret_if_returning(self, tool_name: str, target: str | None) -> None:
         if not target or tool_name in WRITE_TOOLS:
             return
-        for item_id in self._by_target.get((tool_name, target), ()):
-            if self._items[item_id].tier != "live":
-                self._regret(item_id, f"{tool_name} again")
+        for item in self._set.with_target(tool_name, target):
+            if item.tier != "live":
+                self._regret(item.id, f"{tool_name} again")
                 return
 
     def _regret(self, item_id: str, how: str) -> None:
@@ -747,17 +623,17 @@ class ContextEngine:
     # ---- manifest and persistence -----------------------------------------------------
 
     def manifest(self, notes: Sequence[str] = ()) -> str:
-        values = self._score_array()
+        values = self._set.scores(self.tick)
         rows = [
             ManifestRow(
                 i.id,
                 i.turn_kind or i.kind,
                 i.tokens,
-                float(values[self._row[i.id]]),
+                float(values[self._set.row(i.id)]),
                 i.pinned,
                 _label(i),
             )
-            for i in self._items.values()
+            for i in self._set.items.values()
             if i.tier == "live"
         ]
         return render_manifest(
@@ -765,8 +641,8 @@ class ContextEngine:
             threshold=self.threshold,
             live_tokens=self.live_tokens,
             budget=self.budget,
-            warm=int(self._cols.flag("warm").sum()),
-            cold=sum(1 for i in self._items.values() if i.tier == "cold"),
+            warm=int(self._set.cols.flag("warm").sum()),
+            cold=sum(1 for i in self._set.items.values() if i.tier == "cold"),
             conflicts=[c.describe() for c in self.conflicts()],
             notes=notes,
             max_items=self.config.manifest_max_items,
@@ -799,7 +675,7 @@ class ContextEngine:
         )
         for row in rows:
             item = item_from_row(row)
-            self._index(item)
+            self._set.add(item)
             if item.tier != "live" and not row["indexed"]:
                 self._to_index[item.id] = None
         if state:
@@ -834,7 +710,7 @@ class ContextEngine:
             return None
         item = item_from_row(rows[0])
         adopted = replace(item, session_id=self.session_id)
-        self._index(adopted)
+        self._set.add(adopted)
         return adopted
 
 
