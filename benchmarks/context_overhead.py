@@ -122,7 +122,7 @@ def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
             engine.capture_turn("assistant", f"Step {j} done", tool_names=["bash"])
     n = len(engine.items())
     # (a) numpy brute-force scorer over the same items
-    c = engine._cols  # pyright: ignore[reportPrivateUsage]
+    c = engine._set.cols  # pyright: ignore[reportPrivateUsage]
     vec: list[float] = []
     for _ in range(50):
         t0 = time.perf_counter()

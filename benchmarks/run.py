@@ -23,7 +23,14 @@ from pathlib import Path
 from benchmarks import report
 
 REPO = Path(__file__).resolve().parents[1]
-BENCHMARKS: tuple[str, ...] = ("embedders", "write_overhead")
+BENCHMARKS: tuple[str, ...] = (
+    "embedders",
+    "write_overhead",
+    "recall_latency",
+    "locomo_retrieval",
+    "context_overhead",
+    "convergence_replay",
+)
 """Modules of ``benchmarks/`` that define ``main(argv)`` and are run by ``make bench``."""
 
 

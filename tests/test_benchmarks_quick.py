@@ -2,8 +2,8 @@
 
 Each quick run is the documented command (``python -m benchmarks.NAME --quick``) in a
 subprocess; it must exit 0, write ``benchmarks/results/NAME-quick.json`` and leave the full
-result ``NAME.json`` untouched. Together they take about 60 s (embedders ~15 s, write_overhead
-~3 s, recall_latency ~15 s, locomo_retrieval ~20 s). The report must render from whatever
+result ``NAME.json`` untouched. Together they take about 30 s (embedders ~17 s, write_overhead
+~2 s, recall_latency ~6 s, locomo_retrieval ~2 s). The report must render from whatever
 results exist.
 """
 
@@ -128,3 +128,19 @@ def test_report_renders_from_results() -> None:
     assert text.startswith("# Benchmarks")
     for section in report.SECTIONS:
         assert section.command in text
+
+
+def test_context_overhead_quick() -> None:
+    data = run_quick("context_overhead")
+    sizes = [r["items"] for r in data["results"]]
+    assert len(sizes) == 2 and sizes[0] < sizes[1]
+    for r in data["results"]:
+        hook = r["hook_ms"]
+        assert 0 < hook["median"] <= hook["p95"] <= hook["p99"]
+        assert r["references_ms"]["numpy_score_many"]["median"] > 0
+
+
+def test_convergence_replay_quick() -> None:
+    data = run_quick("convergence_replay")
+    assert data["trajectories"] > 0
+    assert set(data["sets"]) <= {"A", "B"}

@@ -325,3 +325,14 @@ def test_as_of_before_anything_is_empty(make_memory: MakeMemory, clock: FakeCloc
     memory = make_memory([extraction(fact("user", "prefers", "tea"))])
     memory.remember("I prefer tea.", user_id="u1")
     assert memory.recall("tea", user_id="u1", as_of=clock.now() - timedelta(days=1)).facts == ()
+
+
+def test_recall_values_match_the_rendered_text() -> None:
+    from veil.memory.render import Section, render
+
+    out = render(
+        [Section("episodes", "Episodes", ["- A " + "x" * 400, "- B short", "- C short"])], 40
+    )
+    assert out.included["episodes"] == [1, 2]
+    assert "- B short" in out.text and "- A" not in out.text
+    assert out.omitted == {"episodes": 1}

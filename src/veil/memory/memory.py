@@ -87,7 +87,7 @@ class Memory:
             self._owns_store = False
         self.store.register(MemoryProjection())
         self._writer = Writer(self.store, self.config)
-        self._recaller = Recaller(self.store, self.config)
+        self._recaller = Recaller(self.store, self.config, self.embedder)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
 

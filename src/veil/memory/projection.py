@@ -79,7 +79,7 @@ def fact_search_text(fact: dict[str, Any]) -> str:
 
 class MemoryProjection:
     name = "memory"
-    version = 4
+    version = 5
     tables = (
         Table(
             EVIDENCE,
@@ -105,6 +105,7 @@ class MemoryProjection:
                 ("state", "valid_from"),
                 ("relation", "state"),
                 ("object_key", "state"),
+                ("state", "trust", "last_confirmed_at"),
             ),
         ),
         Table(

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from veil.embed.protocol import Embedder, Vectors
 from veil.memory.config import MemoryConfig
 from veil.memory.entities import USER, candidate_mentions, entity_key
 from veil.memory.model import Episode, Fact
@@ -33,7 +34,7 @@ from veil.memory.projection import (
 )
 from veil.memory.render import Rendered, Section, render
 from veil.memory.rows import episode_from_row, fact_from_row
-from veil.tape import Row, Store
+from veil.tape import Range, Row, Store
 
 CANDIDATES = 50
 
@@ -94,9 +95,12 @@ def with_coverage(ranked: Sequence[Fact], share: float, slots: int) -> list[Fact
 class Recaller:
     """Runs the retrieval queries for one recall; holds no state between calls."""
 
-    def __init__(self, store: Store, config: MemoryConfig) -> None:
+    def __init__(
+        self, store: Store, config: MemoryConfig, embedder: Embedder | None = None
+    ) -> None:
         self.store = store
         self.config = config
+        self.embedder = embedder
 
     def recall(
         self,
@@ -114,6 +118,10 @@ class Recaller:
         weights = self.config.recall_weights
         entities = self._entities(user_id, query)
         graph = self._graph_facts(user_id, entities, as_of)
+        # Embed the query once for both vector searches.
+        vector: str | Vectors = (
+            self.embedder.embed([query])[0] if self.embedder is not None else query
+        )
         text_hits = [
             h.doc_id
             for h in self.store.search_text(
@@ -123,7 +131,7 @@ class Recaller:
         vector_hits = [
             h.doc_id
             for h in self.store.search_vector(
-                FACTS_VEC, scope=user_id, query=query, limit=CANDIDATES
+                FACTS_VEC, scope=user_id, query=vector, limit=CANDIDATES
             )
         ]
         rows = {str(r["fact_id"]): r for r in graph}
@@ -150,7 +158,7 @@ class Recaller:
             ranked, self.config.subgraph_coverage_share, slots=max(1, token_budget // 25)
         )
         claim_list = sorted(claims, key=lambda f: -scores.get(f.id, 0.0)) if include_claims else []
-        episodes = self._episodes(user_id, query, when, as_of)
+        episodes = self._episodes(user_id, query, vector, when, as_of)
         wiki = self._wiki(user_id, entities or [USER]) if as_of is None else []
         commitments = self._commitments(user_id, when)
         return self._render(
@@ -222,7 +230,12 @@ class Recaller:
         return trusted, claims
 
     def _episodes(
-        self, user_id: str, query: str, when: datetime, as_of: datetime | None
+        self,
+        user_id: str,
+        query: str,
+        vector: str | Vectors,
+        when: datetime,
+        as_of: datetime | None,
     ) -> list[Episode]:
         weights = self.config.recall_weights
         text_hits = [
@@ -234,7 +247,7 @@ class Recaller:
         vector_hits = [
             h.doc_id
             for h in self.store.search_vector(
-                EPISODES_VEC, scope=user_id, query=query, limit=CANDIDATES
+                EPISODES_VEC, scope=user_id, query=vector, limit=CANDIDATES
             )
         ]
         recent = self.store.fetch(
@@ -266,17 +279,17 @@ class Recaller:
         return [str(r["text"]) for r in rows]
 
     def _commitments(self, user_id: str, when: datetime) -> list[Episode]:
-        rows = self.store.fetch(
-            EPISODES, scope=user_id, where={"kind": "commitment"}, order_by=["-at"], limit=200
-        )
+        """Commitments due from today to a week ahead (an indexed range on ``due``)."""
         today = when.date().isoformat()
         horizon = (when + timedelta(days=7)).date().isoformat()
-        due = [
-            episode_from_row(r)
-            for r in rows
-            if r["due"] and today <= str(r["due"]) <= horizon and r["at"] is not None
-        ]
-        return sorted(due, key=lambda e: e.due or "")
+        rows = self.store.fetch(
+            EPISODES,
+            scope=user_id,
+            where={"kind": "commitment", "due": Range(today, horizon)},
+            order_by=["due"],
+            limit=50,
+        )
+        return [episode_from_row(r) for r in rows]
 
     def _briefing(
         self,
@@ -392,18 +405,19 @@ class Recaller:
             ),
         ]
         out: Rendered = render(sections, budget, self.config.token_counter)
-        n_facts = out.included.get("facts", 0)
-        n_eps = out.included.get("episodes", 0)
-        n_claims = out.included.get("claims", 0)
+
+        def kept(key: str) -> list[int]:
+            return out.included.get(key, [])
+
         return Recall(
             text=out.text,
-            facts=tuple(plain[:n_facts]) + tuple(contested),
-            episodes=tuple(episodes[:n_eps]),
-            claims=tuple(claims[:n_claims]),
+            facts=tuple(plain[i] for i in kept("facts")) + tuple(contested),
+            episodes=tuple(episodes[i] for i in kept("episodes")),
+            claims=tuple(claims[i] for i in kept("claims")),
             contested=tuple(contested),
             tokens=out.tokens,
             truncated=out.truncated,
-            wiki=tuple(wiki[: out.included.get("wiki", 0)]),
+            wiki=tuple(wiki[i] for i in kept("wiki")),
             omitted=out.omitted,
             entities=tuple(entities),
         )

@@ -32,7 +32,8 @@ class Section:
 class Rendered:
     text: str
     tokens: int
-    included: dict[str, int] = field(default_factory=lambda: {})
+    included: dict[str, list[int]] = field(default_factory=lambda: {})
+    """Per section, the indices of the lines that made it into the text."""
     omitted: dict[str, int] = field(default_factory=lambda: {})
 
     @property
@@ -48,8 +49,8 @@ def render(
         return Rendered("", 0, {}, total)
     reserve = count(_note({s.key: len(s.lines) for s in sections})) + 1
     lines: list[str] = []
-    included: dict[str, int] = {}
-    omitted: dict[str, int] = {}
+    owners: list[tuple[str, int] | None] = []  # which section line each output line is
+    included: dict[str, list[int]] = {}
     used = 0
     for section in sections:
         if not section.lines:
@@ -58,44 +59,56 @@ def render(
         spent = 0
         header = f"## {section.title}"
         header_cost = count(header) + 1
-        taken = 0
-        for line in section.lines:
-            cost = count(line) + 1 + (header_cost if taken == 0 else 0)
+        taken: list[int] = []
+        for index, line in enumerate(section.lines):
+            cost = count(line) + 1 + (0 if taken else header_cost)
             if used + cost > budget - reserve or spent + cost > cap:
                 continue  # a later, shorter line may still fit
-            if taken == 0:
+            if not taken:
                 if lines:
                     lines.append("")
+                    owners.append(None)
                 lines.append(header)
+                owners.append(None)
             lines.append(line)
+            owners.append((section.key, index))
             used += cost
             spent += cost
-            taken += 1
+            taken.append(index)
         included[section.key] = taken
-        if taken < len(section.lines):
-            omitted[section.key] = len(section.lines) - taken
-    text = "\n".join(lines)
-    if any(omitted.values()):
-        text = f"{text}\n{_note(omitted)}" if text else _note(omitted)
+
+    def omitted_now() -> dict[str, int]:
+        return {
+            s.key: len(s.lines) - len(included.get(s.key, []))
+            for s in sections
+            if s.lines and len(s.lines) > len(included.get(s.key, []))
+        }
+
+    def assemble() -> str:
+        body = "\n".join(lines)
+        missing = omitted_now()
+        if not missing:
+            return body
+        return f"{body}\n{_note(missing)}" if body else _note(missing)
+
+    text = assemble()
     while count(text) > budget and lines:  # a non-additive counter: drop from the end
-        dropped = lines.pop()
-        if dropped and not dropped.startswith("## "):
-            key = _owner(sections, dropped)
-            included[key] = included.get(key, 1) - 1
-            omitted[key] = omitted.get(key, 0) + 1
-        text = "\n".join(lines) + "\n" + _note(omitted)
+        lines.pop()
+        owner = owners.pop()
+        if owner is not None:
+            included[owner[0]].remove(owner[1])
+        text = assemble()
     if count(text) > budget:
         text = ""
-    return Rendered(text, count(text), included, {k: v for k, v in omitted.items() if v})
+        included = {}
+    return Rendered(
+        text,
+        count(text),
+        included,
+        omitted_now() if text else {s.key: len(s.lines) for s in sections if s.lines},
+    )
 
 
 def _note(omitted: dict[str, int]) -> str:
     parts = ", ".join(f"{n} {k}" for k, n in omitted.items() if n)
     return f"[truncated to fit the token budget: left out {parts}]"
-
-
-def _owner(sections: Sequence[Section], line: str) -> str:
-    for section in sections:
-        if line in section.lines:
-            return section.key
-    return "other"

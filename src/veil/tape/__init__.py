@@ -37,7 +37,14 @@ from veil.tape.projection import (
     TextIndex,
     VectorIndex,
 )
-from veil.tape.store import CheckReport, ErasureReceipt, RebuildReport, Store, UnknownName
+from veil.tape.store import (
+    CheckReport,
+    ErasureReceipt,
+    Range,
+    RebuildReport,
+    Store,
+    UnknownName,
+)
 
 __all__ = [
     "CheckReport",
@@ -55,6 +62,7 @@ __all__ = [
     "Patch",
     "Projection",
     "Put",
+    "Range",
     "RebuildReport",
     "Remove",
     "Row",

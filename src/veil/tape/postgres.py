@@ -7,13 +7,26 @@ pgvector with an HNSW cosine index and iterative scans, so a scope filter does n
 result list. Text projected into tables has NUL characters replaced by U+FFFD (PostgreSQL text
 cannot hold NUL); the tape keeps the exact JSON.
 
+Row-level security (defence in depth beside the SQL filters): ``tape_events`` and every
+projection, full-text and vector table carry the policy ``scope_isolation`` with ``ENABLE`` and
+``FORCE ROW LEVEL SECURITY`` (so the owning role is subject to it too). The policy admits a row
+when the transaction-local setting ``veil.scope`` is unset or empty, or equals the row's scope.
+Scoped reads (``fetch``, ``search_text``, ``search_vector``, ``read``) set it with
+``set_config('veil.scope', scope, true)`` — local to their read transaction — so even a query
+that forgot its ``WHERE scope = …`` cannot return another scope's rows. Writes and the
+administrative paths (``scan``, ``snapshot``, ``rebuild``, ``check``, ``erase``) leave it unset
+and see every row, which is what they need. The empty-string case matters: once a session has
+set a custom setting, ``current_setting(…, true)`` returns ``''`` (not NULL) after the
+transaction ends, and pooled connections are reused. Superusers and ``BYPASSRLS`` roles skip
+every policy: deploy with an ordinary role owning the tables (docs/deploy.md).
+
 Needs the ``postgres`` extra (psycopg 3, psycopg-pool) and the ``vector`` extension.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Generator
+from collections.abc import Collection, Generator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Literal
 
@@ -21,9 +34,9 @@ import numpy as np
 
 from veil.clock import Clock, format_time
 from veil.embed.protocol import Embedder, Vectors
-from veil.tape.events import Sealed
+from veil.tape.events import Event, Sealed
 from veil.tape.migrations import Migration, pending
-from veil.tape.projection import Hit, Table
+from veil.tape.projection import Hit, Row, Table
 from veil.tape.store import Cursor, Dialect, SqlStore, fts_query
 
 try:
@@ -81,9 +94,42 @@ def _m002_erasures(cur: Any) -> None:
     )
 
 
+SCOPE_POLICY = "scope_isolation"
+SCOPE_SETTING = "veil.scope"
+
+
+def rls_ddl(table: str) -> list[str]:
+    """Row-level security on ``table`` (which has a ``scope`` column): see the module doc.
+    Idempotent (the policy is dropped and recreated), so it can run on existing tables."""
+    setting = f"current_setting('{SCOPE_SETTING}', true)"
+    return [
+        f"ALTER TABLE {table} ENABLE ROW LEVEL SECURITY",
+        f"ALTER TABLE {table} FORCE ROW LEVEL SECURITY",
+        f"DROP POLICY IF EXISTS {SCOPE_POLICY} ON {table}",
+        f"CREATE POLICY {SCOPE_POLICY} ON {table} USING "
+        f"(COALESCE({setting}, '') = '' OR scope = {setting})",
+    ]
+
+
+def _m003_row_level_security(cur: Any) -> None:
+    """RLS on the tape and on every table that already has a ``scope`` column (projection
+    tables created before this migration); tables created later get it in their DDL."""
+    cur.execute(
+        "SELECT c.table_name FROM information_schema.columns c "
+        "JOIN information_schema.tables t ON t.table_schema = c.table_schema "
+        "AND t.table_name = c.table_name "
+        "WHERE c.table_schema = current_schema() AND c.column_name = 'scope' "
+        "AND t.table_type = 'BASE TABLE' ORDER BY c.table_name"
+    )
+    for (name,) in cur.fetchall():
+        for ddl in rls_ddl(str(name)):
+            cur.execute(ddl)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration("0001_tape", _m001_tape),
     Migration("0002_erasures", _m002_erasures),
+    Migration("0003_row_level_security", _m003_row_level_security),
 )
 
 
@@ -155,12 +201,64 @@ class PostgresStore(SqlStore):
             cur = _Cursor(raw)
             if write:
                 raw.execute("SELECT pg_advisory_xact_lock(%s)", (_WRITE_LOCK_KEY,))
-            raw.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            scope = getattr(self._local, "scope", None)
+            if scope is not None and not write:
+                raw.execute(
+                    "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                    f"set_config('{SCOPE_SETTING}', %s, true)",
+                    (_clean(scope),),
+                )
+            else:
+                raw.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             self._local.cursor = cur
             try:
                 yield cur
             finally:
                 self._local.cursor = None
+
+    @contextmanager
+    def _scoped(self, scope: str) -> Generator[None, None, None]:
+        """Mark the read transactions this thread opens inside as scoped to ``scope`` (RLS).
+        A read nested in an already open transaction keeps that transaction's setting."""
+        previous = getattr(self._local, "scope", None)
+        self._local.scope = scope
+        try:
+            yield
+        finally:
+            self._local.scope = previous
+
+    def read(
+        self,
+        scope: str,
+        *,
+        after: int = 0,
+        kinds: Collection[str] | None = None,
+        limit: int | None = None,
+    ) -> list[Event]:
+        with self._scoped(scope):
+            return super().read(scope, after=after, kinds=kinds, limit=limit)
+
+    def fetch(
+        self,
+        table: str,
+        *,
+        scope: str,
+        where: Mapping[str, object] | None = None,
+        order_by: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> list[Row]:
+        with self._scoped(scope):
+            return super().fetch(table, scope=scope, where=where, order_by=order_by, limit=limit)
+
+    def search_text(self, index: str, *, scope: str, query: str, limit: int = 10) -> list[Hit]:
+        with self._scoped(scope):
+            return super().search_text(index, scope=scope, query=query, limit=limit)
+
+    def search_vector(
+        self, index: str, *, scope: str, query: str | Vectors, limit: int = 10
+    ) -> list[Hit]:
+        with self._scoped(scope):
+            return super().search_vector(index, scope=scope, query=query, limit=limit)
 
     def _write(self) -> Any:
         return self._transaction(True)
@@ -203,7 +301,7 @@ class PostgresStore(SqlStore):
                 f"CREATE INDEX IF NOT EXISTS {table.name}_ix{i} ON {table.name} "
                 f"(scope, {', '.join(idx)})"
             )
-        return ddl
+        return [*ddl, *rls_ddl(table.name)]
 
     def _text_index_ddl(self, name: str) -> list[str]:
         return [
@@ -211,6 +309,7 @@ class PostgresStore(SqlStore):
             "body TEXT NOT NULL, tsv tsvector GENERATED ALWAYS AS "
             "(to_tsvector('english', body)) STORED, PRIMARY KEY (scope, doc_id))",
             f"CREATE INDEX IF NOT EXISTS fts_{name}_tsv ON fts_{name} USING GIN (tsv)",
+            *rls_ddl(f"fts_{name}"),
         ]
 
     def _vector_index_ddl(self, name: str, dim: int) -> list[str]:
@@ -219,6 +318,7 @@ class PostgresStore(SqlStore):
             f"embedding vector({dim}) NOT NULL, PRIMARY KEY (scope, doc_id))",
             f"CREATE INDEX IF NOT EXISTS vec_{name}_hnsw ON vec_{name} "
             "USING hnsw (embedding vector_cosine_ops)",
+            *rls_ddl(f"vec_{name}"),
         ]
 
     def _drop_ddl(self, kind: Literal["table", "text", "vector"], name: str) -> list[str]:

@@ -135,14 +135,86 @@ def check_identifier(name: str) -> str:
     return name
 
 
+_STOP_WORDS = frozenset(
+    {
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    }
+)
+
+
 def fts_query(text: str) -> str:
-    """Turn free text into a safe OR-of-terms full-text query (no operator injection)."""
-    terms = re.findall(r"[^\W_]+", text.lower())
-    seen: dict[str, None] = {}
-    for term in terms:
-        if len(term) > 1 or term.isdigit():
-            seen.setdefault(term[:64], None)
-    return " OR ".join(f'"{t}"' for t in list(seen)[:64])
+    """Turn free text into a safe OR-of-terms full-text query (no operator injection).
+
+    Stop words are dropped (an OR over "where", "does", "the" matches most of a large index
+    and ranks nothing), unless nothing else is left."""
+    terms = [t[:64] for t in re.findall(r"[^\W_]+", text.lower()) if len(t) > 1 or t.isdigit()]
+    content = [t for t in terms if t not in _STOP_WORDS] or terms
+    return " OR ".join(f'"{t}"' for t in list(dict.fromkeys(content))[:64])
+
+
+@dataclass(frozen=True)
+class Range:
+    """A ``fetch`` filter value: ``low <= column <= high`` (either bound may be None)."""
+
+    low: JSONValue = None
+    high: JSONValue = None
 
 
 class Cursor(Protocol):
@@ -656,6 +728,11 @@ class SqlStore(ABC):
                 raise UnknownName(f"{table}.{name}")
             if value is None:
                 clauses.append(f"{name} IS NULL")
+            elif isinstance(value, Range):
+                for op, bound in ((">=", value.low), ("<=", value.high)):
+                    if bound is not None:
+                        clauses.append(f"{name} {op} ?")
+                        params.append(self._encode(types[name], bound))
             elif isinstance(value, (list, tuple, set, frozenset)):
                 values = sorted(cast(Collection[JSONValue], value), key=repr)
                 if not values:
