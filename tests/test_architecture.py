@@ -20,8 +20,15 @@ RULES: dict[str, set[str]] = {
     "convergence": UPPER,
     "tape": UPPER | {"veil.memory", "veil.context", "veil.convergence"},
     "embed": UPPER | {"veil.memory", "veil.context", "veil.convergence", "veil.tape"},
-    "llm": {"veil.agent", "veil.cli", "veil.tui", "veil.server", "veil.memory",
-            "veil.context", "veil.convergence"},
+    "llm": {
+        "veil.agent",
+        "veil.cli",
+        "veil.tui",
+        "veil.server",
+        "veil.memory",
+        "veil.context",
+        "veil.convergence",
+    },
     "agent": {"veil.cli", "veil.tui", "veil.server"},
 }
 

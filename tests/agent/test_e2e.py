@@ -204,8 +204,15 @@ def test_requests_shrink_stubs_resolve_and_memory_rides_along(repo: Path, tmp_pa
 
     # Branch: a new session whose parent is the first, starting from its transcript.
     with ScriptedOpenAIServer({"turns": [{"content": "Branched."}]}) as server:
-        forked = veil(repo, server, "Try it another way", tmp_path / "trace3.jsonl",
-                      "--session", session.id, "--fork")
+        forked = veil(
+            repo,
+            server,
+            "Try it another way",
+            tmp_path / "trace3.jsonl",
+            "--session",
+            session.id,
+            "--fork",
+        )
     assert forked.returncode == 0, forked.stderr
     store = open_store(f"sqlite:///{repo / '.veil' / 'context.db'}", embedder=HashEmbedder())
     listed = Sessions(store, scope=scope).list()
