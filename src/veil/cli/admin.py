@@ -15,6 +15,7 @@ from veil.agent.sessions import SessionProjection
 from veil.context.projection import ContextProjection
 from veil.convergence.record import ConvergenceProjection
 from veil.memory.projection import MemoryProjection
+from veil.server.keys import KeysProjection
 from veil.tape import Projection, Store, open_store
 from veil.testing import NotesProjection
 
@@ -26,6 +27,7 @@ KNOWN_PROJECTIONS: dict[str, Callable[[], Projection]] = {
     "context": ContextProjection,
     "sessions": SessionProjection,
     "convergence": ConvergenceProjection,
+    "server_keys": KeysProjection,
 }
 
 

@@ -87,7 +87,49 @@ def build_parser() -> argparse.ArgumentParser:
             help="embedder spec: static (default), minilm, hash, ollama:MODEL",
         )
         action.set_defaults(run=_run_admin)
+    _add_server_commands(sub)
     return parser
+
+
+def _add_server_commands(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
+) -> None:
+    """``serve``, ``mcp`` and ``keys`` (veil.server; needs the ``server`` extra)."""
+    db_help = "store URL or path (default: .veil/memory.db)"
+    embedder_help = "embedder spec: static (default), minilm, hash, ollama:MODEL"
+    serve = sub.add_parser("serve", help="HTTP JSON API over the long-term memory")
+    serve.add_argument("--db", default=None, help=db_help)
+    serve.add_argument("--model", dest="server_model", help="extraction model (provider:model)")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--embedder", default="static", help=embedder_help)
+    serve.add_argument("--rate", type=float, default=20.0, help="requests/s per key (0: off)")
+    serve.add_argument("--burst", type=int, default=40, help="requests at once per key")
+    serve.add_argument("--max-body", type=int, default=1_000_000, help="request body bytes")
+    serve.set_defaults(run=_run_serve)
+
+    mcp = sub.add_parser("mcp", help="MCP server over stdio, bound to one scope and authority")
+    mcp.add_argument("--db", default=None, help=db_help)
+    mcp.add_argument("--scope", required=True, help="the memory this server reads and writes")
+    mcp.add_argument("--authority", choices=["user", "assistant", "tool"], default="user")
+    mcp.add_argument("--model", dest="server_model", help="extraction model (provider:model)")
+    mcp.add_argument("--embedder", default="static", help=embedder_help)
+    mcp.set_defaults(run=_run_mcp)
+
+    keys = sub.add_parser("keys", help="API keys of `veil serve`")
+    keys_sub = keys.add_subparsers(dest="keys_command", metavar="ACTION", required=True)
+    create = keys_sub.add_parser("create", help="mint a key; prints it alone on stdout")
+    create.add_argument("--db", default=None, help=db_help)
+    create.add_argument("--scope", action="append", required=True, help="repeat for more")
+    create.add_argument("--authority", choices=["user", "assistant", "tool"], default="user")
+    create.add_argument("--admin", action="store_true", help="may erase its scopes")
+    create.add_argument("--label", default=None)
+    listing = keys_sub.add_parser("list", help="list keys (ids and grants, never secrets)")
+    listing.add_argument("--db", default=None, help=db_help)
+    revoke = keys_sub.add_parser("revoke", help="revoke a key by id")
+    revoke.add_argument("key_id")
+    revoke.add_argument("--db", default=None, help=db_help)
+    keys.set_defaults(run=_run_keys)
 
 
 def _run_sessions(args: argparse.Namespace) -> int:
@@ -139,6 +181,41 @@ def _run_admin(args: argparse.Namespace) -> int:
     if args.admin_command == "rebuild":
         return run_rebuild(args.db, args.embedder)
     return run_check(args.db, args.embedder)
+
+
+def _run_serve(args: argparse.Namespace) -> int:
+    from veil.server.commands import ServeOptions, run_serve
+
+    return run_serve(
+        ServeOptions(
+            db=args.db,
+            model=args.server_model or args.model,
+            host=args.host,
+            port=args.port,
+            embedder=args.embedder,
+            rate_per_s=args.rate,
+            burst=args.burst,
+            max_body_bytes=args.max_body,
+        )
+    )
+
+
+def _run_mcp(args: argparse.Namespace) -> int:
+    from veil.server.commands import run_mcp
+
+    return run_mcp(
+        args.db, args.scope, args.authority, args.server_model or args.model, args.embedder
+    )
+
+
+def _run_keys(args: argparse.Namespace) -> int:
+    from veil.server.commands import run_keys_create, run_keys_list, run_keys_revoke
+
+    if args.keys_command == "create":
+        return run_keys_create(args.db, args.scope, args.authority, args.admin, args.label)
+    if args.keys_command == "list":
+        return run_keys_list(args.db)
+    return run_keys_revoke(args.db, args.key_id)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

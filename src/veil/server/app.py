@@ -1,0 +1,358 @@
+"""The HTTP JSON API over one :class:`~veil.memory.Memory` (FastAPI; served by uvicorn).
+
+Contract (SPEC 8): routes under ``/v1/scopes/{scope}/``; a bearer key names the scopes it may
+use and the authority its writes carry. Neither the scope a write lands in nor its author is
+ever taken from the request body (bodies forbid unknown fields, so trying is a 422).
+
+Order of checks on every scoped route, each before any store work on the scope:
+
+1. body size (413, :class:`~veil.server.limits.BodyLimit`);
+2. bearer key present and valid (401);
+3. the key's token bucket (429 with ``Retry-After``);
+4. the key holds ``{scope}`` (403). The 403 body is one constant: it is the same whether the
+   scope exists, never existed, or is malformed, so a key learns nothing about other tenants;
+5. the request body (422 with a readable message, never a 500).
+
+Endpoints are plain ``def`` functions: FastAPI runs them on its worker threads, and
+``Memory`` (thread-safe, one lock per scope for writes) does the blocking store and model I/O.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, TypeVar, cast
+
+from fastapi import Depends, FastAPI, Request
+from fastapi import Path as PathParam
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from veil import __version__
+from veil.memory import EvidenceTooLarge, Memory, MemoryError, NoModel, UnknownFact
+from veil.server.keys import ApiKey, KeyRing
+from veil.server.limits import BodyLimit, RateLimiter, retry_after_header
+from veil.server.schemas import (
+    DisputeBody,
+    ErasureOut,
+    ErrorBody,
+    FactOut,
+    FactsOut,
+    HealthOut,
+    RecallBody,
+    RecallOut,
+    RememberBody,
+    ValidationErrorBody,
+    VersionOut,
+    WriteReportOut,
+    erasure_out,
+    fact_out,
+    recall_out,
+    report_out,
+)
+
+T = TypeVar("T")
+
+FORBIDDEN = ErrorBody(error="forbidden", message="this key may not access that scope")
+"""The one body of every scope refusal (SPEC 8: identical whether or not the scope exists)."""
+
+
+@dataclass(frozen=True)
+class ServerSettings:
+    """Limits of one server. ``rate_per_s <= 0`` disables rate limiting."""
+
+    max_body_bytes: int = 1_000_000
+    rate_per_s: float = 20.0
+    burst: int = 40
+
+
+class ApiError(Exception):
+    """An error with a status, a stable code and a message (rendered as :class:`ErrorBody`)."""
+
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = ErrorBody(error=code, message=message)
+        self.headers = headers or {}
+
+
+@dataclass(frozen=True)
+class Access:
+    """A request's binding: the scope it may act on and the key that granted it."""
+
+    scope: str
+    key: ApiKey
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    described = {
+        401: "missing or invalid API key",
+        403: "the key may not access this scope (identical body whether or not it exists)",
+        404: "no such fact in this scope",
+        409: "the fact is not in a state that allows this operation",
+        413: "request body or evidence too large",
+        429: "rate limit exceeded; see Retry-After",
+        503: "no model configured for extraction",
+    }
+    out: dict[int | str, dict[str, Any]] = {
+        code: {"model": ErrorBody, "description": described[code]} for code in codes
+    }
+    out[422] = {"model": ValidationErrorBody, "description": "invalid JSON or values"}
+    return out
+
+
+_SCOPED = (401, 403, 413, 429)
+
+
+_CHALLENGE = {"WWW-Authenticate": "Bearer"}
+_bearer = HTTPBearer(auto_error=False, description="an API key from `veil keys create`")
+
+
+@dataclass(frozen=True)
+class _Context:
+    keys: KeyRing
+    limiter: RateLimiter
+    settings: ServerSettings
+
+
+def _principal(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> ApiKey:
+    """The key behind the request (401 without a valid one), after its rate limit (429)."""
+    ctx = cast(_Context, request.app.state.veil)
+    if credentials is None or credentials.scheme.lower() != "bearer":
+        raise ApiError(401, "unauthorized", "send Authorization: Bearer <key>", _CHALLENGE)
+    key = ctx.keys.verify(credentials.credentials)
+    if key is None:
+        raise ApiError(401, "unauthorized", "unknown or revoked API key", _CHALLENGE)
+    wait = ctx.limiter.take(key.key_id)
+    if wait is not None:
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"rate limit of {ctx.settings.rate_per_s:g} requests/s exceeded",
+            {"Retry-After": retry_after_header(wait)},
+        )
+    return key
+
+
+def _access(
+    scope: Annotated[str, PathParam(description="The tenant key, e.g. user:alice")],
+    key: Annotated[ApiKey, Depends(_principal)],
+) -> Access:
+    """403 with the constant :data:`FORBIDDEN` body unless the key holds ``scope``."""
+    if not key.may_use(scope):
+        raise ApiError(403, FORBIDDEN.error, FORBIDDEN.message)
+    return Access(scope, key)
+
+
+Scoped = Annotated[Access, Depends(_access)]
+
+
+def create_app(memory: Memory, keys: KeyRing, settings: ServerSettings | None = None) -> FastAPI:
+    """The ASGI app. The caller owns ``memory`` and ``keys`` (and closes them)."""
+    settings = settings or ServerSettings()
+    limiter = RateLimiter(settings.rate_per_s, settings.burst)
+    app = FastAPI(
+        title="Veil memory API",
+        version=__version__,
+        description=(
+            "Long-term memory for LLM agents. Scope and author come from the bearer key, "
+            "never from the request."
+        ),
+    )
+    app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+
+    app.state.veil = _Context(keys, limiter, settings)
+
+    @app.exception_handler(ApiError)
+    def _api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return JSONResponse(exc.body.model_dump(), status_code=exc.status, headers=exc.headers)
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = [dict(e) for e in exc.errors()]
+        for e in errors:
+            e.pop("input", None)  # never echo (possibly large) input back
+            e.pop("ctx", None)
+            e.pop("url", None)
+        parts = [
+            f"{'.'.join(str(x) for x in e.get('loc', ()))}: {e.get('msg', 'invalid')}"
+            for e in errors
+        ]
+        body = ValidationErrorBody(
+            error="invalid_request",
+            message="; ".join(parts) or "invalid request",
+            detail=jsonable_encoder(errors),
+        )
+        return JSONResponse(body.model_dump(), status_code=422)
+
+    @app.exception_handler(StarletteHTTPException)
+    def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 400:  # FastAPI's "error parsing the body" (e.g. not UTF-8)
+            body = ValidationErrorBody(
+                error="invalid_request",
+                message=f"body: not valid JSON ({exc.detail})",
+                detail=[{"loc": ["body"], "msg": str(exc.detail), "type": "json_invalid"}],
+            )
+            return JSONResponse(body.model_dump(), status_code=422)
+        code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "error")
+        return JSONResponse(
+            {"error": code, "message": str(exc.detail)},
+            status_code=exc.status_code,
+            headers=dict(exc.headers or {}),
+        )
+
+    @app.get("/v1/health", response_model=HealthOut, tags=["meta"])
+    def health() -> HealthOut:
+        """Liveness: the process is up and answers. No key needed; reveals no scope."""
+        return HealthOut(status="ok", version=__version__)
+
+    @app.get("/v1/version", response_model=VersionOut, tags=["meta"])
+    def version() -> VersionOut:
+        return VersionOut(version=__version__, api="v1")
+
+    @app.post(
+        "/v1/scopes/{scope}/remember",
+        response_model=WriteReportOut,
+        responses=_errors(*_SCOPED, 503),
+        tags=["memory"],
+    )
+    def remember(access: Scoped, body: RememberBody) -> WriteReportOut:
+        """Record evidence authored by the key's authority; at most one model call."""
+        report = _guard(
+            lambda: memory.remember(
+                body.text, user_id=access.scope, author=access.key.authority, at=body.at
+            )
+        )
+        return report_out(report)
+
+    @app.post(
+        "/v1/scopes/{scope}/recall",
+        response_model=RecallOut,
+        responses=_errors(*_SCOPED),
+        tags=["memory"],
+    )
+    def recall(access: Scoped, body: RecallBody) -> RecallOut:
+        """What the memory knows about the query, within the token budget. No model call."""
+        result = _guard(
+            lambda: memory.recall(
+                body.query,
+                user_id=access.scope,
+                token_budget=body.token_budget,
+                as_of=body.as_of,
+            )
+        )
+        return recall_out(result)
+
+    @app.get(
+        "/v1/scopes/{scope}/facts",
+        response_model=FactsOut,
+        responses=_errors(*_SCOPED),
+        tags=["memory"],
+    )
+    def facts(access: Scoped, include_history: bool = False) -> FactsOut:
+        """Current facts (or every version with ``include_history``), in recorded order."""
+        found = _guard(lambda: memory.facts(access.scope, include_history=include_history))
+        return FactsOut(facts=[fact_out(f) for f in found])
+
+    @app.get(
+        "/v1/scopes/{scope}/history",
+        response_model=FactsOut,
+        responses=_errors(*_SCOPED),
+        tags=["memory"],
+    )
+    def history(access: Scoped, subject: str, relation: str) -> FactsOut:
+        """Every version of subject/relation, oldest first, with validity windows."""
+        found = _guard(lambda: memory.history(access.scope, subject, relation))
+        return FactsOut(facts=[fact_out(f) for f in found])
+
+    @app.post(
+        "/v1/scopes/{scope}/facts/{fact_id}/confirm",
+        response_model=FactOut,
+        responses=_errors(*_SCOPED, 404, 409),
+        tags=["memory"],
+    )
+    def confirm(access: Scoped, fact_id: str) -> FactOut:
+        """Re-affirm a fact with the key's authority."""
+        fact = _guard(
+            lambda: memory.confirm(fact_id, user_id=access.scope, actor=access.key.authority)
+        )
+        return fact_out(fact)
+
+    @app.post(
+        "/v1/scopes/{scope}/facts/{fact_id}/dispute",
+        response_model=FactOut,
+        responses=_errors(*_SCOPED, 404, 409),
+        tags=["memory"],
+    )
+    def dispute(access: Scoped, fact_id: str, body: DisputeBody) -> FactOut:
+        """Mark a fact disputed (it leaves recall, stays in history with the reason)."""
+        fact = _guard(
+            lambda: memory.dispute(
+                fact_id, user_id=access.scope, actor=access.key.authority, reason=body.reason
+            )
+        )
+        return fact_out(fact)
+
+    @app.get(
+        "/v1/scopes/{scope}/export",
+        response_class=Response,
+        responses={
+            200: {
+                "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+                "description": "The scope's memory as JSONL (docs/export-format.md).",
+            },
+            **_errors(*_SCOPED),
+        },
+        tags=["memory"],
+    )
+    def export(access: Scoped) -> Response:
+        """Every event, fact and episode of the scope with full provenance, as JSONL."""
+        with tempfile.TemporaryDirectory(prefix="veil-export-") as tmp:
+            path = Path(tmp) / "export.jsonl"
+            _guard(lambda: memory.export(access.scope, path))
+            data = path.read_bytes()
+        return Response(data, media_type="application/x-ndjson")
+
+    @app.delete(
+        "/v1/scopes/{scope}",
+        response_model=ErasureOut,
+        responses=_errors(*_SCOPED),
+        tags=["admin"],
+    )
+    def forget(access: Scoped) -> ErasureOut:
+        """Compliance erasure of the whole scope (admin keys only); a content-free receipt."""
+        if not access.key.admin:
+            raise ApiError(403, "admin_required", "erasing a scope needs an admin key")
+        return erasure_out(_guard(lambda: memory.forget(access.scope)))
+
+    return app
+
+
+def _guard(call: Callable[[], T]) -> T:
+    """Run a memory call, mapping its documented errors to HTTP errors (never a 500)."""
+    try:
+        return call()
+    except UnknownFact:
+        raise ApiError(404, "not_found", "no such fact in this scope") from None
+    except EvidenceTooLarge as exc:
+        raise ApiError(413, "evidence_too_large", str(exc)) from None
+    except NoModel as exc:
+        raise ApiError(503, "no_model", str(exc)) from None
+    except MemoryError as exc:
+        raise ApiError(409, "conflict", str(exc)) from None
+    except (ValueError, OverflowError) as exc:
+        raise _invalid_value(str(exc)) from None
+
+
+def _invalid_value(message: str) -> RequestValidationError:
+    return RequestValidationError([{"loc": ("body",), "msg": message, "type": "value_error"}])

@@ -1,0 +1,156 @@
+"""The ``veil serve``, ``veil mcp`` and ``veil keys`` commands (``veil.cli.main`` dispatches here).
+
+Each opens what it needs, runs, and closes it. Output contract: ``veil keys create`` prints the
+new key alone on stdout (so ``KEY=$(veil keys create …)`` works) and everything else on stderr;
+``veil mcp`` writes nothing but protocol messages on stdout.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from veil.memory import Memory
+from veil.server.keys import Authority, KeyRequestError, KeyRing
+from veil.tape import Store, open_store
+
+DEFAULT_DB = str(Path(".veil") / "memory.db")
+
+
+@dataclass(frozen=True)
+class ServeOptions:
+    db: str | None
+    model: str | None
+    host: str = "127.0.0.1"
+    port: int = 8765
+    embedder: str = "static"
+    rate_per_s: float = 20.0
+    burst: int = 40
+    max_body_bytes: int = 1_000_000
+
+
+def _open_memory(db: str | None, model: str | None, embedder_spec: str) -> Memory:
+    """A Memory with the model's ``complete``; raises ModelNotConfigured with how-to text."""
+    from veil.embed import embedder_from_spec
+    from veil.llm.registry import extraction_complete_from_spec
+
+    complete = extraction_complete_from_spec(model)
+    return Memory(
+        db or DEFAULT_DB,
+        complete=complete,
+        embedder=embedder_from_spec(embedder_spec),
+        actor="server",
+    )
+
+
+def run_serve(options: ServeOptions) -> int:
+    """Serve the HTTP API until interrupted."""
+    import uvicorn
+
+    from veil.llm.openai_compat import ModelNotConfigured
+    from veil.server.app import ServerSettings, create_app
+
+    try:
+        memory = _open_memory(options.db, options.model, options.embedder)
+    except (ModelNotConfigured, ValueError) as exc:  # no model, bad script or embedder spec
+        print(f"veil serve: {exc}", file=sys.stderr)
+        return 2
+    try:
+        keys = KeyRing(memory.store)
+        settings = ServerSettings(
+            max_body_bytes=options.max_body_bytes,
+            rate_per_s=options.rate_per_s,
+            burst=options.burst,
+        )
+        app = create_app(memory, keys, settings)
+        print(
+            f"veil serve: http://{options.host}:{options.port} over {memory.store.dialect}",
+            file=sys.stderr,
+        )
+        uvicorn.run(app, host=options.host, port=options.port, log_level="warning")
+    finally:
+        memory.close()
+    return 0
+
+
+def run_mcp(
+    db: str | None, scope: str, authority: Authority, model: str | None, embedder: str
+) -> int:
+    """Serve MCP over stdio, bound to ``scope`` and ``authority``."""
+    from veil.llm.openai_compat import ModelNotConfigured
+    from veil.server.mcp_server import Binding, run_stdio
+
+    try:
+        binding = Binding(scope, authority)
+    except ValueError as exc:
+        print(f"veil mcp: {exc}", file=sys.stderr)
+        return 2
+    try:
+        memory = _open_memory(db, model, embedder)
+    except (ModelNotConfigured, ValueError) as exc:  # no model, bad script or embedder spec
+        print(f"veil mcp: {exc}", file=sys.stderr)
+        return 2
+    try:
+        run_stdio(memory, binding)
+    finally:
+        memory.close()
+    return 0
+
+
+def _open_keys(db: str | None) -> tuple[Store, KeyRing]:
+    store = open_store(db or DEFAULT_DB)
+    return store, KeyRing(store)
+
+
+def run_keys_create(
+    db: str | None,
+    scopes: Sequence[str],
+    authority: Authority,
+    admin: bool,
+    label: str | None,
+) -> int:
+    """Print a new key alone on stdout; its id and grant go to stderr."""
+    store, ring = _open_keys(db)
+    try:
+        new = ring.create(scopes, authority=authority, admin=admin, label=label)
+    except KeyRequestError as exc:
+        print(f"veil keys: {exc}", file=sys.stderr)
+        return 2
+    finally:
+        store.close()
+    key = new.key
+    print(
+        f"created key {key.key_id} (authority {key.authority}"
+        f"{', admin' if key.admin else ''}) for scopes: {', '.join(sorted(key.scopes))}",
+        file=sys.stderr,
+    )
+    print(new.token)
+    return 0
+
+
+def run_keys_list(db: str | None) -> int:
+    """One line per key: id, authority, admin, revoked, scopes (never a secret)."""
+    store, ring = _open_keys(db)
+    try:
+        for key in ring.list():
+            flags = [key.authority, *(["admin"] if key.admin else [])]
+            if key.revoked:
+                flags.append("revoked")
+            print(f"{key.key_id}\t{','.join(flags)}\t{' '.join(sorted(key.scopes))}")
+    finally:
+        store.close()
+    return 0
+
+
+def run_keys_revoke(db: str | None, key_id: str) -> int:
+    store, ring = _open_keys(db)
+    try:
+        if not ring.revoke(key_id):
+            print(f"veil keys: no live key {key_id!r}", file=sys.stderr)
+            return 1
+    finally:
+        store.close()
+    print(f"revoked {key_id}", file=sys.stderr)
+    return 0
