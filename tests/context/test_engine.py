@@ -271,3 +271,20 @@ def test_indexing_of_a_burst_is_spread_but_search_sees_everything(make_engine: M
     resumed = make_engine()  # a new process picks up the rest of the queue
     hits = {h.id for h in resumed.search("burst_5 burst_3 burst_0")}
     assert {items[5].id, items[3].id, items[0].id} <= hits
+
+
+def test_resume_keeps_what_conflict_detection_knows(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    read(engine, 1, "src/a.py", "a = 1\n")
+    engine.capture_tool_result(
+        tool_call_id="w1",
+        tool_name="write",
+        arguments={"path": "src/b.py", "content": "b"},
+        output="wrote",
+    )
+    read(engine, 2, "src/b.py", "b\n")
+    engine.step()
+    again = make_engine()
+    read(again, 3, "src/a.py", "a = 2\n")  # changed behind our back: a contradiction
+    read(again, 4, "src/b.py", "b\n")  # unchanged
+    assert [c.subject for c in again.conflicts()] == ["src/a.py"]

@@ -92,7 +92,8 @@ class ContextEngine:
         if register:
             store.register(ContextProjection())
         self._set = WorkingSet(self.config, token_counter, embedder)
-        self._beliefs: list[Belief] = []
+        self._beliefs: dict[tuple[str, str], list[Belief]] = {}
+        self._has_intent = False
         self._conflicts: dict[str, Conflict] = {}
         self._last_write_tick: dict[str, int] = {}
         self._pending: list[Event] = []
@@ -211,10 +212,9 @@ class ContextEngine:
     ) -> ContextItem:
         """A conversation turn becomes an item; its kind is classified unless given.
         ``target`` names where it sits (the harness uses ``turn:<transcript index>``)."""
-        first_user = role == "user" and not any(
-            i.kind == "turn" and i.turn_kind == "intent" for i in self._set.items.values()
-        )
+        first_user = role == "user" and not self._has_intent
         kind = turn_kind or classify_turn(role, text, tool_names, first_user_turn=first_user)
+        self._has_intent = self._has_intent or kind == "intent"
         item = self._new_item("turn", text, target=target or role, turn_kind=kind)
         if role == "user" and kind == "intent":
             self.set_task(text)
@@ -476,11 +476,7 @@ class ContextEngine:
     # ---- conflicts --------------------------------------------------------------------
 
     def _check_belief(self, belief: Belief, *, file_path: str | None = None) -> None:
-        existing = [
-            b
-            for b in self._beliefs
-            if b.subject == belief.subject and b.relation == belief.relation
-        ]
+        existing = list(self._beliefs.get((belief.subject, belief.relation), []))
         if file_path is not None:
             last_write = self._last_write_tick.get(file_path, -1)
             existing = [b for b in existing if self._set.items[b.item_id].created_tick > last_write]
@@ -491,7 +487,7 @@ class ContextEngine:
                 self._emit(
                     "context.conflict", {"conflict": conflict_payload(conflict, self.session_id)}
                 )
-        self._beliefs.append(belief)
+        self._beliefs.setdefault((belief.subject, belief.relation), []).append(belief)
 
     def conflicts(self, *, unresolved_only: bool = True) -> list[Conflict]:
         return [c for c in self._conflicts.values() if not (unresolved_only and c.resolved)]
@@ -678,6 +674,20 @@ class ContextEngine:
             self._set.add(item)
             if item.tier != "live" and not row["indexed"]:
                 self._to_index[item.id] = None
+            self._has_intent = self._has_intent or item.turn_kind == "intent"
+            # What conflict detection knows about files: earlier reads and our own writes.
+            if item.tool_name in WRITE_TOOLS and item.target:
+                self._last_write_tick[item.target] = item.created_tick
+            elif item.tool_name in READ_TOOLS and item.target and "#" not in item.target:
+                belief = Belief(
+                    item.id,
+                    item.target,
+                    "content",
+                    content_digest(item.content),
+                    item.tool_call_id,
+                    item.session_id,
+                )
+                self._beliefs.setdefault((item.target, "content"), []).append(belief)
         if state:
             self.tick = int(cast(int, state[0]["tick"]))
             last = state[0]["last_regret_tick"]

@@ -89,7 +89,8 @@ def plan(
             if live_tokens <= budget and why != "lowest score":
                 break
             pool = np.flatnonzero(pool_mask)
-            order = pool[np.lexsort((np.array([ids[int(i)] for i in pool]), scores[pool]))]
+            # Lowest score first; ties in row (capture) order, so the plan is deterministic.
+            order = pool[np.argsort(scores[pool], kind="stable")]
             for i in order:
                 if live_tokens <= goal:
                     break
