@@ -632,6 +632,12 @@ def _convergence_section(loaded: Loaded, other: Loaded | None) -> str:
     return _body(render_section(loaded.data))
 
 
+def _server_load_section(loaded: Loaded, other: Loaded | None) -> str:
+    from benchmarks.server_load import render_section
+
+    return render_section(loaded.data)
+
+
 SECTIONS: tuple[Section, ...] = (
     Section(
         "embedders",
@@ -668,6 +674,12 @@ SECTIONS: tuple[Section, ...] = (
         "Convergence monitor replayed over 1,326 real agent trajectories",
         "python -m benchmarks.convergence_replay",
         _convergence_section,
+    ),
+    Section(
+        "server_load",
+        "Load on `veil serve`: recall and remember at 1, 8 and 32 clients",
+        "python -m benchmarks.server_load",
+        _server_load_section,
     ),
 )
 

@@ -30,6 +30,7 @@ BENCHMARKS: tuple[str, ...] = (
     "locomo_retrieval",
     "context_overhead",
     "convergence_replay",
+    "server_load",
 )
 """Modules of ``benchmarks/`` that define ``main(argv)`` and are run by ``make bench``."""
 

@@ -144,3 +144,10 @@ def test_convergence_replay_quick() -> None:
     data = run_quick("convergence_replay")
     assert data["trajectories"] > 0
     assert set(data["sets"]) <= {"A", "B"}
+
+
+def test_server_load_quick() -> None:
+    data = run_quick("server_load")
+    ops = {(r["op"], r["clients"]) for r in data["rows"]}
+    assert ops == {("recall", 1), ("recall", 8), ("remember", 1), ("remember", 8)}
+    assert all(r["rps"] > 0 and r["p50_ms"] <= r["p95_ms"] for r in data["rows"])
