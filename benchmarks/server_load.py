@@ -188,20 +188,18 @@ def render_table(rows: list[dict[str, Any]]) -> str:
 
 
 def render_section(data: dict[str, Any]) -> str:
-    return "\n".join(
-        [
-            render_table(data["rows"]),
-            "",
-            f"A real `veil serve` subprocess (uvicorn, one worker) on 127.0.0.1; clients are "
-            f"threads of the benchmark process with keep-alive connections, sharing the machine's "
-            f"{data['machine']['cpus']} CPUs with the server, so throughput is a lower bound. "
-            "`remember` uses a scripted (instant) extraction model: the figures are Veil's own "
-            "work per request plus HTTP, not a model's latency. Rate limiting off. One worker "
-            "process serialises requests through one Python interpreter: more clients raise latency, not "
-            "throughput; scaling out means more workers (SQLite: one writer at a time across them; "
-            "PostgreSQL: see docs/deploy.md).",
-        ]
+    cpus = data["machine"]["cpus"]
+    reading = (
+        "A real `veil serve` subprocess (uvicorn, one worker) on 127.0.0.1; clients are threads "
+        f"of the benchmark process with keep-alive connections, sharing the machine's {cpus} "
+        "CPUs with the server, so throughput is a lower bound. `remember` uses a scripted "
+        "(instant) extraction model: the figures are Veil's own work per request plus HTTP, "
+        "not a model's latency. Rate limiting off. One worker process serialises requests "
+        "through one Python interpreter: more clients raise latency, not throughput; scaling "
+        "out means more workers (SQLite: one writer at a time across them; PostgreSQL: see "
+        "docs/deploy.md)."
     )
+    return "\n".join([render_table(data["rows"]), "", reading])
 
 
 def main(argv: list[str] | None = None) -> int:
