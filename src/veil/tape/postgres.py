@@ -32,12 +32,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from veil.clock import Clock, format_time
+from veil.clock import Clock
 from veil.embed.protocol import Embedder, Vectors
-from veil.tape.events import Event, Sealed
-from veil.tape.migrations import Migration, pending
+from veil.tape.events import Event
+from veil.tape.migrations import Migration
 from veil.tape.projection import Hit, Row, Table
-from veil.tape.store import Cursor, Dialect, SqlStore, fts_query
+from veil.tape.sql import Cursor, SqlStore
+from veil.tape.store import Dialect, fts_query
 
 try:
     import psycopg
@@ -157,6 +158,8 @@ class _Cursor:
 
 class PostgresStore(SqlStore):
     dialect: Dialect = "postgresql"
+    COLUMN_TYPES = _TYPES
+    MIGRATIONS = MIGRATIONS
 
     def __init__(
         self,
@@ -173,21 +176,6 @@ class PostgresStore(SqlStore):
         )
         self._local = threading.local()
         self._migrate()
-
-    def _migrate(self) -> None:
-        with self._write() as cur:
-            cur.execute(
-                "CREATE TABLE IF NOT EXISTS tape_migrations "
-                "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-            )
-            cur.execute("SELECT name FROM tape_migrations")
-            applied = {str(r[0]) for r in cur.fetchall()}
-            for migration in pending(applied, MIGRATIONS):
-                migration.apply(cur)
-                cur.execute(
-                    "INSERT INTO tape_migrations (name, applied_at) VALUES (%s, %s)",
-                    (migration.name, format_time(self._clock.now())),
-                )
 
     # ---- transactions -------------------------------------------------------------------
 
@@ -269,39 +257,10 @@ class PostgresStore(SqlStore):
     def _sql(self, sql: str) -> str:
         return sql.replace("%", "%%").replace("?", "%s")
 
-    def _insert_event(self, cur: Cursor, sealed: Sealed, recorded_at: str) -> int:
-        event = sealed.event
-        cur.execute(
-            "INSERT INTO tape_events (id, scope, kind, at, recorded_at, actor, payload, "
-            "provenance, digest) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s) RETURNING seq",
-            (
-                event.id,
-                event.scope,
-                event.kind,
-                format_time(event.at),
-                recorded_at,
-                event.actor,
-                sealed.payload_json,
-                sealed.provenance_json,
-                sealed.digest,
-            ),
-        )
-        return int(cur.fetchone()[0])
-
     # ---- schema -------------------------------------------------------------------------
 
     def _table_ddl(self, table: Table) -> list[str]:
-        cols = ["scope TEXT NOT NULL"]
-        for c in table.columns:
-            cols.append(f"{c.name} {_TYPES[c.type]}{'' if c.nullable else ' NOT NULL'}")
-        cols.append(f"PRIMARY KEY (scope, {', '.join(table.key)})")
-        ddl = [f"CREATE TABLE IF NOT EXISTS {table.name} ({', '.join(cols)})"]
-        for i, idx in enumerate(table.indexes):
-            ddl.append(
-                f"CREATE INDEX IF NOT EXISTS {table.name}_ix{i} ON {table.name} "
-                f"(scope, {', '.join(idx)})"
-            )
-        return [*ddl, *rls_ddl(table.name)]
+        return [*super()._table_ddl(table), *rls_ddl(table.name)]
 
     def _text_index_ddl(self, name: str) -> list[str]:
         return [

@@ -24,13 +24,13 @@ from urllib.parse import parse_qs, urlparse
 
 import numpy as np
 
-from veil.clock import Clock, format_time
+from veil.clock import Clock
 from veil.embed.protocol import Embedder, Vectors
-from veil.tape.events import Sealed
-from veil.tape.migrations import Migration, pending
+from veil.tape.migrations import Migration
 from veil.tape.projection import Hit, Table
+from veil.tape.sql import Cursor, SqlStore
 from veil.tape.sqlite_driver import connect
-from veil.tape.store import Cursor, Dialect, SqlStore, fts_query
+from veil.tape.store import Dialect, fts_query
 
 _TYPES = {
     "text": "TEXT",
@@ -89,6 +89,8 @@ class SQLiteStore(SqlStore):
     """The embedded store. ``path`` may be ``":memory:"`` for throwaway use."""
 
     dialect: Dialect = "sqlite"
+    COLUMN_TYPES = _TYPES
+    MIGRATIONS = MIGRATIONS
 
     def __init__(
         self,
@@ -129,21 +131,6 @@ class SQLiteStore(SqlStore):
             kwargs.setdefault("synchronous", value)
         return cls(path or ":memory:", **kwargs)
 
-    def _migrate(self) -> None:
-        with self._write() as cur:
-            cur.execute(
-                "CREATE TABLE IF NOT EXISTS tape_migrations "
-                "(name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
-            )
-            cur.execute("SELECT name FROM tape_migrations")
-            applied = {str(r[0]) for r in cur.fetchall()}
-            for migration in pending(applied, MIGRATIONS):
-                migration.apply(cur)
-                cur.execute(
-                    "INSERT INTO tape_migrations (name, applied_at) VALUES (?, ?)",
-                    (migration.name, format_time(self._clock.now())),
-                )
-
     # ---- transactions -------------------------------------------------------------------
 
     @contextmanager
@@ -178,39 +165,7 @@ class SQLiteStore(SqlStore):
     def _sql(self, sql: str) -> str:
         return sql
 
-    def _insert_event(self, cur: Cursor, sealed: Sealed, recorded_at: str) -> int:
-        event = sealed.event
-        cur.execute(
-            "INSERT INTO tape_events (id, scope, kind, at, recorded_at, actor, payload, "
-            "provenance, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq",
-            (
-                event.id,
-                event.scope,
-                event.kind,
-                format_time(event.at),
-                recorded_at,
-                event.actor,
-                sealed.payload_json,
-                sealed.provenance_json,
-                sealed.digest,
-            ),
-        )
-        return int(cur.fetchone()[0])
-
     # ---- schema -------------------------------------------------------------------------
-
-    def _table_ddl(self, table: Table) -> list[str]:
-        cols = ["scope TEXT NOT NULL"]
-        for c in table.columns:
-            cols.append(f"{c.name} {_TYPES[c.type]}{'' if c.nullable else ' NOT NULL'}")
-        cols.append(f"PRIMARY KEY (scope, {', '.join(table.key)})")
-        ddl = [f"CREATE TABLE IF NOT EXISTS {table.name} ({', '.join(cols)})"]
-        for i, idx in enumerate(table.indexes):
-            ddl.append(
-                f"CREATE INDEX IF NOT EXISTS {table.name}_ix{i} ON {table.name} "
-                f"(scope, {', '.join(idx)})"
-            )
-        return ddl
 
     def _text_index_ddl(self, name: str) -> list[str]:
         return [
