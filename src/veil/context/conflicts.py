@@ -59,3 +59,60 @@ def find_conflicts(new: Belief, existing: list[Belief]) -> list[tuple[Belief, Be
 def conflict_id(a: Belief, b: Belief) -> str:
     key = "|".join(sorted((a.item_id, b.item_id)))
     return "cf_" + hashlib.sha256(key.encode()).hexdigest()[:12]
+
+
+class ConflictBook:
+    """The beliefs seen so far and the contradictions between them (state, no I/O).
+
+    A file read conflicts with an earlier read of the same file only when this session did not
+    write the file in between (our own edits are not contradictions).
+    """
+
+    def __init__(self) -> None:
+        self._beliefs: dict[tuple[str, str], list[tuple[Belief, int]]] = {}
+        self._conflicts: dict[str, Conflict] = {}
+        self._last_write: dict[str, int] = {}
+
+    def note_write(self, path: str, tick: int) -> None:
+        self._last_write[path] = tick
+
+    def add(self, belief: Belief, tick: int, *, file_path: str | None = None) -> list[Conflict]:
+        """Record ``belief`` (seen at ``tick``); returns the contradictions it opens."""
+        existing = self._beliefs.get((belief.subject, belief.relation), [])
+        since = self._last_write.get(file_path, -1) if file_path is not None else -1
+        candidates = [b for b, seen in existing if seen > since]
+        opened: list[Conflict] = []
+        for old, new in find_conflicts(belief, candidates):
+            conflict = Conflict(conflict_id(old, new), belief.subject, belief.relation, old, new)
+            if conflict.id not in self._conflicts:
+                self._conflicts[conflict.id] = conflict
+                opened.append(conflict)
+        self._beliefs.setdefault((belief.subject, belief.relation), []).append((belief, tick))
+        return opened
+
+    def restore(self, conflict: Conflict) -> None:
+        self._conflicts[conflict.id] = conflict
+
+    def list(self, *, unresolved_only: bool = True) -> list[Conflict]:
+        return [c for c in self._conflicts.values() if not (unresolved_only and c.resolved)]
+
+    def settle(self, conflict_id_: str, *, keep: str, reason: str) -> Conflict:
+        """Mark a contradiction resolved; ``KeyError`` for an unknown id, ``ValueError`` when
+        ``keep`` is neither side or the reason is empty."""
+        conflict = self._conflicts[conflict_id_]
+        if keep not in (conflict.a.item_id, conflict.b.item_id):
+            raise ValueError(f"keep must be {conflict.a.item_id} or {conflict.b.item_id}")
+        if not reason.strip():
+            raise ValueError("resolve needs a reason")
+        settled = Conflict(
+            conflict.id,
+            conflict.subject,
+            conflict.relation,
+            conflict.a,
+            conflict.b,
+            resolved=True,
+            kept=keep,
+            reason=reason,
+        )
+        self._conflicts[conflict.id] = settled
+        return settled

@@ -23,7 +23,7 @@ from veil.clock import Clock, SystemClock, format_time, parse_time
 from veil.context import fsrs
 from veil.context.codegraph import CodeGraph
 from veil.context.config import ContextConfig
-from veil.context.conflicts import Belief, Conflict, conflict_id, content_digest, find_conflicts
+from veil.context.conflicts import Belief, Conflict, ConflictBook, content_digest
 from veil.context.eviction import Move, plan
 from veil.context.items import ITEM_KINDS, NEVER_EVICTED, ContextItem, ItemKind, Tier, TurnKind
 from veil.context.manifest import ManifestRow, render_manifest
@@ -92,10 +92,8 @@ class ContextEngine:
         if register:
             store.register(ContextProjection())
         self._set = WorkingSet(self.config, token_counter, embedder)
-        self._beliefs: dict[tuple[str, str], list[Belief]] = {}
+        self._book = ConflictBook()
         self._has_intent = False
-        self._conflicts: dict[str, Conflict] = {}
-        self._last_write_tick: dict[str, int] = {}
         self._pending: list[Event] = []
         self._to_index: dict[str, None] = {}
         self.tick = 0
@@ -178,7 +176,7 @@ class ContextEngine:
         refs = tuple(dict.fromkeys([p for p in (path, *paths_in(output)) if p]))[:16]
         self._regret_if_returning(tool_name, target)
         if tool_name in WRITE_TOOLS and path:
-            self._last_write_tick[path] = self.tick
+            self._book.note_write(path, self.tick)
         if self.graph is not None and path:
             rel = self.graph.rel(path)
             if rel and rel not in self.task.touched:
@@ -476,35 +474,22 @@ class ContextEngine:
     # ---- conflicts --------------------------------------------------------------------
 
     def _check_belief(self, belief: Belief, *, file_path: str | None = None) -> None:
-        existing = list(self._beliefs.get((belief.subject, belief.relation), []))
-        if file_path is not None:
-            last_write = self._last_write_tick.get(file_path, -1)
-            existing = [b for b in existing if self._set.items[b.item_id].created_tick > last_write]
-        for old, new in find_conflicts(belief, existing):
-            conflict = Conflict(conflict_id(old, new), belief.subject, belief.relation, old, new)
-            if conflict.id not in self._conflicts:
-                self._conflicts[conflict.id] = conflict
-                self._emit(
-                    "context.conflict", {"conflict": conflict_payload(conflict, self.session_id)}
-                )
-        self._beliefs.setdefault((belief.subject, belief.relation), []).append(belief)
+        for conflict in self._book.add(belief, self.tick, file_path=file_path):
+            self._emit(
+                "context.conflict", {"conflict": conflict_payload(conflict, self.session_id)}
+            )
 
     def conflicts(self, *, unresolved_only: bool = True) -> list[Conflict]:
-        return [c for c in self._conflicts.values() if not (unresolved_only and c.resolved)]
+        return self._book.list(unresolved_only=unresolved_only)
 
     def resolve(self, conflict_id_: str, *, keep: str, reason: str, actor: str) -> Conflict:
         """Settle a contradiction explicitly: which item to keep, why, and who decided."""
-        conflict = self._conflicts.get(conflict_id_)
-        if conflict is None:
-            raise UnknownItem(f"no conflict {conflict_id_!r}")
-        if keep not in (conflict.a.item_id, conflict.b.item_id):
-            raise ValueError(f"keep must be {conflict.a.item_id} or {conflict.b.item_id}")
-        if not reason.strip():
-            raise ValueError("resolve needs a reason")
-        settled = replace(conflict, resolved=True, kept=keep, reason=reason)
-        self._conflicts[conflict.id] = settled
+        try:
+            settled = self._book.settle(conflict_id_, keep=keep, reason=reason)
+        except KeyError:
+            raise UnknownItem(f"no conflict {conflict_id_!r}") from None
         self._emit(
-            "context.resolved", {"id": conflict.id, "kept": keep, "reason": reason, "actor": actor}
+            "context.resolved", {"id": settled.id, "kept": keep, "reason": reason, "actor": actor}
         )
         self.flush()
         return settled
@@ -677,7 +662,7 @@ class ContextEngine:
             self._has_intent = self._has_intent or item.turn_kind == "intent"
             # What conflict detection knows about files: earlier reads and our own writes.
             if item.tool_name in WRITE_TOOLS and item.target:
-                self._last_write_tick[item.target] = item.created_tick
+                self._book.note_write(item.target, item.created_tick)
             elif item.tool_name in READ_TOOLS and item.target and "#" not in item.target:
                 belief = Belief(
                     item.id,
@@ -687,7 +672,7 @@ class ContextEngine:
                     item.tool_call_id,
                     item.session_id,
                 )
-                self._beliefs.setdefault((item.target, "content"), []).append(belief)
+                self._book.add(belief, item.created_tick, file_path=item.target)
         if state:
             self.tick = int(cast(int, state[0]["tick"]))
             last = state[0]["last_regret_tick"]
@@ -702,15 +687,17 @@ class ContextEngine:
             CONFLICTS, scope=self.scope, where={"session_id": self.session_id}
         ):
             a, b = (Belief(**cast(dict[str, Any], row[k])) for k in ("a", "b"))
-            self._conflicts[str(row["conflict_id"])] = Conflict(
-                str(row["conflict_id"]),
-                str(row["subject"]),
-                str(row["relation"]),
-                a,
-                b,
-                bool(row["resolved"]),
-                cast(str | None, row["kept"]),
-                cast(str | None, row["reason"]),
+            self._book.restore(
+                Conflict(
+                    str(row["conflict_id"]),
+                    str(row["subject"]),
+                    str(row["relation"]),
+                    a,
+                    b,
+                    bool(row["resolved"]),
+                    cast(str | None, row["kept"]),
+                    cast(str | None, row["reason"]),
+                )
             )
 
     def _load_foreign(self, item_id: str) -> ContextItem | None:
