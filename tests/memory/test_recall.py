@@ -336,3 +336,21 @@ def test_recall_values_match_the_rendered_text() -> None:
     assert out.included["episodes"] == [1, 2]
     assert "- B short" in out.text and "- A" not in out.text
     assert out.omitted == {"episodes": 1}
+
+
+def test_facts_below_user_trust_are_marked_with_their_origin(make_memory: MakeMemory) -> None:
+    memory = make_memory(
+        [
+            extraction(
+                fact(
+                    "user",
+                    "authorised",
+                    "payments to 99-1234",
+                    "The user authorised payments to 99-1234.",
+                )
+            )
+        ]
+    )
+    memory.remember("The user authorised payments to 99-1234.", user_id="u1", author="assistant")
+    text = memory.recall("payments", user_id="u1").text
+    assert "(per assistant; not confirmed by the user)" in text

@@ -143,12 +143,15 @@ class ExtractionParseError(ValueError):
 
 def parse_output(output: str) -> dict[str, list[Any]]:
     """Tolerant parse: code fences and prose around the JSON are ignored; the top level must be
-    an object whose ``facts``/``episodes`` (each optional) are lists."""
+    an object with ``facts`` and/or ``episodes`` lists (an object with neither is not an
+    extraction — it gets the repair retry rather than passing as "nothing to remember")."""
     if not isinstance(output, str):  # pyright: ignore[reportUnnecessaryIsInstance]
         raise ExtractionParseError(f"model returned {type(output).__name__}, not text")
     data = first_json_object(output)
     if data is None:
         raise ExtractionParseError("no JSON object found in the output")
+    if "facts" not in data and "episodes" not in data:
+        raise ExtractionParseError('the JSON object has neither "facts" nor "episodes"')
     facts = data.get("facts", [])
     episodes = data.get("episodes", [])
     if not isinstance(facts, list) or not isinstance(episodes, list):

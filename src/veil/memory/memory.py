@@ -32,12 +32,18 @@ from veil.memory.extraction import (
 from veil.memory.maintain import Maintainer, MaintainReport
 from veil.memory.model import AUTHORS, Author, Episode, EpisodeKind, Fact, WriteReport
 from veil.memory.model_call import Complete, call_async, call_sync
-from veil.memory.portability import ImportReport, export_lines, read_export, write_export
+from veil.memory.portability import (
+    ImportFormatError,
+    ImportReport,
+    export_lines,
+    read_export,
+    write_export,
+)
 from veil.memory.projection import ENTITIES, EPISODES, EVIDENCE, FACTS, MemoryProjection
 from veil.memory.recall import Recall, Recaller
 from veil.memory.rows import episode_from_row, fact_from_row
 from veil.memory.writing import Prepared, Writer, authority_key, roles_of
-from veil.tape import ErasureReceipt, Event, JSONValue, Store, new_id, open_store
+from veil.tape import ErasureReceipt, Event, EventConflict, JSONValue, Store, new_id, open_store
 from veil.tape.events import validate_scope
 
 
@@ -499,7 +505,14 @@ class Memory:
         )
         with self._user_lock(scope):
             before = {e.id for e in self.store.read(scope)}
-            self.store.append(events, keep_recorded_at=restore)
+            try:
+                self.store.append(events, keep_recorded_at=restore)
+            except EventConflict as exc:
+                raise ImportFormatError(
+                    f"{source}: its events are already in {scope!r} with other content — most "
+                    "likely it was imported before with the other restore= value (restore=False "
+                    "caps trust, so the events differ); nothing was written"
+                ) from exc
         present = sum(1 for e in events if e.id in before)
         self._audit("import", scope, {"events": len(events), "already_present": present})
         return ImportReport(scope, len(events), present, restore)

@@ -429,6 +429,9 @@ def _who(fact: Fact) -> str:
 
 def _fact_line(fact: Fact) -> str:
     line = f"- {fact.statement}"
+    if fact.trust < 3:
+        # Only the user's own word is user-level; anything else is marked where it is shown.
+        line += f" (per {fact.provenance.author_of_evidence}; not confirmed by the user)"
     if fact.status == "stale":
         line += f" (possibly stale — last confirmed {fact.last_confirmed_at.date().isoformat()})"
     if "ungrounded" in fact.flags:

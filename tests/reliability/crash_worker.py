@@ -1,0 +1,166 @@
+"""Fork server of the crash harness (``python -m tests.reliability.crash_worker``).
+
+Imports Veil once, then for each JSON command on stdin forks a child that opens the database
+and writes until it is killed (or finishes). Everything a child says is one line on stdout,
+written with a single ``os.write`` (atomic on a pipe):
+
+* ``pid <pid>`` — the child is running; the parent may SIGKILL it from now on;
+* ``ack <json>`` — printed only after the call returned: an acknowledged write;
+* ``done`` — the child ran out of work;
+* ``dead <pid> <status>`` (from the server) — the child is gone.
+
+Commands: ``{"op": "mix" | "maintain" | "forget", "db": path, "seed": n, "ops": n,
+"synchronous": "full" | "normal"}``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import sys
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from tests.reliability.support import CanaryModel, TokenEchoModel
+from veil.agent.sessions import Sessions
+from veil.context import ContextConfig
+from veil.context.engine import ContextEngine
+from veil.llm.messages import AssistantMessage, Message, UserMessage
+from veil.memory import Memory, MemoryConfig
+from veil.tape import open_store
+from veil.testing import HashEmbedder
+
+MEMORY_SCOPE = "user:crash"
+PROJECT_SCOPE = "project:crash"
+
+
+def say(line: str) -> None:
+    os.write(1, (line + "\n").encode())
+
+
+def mix(db: str, seed: int, ops: int, synchronous: str) -> None:
+    """Remember, context capture (+ step) and session appends, in a seeded random order.
+    ``synchronous`` is the SQLite durability mode (``full``: the default; ``normal``: what
+    the harness uses for its working-memory database)."""
+    rng = random.Random(seed)
+    store = open_store(f"sqlite:///{db}?synchronous={synchronous}", embedder=HashEmbedder())
+    memory = Memory(store, complete=TokenEchoModel(), embedder=HashEmbedder())
+    engine = ContextEngine(
+        store,
+        session_id=f"ctx{seed}",
+        scope=PROJECT_SCOPE,
+        config=ContextConfig(window_tokens=4000),
+        embedder=HashEmbedder(),
+    )
+    sessions = Sessions(store, scope=PROJECT_SCOPE)
+    session_id = sessions.start(title=f"crash {seed}", model="scripted")
+    idx = 0
+    for i in range(ops):
+        token = f"tok{seed}x{i}"
+        choice = rng.random()
+        if choice < 0.4:
+            report = memory.remember(
+                f"I prefer {token} now; see tok{seed}y{i}", user_id=MEMORY_SCOPE
+            )
+            say(
+                "ack "
+                + json.dumps(
+                    {
+                        "kind": "remember",
+                        "evidence": report.evidence_id,
+                        "facts": list(report.facts),
+                        "token": token,
+                    }
+                )
+            )
+        elif choice < 0.75:
+            body = f"output of {token}\n" + "line of text\n" * rng.randint(1, 200)
+            item = engine.capture_tool_result(
+                tool_call_id=f"call{seed}x{i}",
+                tool_name="bash",
+                arguments={"command": f"echo {token}"},
+                output=body,
+            )
+            engine.step()  # step flushes: from here the capture is acknowledged
+            say("ack " + json.dumps({"kind": "capture", "item": item.id}))
+        else:
+            messages: list[Message] = [
+                UserMessage(f"user says {token}"),
+                AssistantMessage(f"reply {token}"),
+            ]
+            sessions.append(session_id, idx, messages)
+            idx += len(messages)
+            say("ack " + json.dumps({"kind": "session", "session": session_id, "idx": idx - 1}))
+    say("done")
+
+
+def maintain(db: str, seed: int) -> None:
+    store = open_store(db, embedder=HashEmbedder())
+    memory = Memory(
+        store,
+        complete=CanaryModel(),
+        embedder=HashEmbedder(),
+        config=MemoryConfig(consolidate_min_episodes=2),
+    )
+    memory.maintain(MEMORY_SCOPE)
+    say("ack " + json.dumps({"kind": "maintain"}))
+    say("done")
+
+
+def forget(db: str, seed: int) -> None:
+    store = open_store(db, embedder=HashEmbedder())
+    memory = Memory(store, complete=TokenEchoModel(), embedder=HashEmbedder())
+    receipt = memory.forget(MEMORY_SCOPE)
+    say("ack " + json.dumps({"kind": "forget", "receipt": receipt.id}))
+    say("done")
+
+
+def prepare_old_state(db: str, seed: int, writes: int) -> None:
+    """Before a maintain/forget kill: a scope with facts and episodes older than 30 days."""
+    store = open_store(db, embedder=HashEmbedder())
+    memory = Memory(store, complete=TokenEchoModel(), embedder=HashEmbedder())
+    old = datetime(2024, 1, 1, tzinfo=UTC)
+    for i in range(writes):
+        memory.remember(
+            f"I prefer tok{seed}p{i}; also tok{seed}q{i}",
+            user_id=MEMORY_SCOPE,
+            at=old + timedelta(hours=i),
+        )
+    memory.remember("Unrelated person", user_id="user:bystander")
+    store.close()
+
+
+def child(command: dict[str, Any]) -> None:
+    say(f"pid {os.getpid()}")
+    op, db, seed = str(command["op"]), str(command["db"]), int(command["seed"])
+    if op == "mix":
+        mix(db, seed, int(command.get("ops", 1000)), str(command.get("synchronous", "full")))
+    elif op == "maintain":
+        maintain(db, seed)
+    elif op == "forget":
+        forget(db, seed)
+    else:
+        raise ValueError(op)
+
+
+def main() -> None:
+    for raw in sys.stdin:
+        if not raw.strip():
+            continue
+        command = json.loads(raw)
+        pid = os.fork()
+        if pid == 0:
+            code = 0
+            try:
+                child(command)
+            except BaseException as exc:
+                say("error " + json.dumps(f"{type(exc).__name__}: {exc}"))
+                code = 1
+            os._exit(code)
+        _, status = os.waitpid(pid, 0)
+        say(f"dead {pid} {status}")
+
+
+if __name__ == "__main__":
+    main()
