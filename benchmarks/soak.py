@@ -1,0 +1,296 @@
+"""Soak: a steady mixed load for a long time, watching memory (RSS) and latency for drift.
+
+Run from the repository root::
+
+    python -m benchmarks.soak                 # 10 minutes in-process + 10 minutes on veil serve
+    python -m benchmarks.soak --quick         # 30 s + 30 s
+    python -m benchmarks.soak --minutes 3     # 3 + 3
+
+Phase 1 (library, one process): at a steady rate (default 20 operations/s) a mix of
+``Memory.remember`` (scripted instant extraction, 2 facts), ``Memory.recall`` and a context
+engine tool-call capture + step (window small enough that eviction runs continuously). Every
+10 s the process RSS (``/proc/self/status``) and the p50/p95 latency of each operation in that
+window are recorded. Phase 2 (server): a real ``veil serve`` subprocess with 32 client threads
+sending remember/recall as fast as they can; the server's RSS (``/proc/<pid>/status``) and the
+request latency per 10 s window. The report fits a least-squares line to RSS (MB/min) and to
+p95 latency (ms/min) after the first minute (warm-up: caches, first page allocations) and says
+whether either grows. Not in ``make bench`` (too long); run it explicitly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import json
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from benchmarks.server_load import SCOPE, extraction, free_port, veil
+
+RESULTS = Path(__file__).resolve().parent / "results"
+WINDOW_S = 10.0
+
+
+def rss_mb(pid: int | str = "self") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def slope_per_min(t: list[float], y: list[float], skip_s: float) -> float | None:
+    points = [(a, b) for a, b in zip(t, y, strict=True) if a >= skip_s]
+    if len(points) < 3:
+        return None
+    xs, ys = np.array([p[0] for p in points]) / 60.0, np.array([p[1] for p in points])
+    return round(float(np.polyfit(xs, ys, 1)[0]), 3)
+
+
+def library_phase(seconds: float, rate: float, work: Path) -> dict[str, Any]:
+    from veil.context import ContextConfig, ContextEngine
+    from veil.embed import default_embedder
+    from veil.memory import Memory
+    from veil.tape.sqlite import SQLiteStore
+
+    embedder = default_embedder()
+    counter = {"n": 0}
+
+    def complete(messages: list[dict[str, Any]], *, json_schema: Any = None) -> str:
+        counter["n"] += 1
+        return json.dumps(extraction(counter["n"]))
+
+    memory = Memory(work / "soak-memory.db", complete=complete, embedder=embedder)
+    store = SQLiteStore(work / "soak-context.db", embedder=embedder, synchronous="normal")
+    engine = ContextEngine(
+        store,
+        session_id="soak",
+        scope="project:soak",
+        embedder=embedder,
+        config=ContextConfig(window_tokens=20_000, reserve_tokens=2_000),
+    )
+    engine.capture_turn("user", "Keep the service healthy under load")
+    windows: list[dict[str, Any]] = []
+    lat: dict[str, list[float]] = {"remember": [], "recall": [], "capture": []}
+    started = time.perf_counter()
+    next_window = WINDOW_S
+    i = 0
+    while (now := time.perf_counter() - started) < seconds:
+        op = ("remember", "recall", "capture")[i % 3]
+        t0 = time.perf_counter()
+        if op == "remember":
+            memory.remember(f"Contact {i % 500} works as role {i % 37}.", user_id=SCOPE)
+        elif op == "recall":
+            memory.recall(f"what does contact {i % 500} do", user_id=SCOPE, token_budget=500)
+        else:
+            engine.capture_tool_result(
+                tool_call_id=f"c{i}",
+                tool_name="bash",
+                arguments={"command": f"pytest -k case_{i % 97}"},
+                output=f"{'.' * (i % 50)}F\n1 failed, {i % 50} passed",
+            )
+            engine.step()
+        lat[op].append((time.perf_counter() - t0) * 1000)
+        i += 1
+        if now >= next_window:
+            windows.append(
+                {
+                    "t": round(now, 1),
+                    "rss_mb": round(rss_mb(), 1),
+                    "ops": i,
+                    **{f"{k}_p50": round(float(np.median(v)), 2) for k, v in lat.items() if v},
+                    **{
+                        f"{k}_p95": round(float(np.percentile(v, 95)), 2)
+                        for k, v in lat.items()
+                        if v
+                    },
+                }
+            )
+            lat = {k: [] for k in lat}
+            next_window += WINDOW_S
+        sleep = (i / rate) - (time.perf_counter() - started)
+        if sleep > 0:
+            time.sleep(sleep)
+    memory.close()
+    store.close()
+    return summarise("library", windows, ("remember", "recall", "capture"))
+
+
+def server_phase(seconds: float, clients: int, work: Path) -> dict[str, Any]:
+    db = f"sqlite:///{work / 'soak-server.db'}"
+    script = work / "soak-script.json"
+    script.write_text(
+        json.dumps({"turns": [{"content": json.dumps(extraction(i))} for i in range(200_000)]})
+    )
+    key = veil("keys", "create", "--db", db, "--scope", SCOPE, env={**os.environ})
+    port = free_port()
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "veil.cli.main",
+            "serve",
+            "--db",
+            db,
+            "--model",
+            f"scripted:{script}",
+            "--port",
+            str(port),
+            "--rate",
+            "0",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
+                break
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    stop = threading.Event()
+    samples: list[tuple[float, str, float]] = []
+    lock = threading.Lock()
+    started = time.perf_counter()
+
+    def client(c: int) -> None:
+        with httpx.Client(
+            base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60
+        ) as http:
+            j = 0
+            while not stop.is_set():
+                op = "remember" if (c + j) % 3 == 0 else "recall"
+                body: dict[str, Any] = (
+                    {"text": f"Contact {j % 500} works as a role."}
+                    if op == "remember"
+                    else {"query": f"contact {j % 500}", "token_budget": 400}
+                )
+                t0 = time.perf_counter()
+                http.post(f"/v1/scopes/{SCOPE}/{op}", json=body).raise_for_status()
+                with lock:
+                    samples.append(
+                        (time.perf_counter() - started, op, (time.perf_counter() - t0) * 1000)
+                    )
+                j += 1
+
+    windows: list[dict[str, Any]] = []
+    try:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=clients) as pool:
+            futures = [pool.submit(client, c) for c in range(clients)]
+            next_window = WINDOW_S
+            while time.perf_counter() - started < seconds:
+                time.sleep(0.5)
+                now = time.perf_counter() - started
+                if now >= next_window:
+                    with lock:
+                        recent = [s for s in samples if next_window - WINDOW_S <= s[0] < now]
+                    row: dict[str, Any] = {
+                        "t": round(now, 1),
+                        "rss_mb": round(rss_mb(server.pid), 1),
+                        "requests": len(recent),
+                    }
+                    for op in ("remember", "recall"):
+                        values = [s[2] for s in recent if s[1] == op]
+                        if values:
+                            row[f"{op}_p50"] = round(float(np.median(values)), 2)
+                            row[f"{op}_p95"] = round(float(np.percentile(values, 95)), 2)
+                    windows.append(row)
+                    next_window += WINDOW_S
+            stop.set()
+            for f in futures:
+                f.result()
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    result = summarise("server (32 clients)", windows, ("remember", "recall"))
+    result["requests"] = len(samples)
+    return result
+
+
+def summarise(name: str, windows: list[dict[str, Any]], ops: tuple[str, ...]) -> dict[str, Any]:
+    t = [w["t"] for w in windows]
+    out: dict[str, Any] = {
+        "phase": name,
+        "windows": windows,
+        "rss_slope_mb_per_min": slope_per_min(t, [w["rss_mb"] for w in windows], 60.0),
+    }
+    for op in ops:
+        ys = [w.get(f"{op}_p95") for w in windows]
+        pts = [(a, b) for a, b in zip(t, ys, strict=True) if b is not None]
+        out[f"{op}_p95_slope_ms_per_min"] = slope_per_min(
+            [p[0] for p in pts], [p[1] for p in pts], 60.0
+        )
+    return out
+
+
+def render_section(data: dict[str, Any]) -> str:
+    lines = [
+        "| phase | duration s | RSS first → last MB | RSS slope MB/min | p95 slope ms/min |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for phase in data["phases"]:
+        w = phase["windows"]
+        slopes = ", ".join(
+            f"{k.split('_p95')[0]} {v}"
+            for k, v in phase.items()
+            if k.endswith("_p95_slope_ms_per_min")
+        )
+        lines.append(
+            f"| {phase['phase']} | {w[-1]['t'] if w else 0} | "
+            f"{w[0]['rss_mb'] if w else '–'} → {w[-1]['rss_mb'] if w else '–'} | "
+            f"{phase['rss_slope_mb_per_min']} | {slopes} |"
+        )
+    lines += [
+        "",
+        "Slopes are least-squares fits over 10 s windows after the first minute. "
+        "A positive p95 slope on `remember`/`recall` is expected in part because the "
+        "memory keeps growing during the soak (every remember adds facts), so recall works "
+        "over more data over time; RSS slope is the leak detector. Measured on a shared "
+        "2-CPU machine.",
+    ]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Soak: steady load, RSS and latency drift.")
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--minutes", type=float, default=10.0)
+    parser.add_argument("--rate", type=float, default=20.0)
+    args = parser.parse_args(argv)
+    seconds = 30.0 if args.quick else args.minutes * 60
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="veil-soak-") as tmp:
+        work = Path(tmp)
+        phases = [library_phase(seconds, args.rate, work), server_phase(seconds, 32, work)]
+    data = {
+        "benchmark": "soak",
+        "quick": args.quick,
+        "seconds_per_phase": seconds,
+        "total_seconds": round(time.perf_counter() - started, 1),
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "python": platform.python_version(),
+        },
+        "phases": phases,
+    }
+    print(render_section(data))
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / ("soak-quick.json" if args.quick else "soak.json")
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
