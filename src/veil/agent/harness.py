@@ -24,6 +24,7 @@ from veil.agent.memory_tools import MemoryTool, memory_tools
 from veil.agent.tool import ToolResult
 from veil.clock import Clock
 from veil.context import ContextConfig, ContextEngine, EvictionReport
+from veil.context.render import turn_stub
 from veil.convergence.attempt import Action
 from veil.convergence.monitor import Escalation
 from veil.convergence.record import AttemptLog
@@ -146,7 +147,7 @@ class VeilHarness:
             elif isinstance(message, AssistantMessage):
                 item = self.engine.capture_turn(
                     "assistant",
-                    message.content,
+                    _turn_text(message),
                     tool_names=[c.name for c in message.tool_calls],
                     target=f"turn:{index}",
                 )
@@ -205,10 +206,7 @@ class VeilHarness:
         item = self.engine.item(self._turn_items[index])
         if item.tier == "live":
             return message
-        stub = (
-            f"[veil: earlier {item.turn_kind or 'turn'} moved to {item.tier} memory; "
-            f"veil_expand {item.pointer} restores it]"
-        )
+        stub = turn_stub(item)
         if isinstance(message, AssistantMessage):
             return replace(message, content=stub)
         if isinstance(message, UserMessage):
@@ -314,3 +312,16 @@ class VeilHarness:
 
 def tool_names(tools: Sequence[Any]) -> list[str]:
     return [t.spec.name for t in tools]
+
+
+def _turn_text(message: AssistantMessage) -> str:
+    """An assistant turn as the prompt carries it: its text and its tool calls' arguments
+    (a file written through a tool call costs its tokens in every request)."""
+    if not message.tool_calls:
+        return message.content
+    import json
+
+    calls = "\n".join(
+        f"{c.name}({json.dumps(c.arguments, ensure_ascii=False)})" for c in message.tool_calls
+    )
+    return f"{message.content}\n{calls}" if message.content else calls

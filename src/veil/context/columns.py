@@ -20,8 +20,9 @@ FLOAT_COLUMNS = (
     "similarity",
     "manual_tick",
     "stub_tokens",
+    "created_tick",
 )
-BOOL_COLUMNS = ("procedural", "manual", "pinned", "never", "live", "warm", "is_turn")
+BOOL_COLUMNS = ("result", "procedural", "manual", "pinned", "never", "live", "warm", "is_turn")
 
 
 class Columns:

@@ -21,3 +21,11 @@ def stub(item: ContextItem, max_chars: int = 160) -> str:
         f"veil_expand {item.pointer} restores it]"
     )
     return text if len(text) <= max_chars + 80 else text[: max_chars + 77] + "...]"
+
+
+def turn_stub(item: ContextItem) -> str:
+    """What an evicted conversation turn becomes in the transcript."""
+    return (
+        f"[veil: earlier {item.turn_kind or 'turn'} moved to {item.tier} memory; "
+        f"veil_expand {item.pointer} restores it]"
+    )

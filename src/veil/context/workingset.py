@@ -18,7 +18,7 @@ from veil.clock import parse_time
 from veil.context.columns import Columns
 from veil.context.config import ContextConfig
 from veil.context.items import NEVER_EVICTED, ContextItem
-from veil.context.render import stub
+from veil.context.render import stub, turn_stub
 from veil.context.score import Task, score_many
 from veil.context.signals import jaccard, structure
 from veil.context.turns import max_similarities
@@ -85,10 +85,17 @@ class WorkingSet:
             self._by_target.setdefault((item.tool_name, item.target), []).append(item.id)
         f, b = self.cols.f, self.cols.b
         f["tokens"][row] = item.tokens
-        # An evicted tool result leaves a stub in the transcript; other items leave nothing.
+        # An evicted tool result or turn leaves a stub in the transcript; other items nothing.
+        cold = replace(item, tier="cold")
         f["stub_tokens"][row] = (
-            self.count_tokens(stub(replace(item, tier="cold"))) if item.tool_call_id else 0.0
+            self.count_tokens(stub(cold))
+            if item.tool_call_id
+            else self.count_tokens(turn_stub(cold))
+            if item.kind == "turn"
+            else 0.0
         )
+        f["created_tick"][row] = item.created_tick
+        b["result"][row] = item.tool_call_id is not None
         f["turn_index"][row] = -1
         f["manual_tick"][row] = -1e9 if item.manual_tick is None else item.manual_tick
         b["procedural"][row] = item.kind == "procedural"
@@ -187,10 +194,14 @@ class WorkingSet:
         return sim
 
     def protected(self, tick: int) -> tuple[Bools, Bools]:
-        """(hard, soft): pinned/intent/correction are never moved; the last turns and fresh
-        manual loads yield only when the window cannot fit otherwise."""
+        """(hard, soft): pinned/intent/correction are never moved; the last turns, fresh
+        manual loads and the newest tool results (the model has not read them yet) yield
+        only when the window cannot fit otherwise."""
         c = self.cols
         recent_manual = (tick - c.view("manual_tick")) < self.config.manual_protect_ticks
         turn_age = (self.turns - 1) - c.view("turn_index")
         young_turn = c.flag("is_turn") & (turn_age < self.config.protected_turns)
-        return c.flag("pinned") | c.flag("never"), young_turn | recent_manual
+        unread = c.flag("result") & (
+            (tick - c.view("created_tick")) < self.config.protected_results_ticks
+        )
+        return c.flag("pinned") | c.flag("never"), young_turn | recent_manual | unread
