@@ -638,6 +638,12 @@ def _server_load_section(loaded: Loaded, other: Loaded | None) -> str:
     return render_section(loaded.data)
 
 
+def _eviction_replay_section(loaded: Loaded, other: Loaded | None) -> str:
+    from benchmarks.eviction_replay import render_section
+
+    return _body(render_section(loaded.data))
+
+
 SECTIONS: tuple[Section, ...] = (
     Section(
         "embedders",
@@ -674,6 +680,12 @@ SECTIONS: tuple[Section, ...] = (
         "Convergence monitor replayed over 1,326 real agent trajectories",
         "python -m benchmarks.convergence_replay",
         _convergence_section,
+    ),
+    Section(
+        "eviction_replay",
+        "Eviction replay on 1,326 real agent trajectories vs masking, compaction, pruning, LRU",
+        "python -m benchmarks.eviction_replay",
+        _eviction_replay_section,
     ),
     Section(
         "server_load",

@@ -31,6 +31,7 @@ BENCHMARKS: tuple[str, ...] = (
     "context_overhead",
     "convergence_replay",
     "server_load",
+    "eviction_replay",
 )
 """Modules of ``benchmarks/`` that define ``main(argv)`` and are run by ``make bench``."""
 

@@ -1,0 +1,305 @@
+"""The eviction replay: the need detector's rules on synthetic steps, the baseline policies on a
+tiny trajectory, and the whole benchmark end to end in --quick mode."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from benchmarks.replay import policies as P
+from benchmarks.replay.load import DATA, Step, Trajectory
+from benchmarks.replay.needs import (
+    Need,
+    Region,
+    SimpleStep,
+    detect_needs,
+    identifiers,
+    misses,
+    region_of,
+)
+
+from veil.tokens import estimate_tokens
+
+
+def nl(lo: int, hi: int) -> str:
+    return (
+        "<returncode>0</returncode>\n<output>\n"
+        + "".join(f"   {i}\tline {i}\n" for i in range(lo, hi + 1))
+        + "</output>"
+    )
+
+
+def swe_window(path: str, lo: int, hi: int) -> str:
+    return f"[File: {path} (500 lines total)]\n" + "".join(
+        f"{i}:code {i}\n" for i in range(lo, hi + 1)
+    )
+
+
+# ---- rule 1: region -------------------------------------------------------------------
+
+
+def test_sed_region_reread_is_a_need() -> None:
+    steps = [
+        SimpleStep("sed -n '10,40p' pkg/mod.py", "x = 1\n", "view", paths=("pkg/mod.py",)),
+        SimpleStep("ls", "a b", "search"),
+        SimpleStep("sed -n '20,30p' pkg/mod.py", "x = 1\n", "view", paths=("pkg/mod.py",)),
+    ]
+    needs = detect_needs(steps)
+    assert [(n.step, n.rule, n.evidence, n.sources) for n in needs] == [
+        (2, "region", "pkg/mod.py:20-30", (0,))
+    ]
+
+
+def test_nl_and_cat_regions_come_from_printed_line_numbers() -> None:
+    a = SimpleStep(
+        "nl -ba /testbed/pkg/mod.py | sed -n '100,120p'",
+        nl(100, 120),
+        "view",
+        paths=("/testbed/pkg/mod.py",),
+    )
+    assert region_of(a) == Region("pkg/mod.py", 100, 120)
+    whole = SimpleStep("cat pkg/mod.py", "print(1)\n", "view", paths=("pkg/mod.py",))
+    assert region_of(whole) == Region("pkg/mod.py", 1, math.inf)
+    needs = detect_needs([whole, a])
+    assert [(n.step, n.rule, n.sources) for n in needs] == [(1, "region", (0,))]
+
+
+def test_region_needs_overlap_of_half_the_smaller_view() -> None:
+    steps = [
+        SimpleStep("sed -n '1,100p' m.py", "", "view", paths=("m.py",)),
+        SimpleStep("sed -n '99,198p' m.py", "", "view", paths=("m.py",)),  # 2 shared lines
+        SimpleStep("sed -n '150,160p' m.py", "", "view", paths=("m.py",)),
+    ]
+    needs = detect_needs(steps)
+    assert [(n.step, n.sources) for n in needs] == [(2, (1,))]
+
+
+def test_swe_agent_open_goto_and_scroll_regions() -> None:
+    steps = [
+        SimpleStep(
+            "open /repo__repo/pkg/mod.py",
+            swe_window("/repo__repo/pkg/mod.py", 1, 100),
+            "view",
+            tool="open",
+        ),
+        SimpleStep(
+            "scroll_down",
+            swe_window("/repo__repo/pkg/mod.py", 99, 198),
+            "view",
+            tool="scroll_down",
+            open_file="/repo__repo/pkg/mod.py",
+        ),
+        SimpleStep(
+            "goto 50",
+            swe_window("/repo__repo/pkg/mod.py", 1, 100),
+            "view",
+            tool="goto",
+            open_file="/repo__repo/pkg/mod.py",
+        ),
+    ]
+    needs = detect_needs(steps)
+    # scrolling on is not a re-read; going back to lines 1-100 is
+    assert [(n.step, n.rule, n.evidence, n.sources) for n in needs] == [
+        (2, "region", "pkg/mod.py:1-100", (0,))
+    ]
+
+
+def test_an_edit_to_the_file_in_between_cancels_the_region_need() -> None:
+    steps = [
+        SimpleStep("sed -n '1,50p' m.py", "", "view", paths=("m.py",)),
+        SimpleStep("sed -i 's/a/b/' m.py", "", "edit", paths=("m.py",)),
+        SimpleStep("sed -n '1,50p' m.py", "", "view", paths=("m.py",)),
+        SimpleStep("sed -n '10,20p' m.py", "", "view", paths=("m.py",)),
+    ]
+    needs = detect_needs(steps)
+    assert [(n.step, n.sources) for n in needs] == [(3, (2,))]
+
+
+def test_sparse_numbers_from_a_grep_are_not_a_region() -> None:
+    out = "<output>\n  2182\tx = f(a)\n  2832\ty = f(b)\n  3478\tz = f(c)\n</output>"
+    step = SimpleStep("nl -ba a.py | grep f(", out, "view", paths=("a.py",))
+    assert region_of(step) is None
+
+
+def test_a_filtered_or_pattern_addressed_view_without_numbers_has_no_region() -> None:
+    step = SimpleStep("cat m.py | grep foo", "foo = 1", "view", paths=("m.py",))
+    assert region_of(step) is None
+    pattern = SimpleStep("sed -n '/class F/,/class/p' m.py", "class F:", "view", paths=("m.py",))
+    assert region_of(pattern) is None
+
+
+# ---- rule 2: command ------------------------------------------------------------------
+
+
+def test_same_command_rerun_without_an_edit_is_a_need() -> None:
+    steps = [
+        SimpleStep("pytest tests/test_a.py  -x", "1 failed", "test"),
+        SimpleStep("grep -rn foo .", "", "search"),
+        SimpleStep("pytest tests/test_a.py -x", "1 failed", "test"),
+    ]
+    needs = [n for n in detect_needs(steps) if n.rule == "command"]
+    assert [(n.step, n.evidence, n.sources) for n in needs] == [
+        (2, "pytest tests/test_a.py -x", (0,))
+    ]
+
+
+def test_a_rerun_after_any_edit_is_not_a_need() -> None:
+    steps = [
+        SimpleStep("python repro.py", "Error", "run"),
+        SimpleStep("sed -i 's/a/b/' other.py", "", "edit", paths=("other.py",)),
+        SimpleStep("python repro.py", "ok", "run"),
+    ]
+    assert [n for n in detect_needs(steps) if n.rule == "command"] == []
+
+
+def test_edits_submits_and_scrolls_are_never_command_needs() -> None:
+    steps = [
+        SimpleStep("scroll_down", "", "view", tool="scroll_down", open_file="/r__r/a.py"),
+        SimpleStep("scroll_down", "", "view", tool="scroll_down", open_file="/r__r/a.py"),
+        SimpleStep("submit", "", "submit", tool="submit"),
+        SimpleStep("submit", "", "submit", tool="submit"),
+    ]
+    assert [n for n in detect_needs(steps) if n.rule == "command"] == []
+
+
+# ---- rule 3: identifier ---------------------------------------------------------------
+
+
+def test_identifier_printed_earlier_is_a_need_with_every_source() -> None:
+    steps = [
+        SimpleStep(
+            "grep -rn separability .",
+            "astropy/modeling/separable.py:66: def _cstack(left)",
+            "search",
+        ),
+        SimpleStep("ls", "setup.py", "search"),
+        SimpleStep("grep -n cstack x", "also _cstack here", "search"),
+        SimpleStep(
+            "sed -n '60,70p' astropy/modeling/separable.py && grep -n _cstack y", "", "view"
+        ),
+    ]
+    got = {(n.evidence, n.sources) for n in detect_needs(steps) if n.rule == "identifier"}
+    assert ("astropy/modeling/separable.py", (0,)) in got
+    assert ("_cstack", (0, 2)) in got
+
+
+def test_identifiers_in_the_task_or_earlier_actions_are_not_needs() -> None:
+    steps = [
+        SimpleStep("cat <<'EOF' > repro.py\nimport foo_bar\nEOF", "", "edit", paths=("repro.py",)),
+        SimpleStep("python repro.py", "NameError: foo_bar and TaskThing and make_widget", "run"),
+        SimpleStep("grep -rn 'foo_bar\\|TaskThing\\|make_widget' .", "", "search"),
+    ]
+    got = [
+        n.evidence for n in detect_needs(steps, context="fix TaskThing") if n.rule == "identifier"
+    ]
+    assert got == ["make_widget"]
+
+
+def test_a_path_spelling_the_tasks_dotted_module_is_not_a_need() -> None:
+    steps = [
+        SimpleStep("python r.py", "Warning in /r__r/sympy/vector/coordsys.py", "run"),
+        SimpleStep('search_dir "pretty" "sympy/vector"', "", "search", tool="search_dir"),
+    ]
+    context = "from sympy.vector import CoordSys3D"
+    assert [n.evidence for n in detect_needs(steps, context)] == []
+
+
+def test_identifier_matching_is_whole_word() -> None:
+    steps = [
+        SimpleStep("ls", "my_function_extra", "search"),
+        SimpleStep("grep -n my_function src", "", "search"),
+    ]
+    assert [n for n in detect_needs(steps) if n.rule == "identifier"] == []
+
+
+def test_identifier_extraction() -> None:
+    ids = identifiers(
+        'grep -rn "cannot be converted to float" /testbed/pkg/core.py && '
+        "python -c 'from pkg.core import CompoundModel, _calc_x; print(len(x))'"
+    )
+    assert "cannot be converted to float" in ids
+    assert "pkg/core.py" in ids
+    assert "CompoundModel" in ids and "_calc_x" in ids
+    assert "print" not in ids and "len" not in ids and "python" not in ids
+    assert identifiers("open /sympy__sympy/sympy/printing/latex.py") == ["sympy/printing/latex.py"]
+    assert "author__name" in identifiers("Book.objects.filter(author__name='x')")
+
+
+# ---- misses ---------------------------------------------------------------------------
+
+
+def test_a_need_misses_only_when_no_source_is_verbatim() -> None:
+    needs = [Need(3, "identifier", "x_y", (0, 2)), Need(3, "command", "ls", (1,))]
+    live = [frozenset(), frozenset({0}), frozenset({0, 1}), frozenset({2})]
+    assert misses(needs, live) == [False, True]
+
+
+# ---- policies -------------------------------------------------------------------------
+
+
+def _traj(n: int = 8, obs_chars: int = 400) -> Trajectory:
+    steps = tuple(
+        Step(
+            i=i,
+            thought=f"step {i}",
+            action=f"cat f{i}.py",
+            tool="bash",
+            kind="view",
+            paths=(f"f{i}.py",),
+            observation="x" * obs_chars,
+            assistant=f"THOUGHT: step {i}",
+            obs_tokens=estimate_tokens("x" * obs_chars),
+            assistant_tokens=estimate_tokens(f"THOUGHT: step {i}"),
+        )
+        for i in range(n)
+    )
+    return Trajectory("t/1", "A", "task", "system prompt", "instance task", steps, True)
+
+
+def test_keep_all_and_masking() -> None:
+    t = _traj()
+    keep = P.keep_all(t)
+    assert keep.tokens[0] == t.fixed_tokens
+    assert keep.live[5] == frozenset(range(5))
+    masked = P.mask_last_n(t, 2)
+    assert masked.live[5] == frozenset({3, 4})
+    assert masked.tokens[5] < keep.tokens[5]
+
+
+def test_budgeted_policies_respect_the_budget() -> None:
+    t = _traj()
+    budget = t.fixed_tokens + 350
+    for run in (P.truncate_oldest(t, budget), P.compaction(t, budget), P.lru(t, budget, [])):
+        assert all(x <= budget + 110 for x in run.tokens)  # the newest pair always stays
+        assert all((k - 1) in run.live[k] for k in range(1, len(t.steps)))
+
+
+def test_opencode_prune_clears_only_beyond_protect_and_minimum() -> None:
+    t = _traj(n=10, obs_chars=4000)  # 1,000 tokens each
+    run = P.opencode_prune(t, protect=2_000, minimum=1_500)
+    # at step 9: steps 8, 7 skipped (last 2 turns); 6, 5 protected (2,000); 4..0 prunable
+    assert run.live[9] >= {5, 6, 7, 8}
+    assert 0 not in run.live[9]
+    assert P.opencode_prune(t, protect=2_000, minimum=10_000).live[9] == frozenset(range(9))
+
+
+# ---- end to end -----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(not (DATA / "index.jsonl").exists(), reason="shared trajectories absent")
+def test_quick_run_end_to_end(tmp_path: Path) -> None:
+    from benchmarks import eviction_replay
+
+    out = tmp_path / "r.json"
+    assert eviction_replay.main(["--quick", "--workers", "1", "--out", str(out)]) == 0
+    data = json.loads(out.read_text())
+    for name in ("A", "B"):
+        rows = data["sets"][name]["rows"]
+        assert rows["keep-all"]["miss_rate"] in (0.0, None)
+        assert rows["keep-all"]["tokens_vs_keep_all"] == 1.0
+        assert "veil[defaults]@0.5" in rows and "mask N=10" in rows
+        assert data["sets"][name]["needs"] > 0
+    section = eviction_replay.render_section(data)
+    assert not section.startswith("#") and "keep-all" in section
