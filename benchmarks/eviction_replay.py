@@ -112,6 +112,11 @@ VEIL_CONFIGS: dict[str, Callable[[], ContextConfig]] = {
     "tpd2+Tmax0.3+fill0.9": lambda: _cfg(
         ticks_per_day=2.0, target_fill=0.9, threshold=_threshold(maximum=0.3)
     ),
+    "results5": lambda: _cfg(protected_results_ticks=5),
+    "results10": lambda: _cfg(protected_results_ticks=10),
+    "results10+fill0.9+Tinc0": lambda: _cfg(
+        protected_results_ticks=10, target_fill=0.9, threshold=_threshold(increase=0.0)
+    ),
 }
 """ContextConfig candidates tried on set A (``--sweep``); the engine code is unchanged."""
 CHOSEN = "tpd2+Tinc0+fill0.9+turns4"
