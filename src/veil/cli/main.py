@@ -158,7 +158,15 @@ def _run_print(args: argparse.Namespace) -> int:
 
 
 def _run_tui(args: argparse.Namespace) -> int:
-    from veil.tui.app import run_tui
+    try:
+        from veil.tui.app import run_tui
+    except ImportError as exc:
+        print(
+            f"veil: the interactive TUI needs Textual ({exc.name} is missing): "
+            "pip install 'veil[tui]' — or run one task with `veil -p TASK`.",
+            file=sys.stderr,
+        )
+        return 1
 
     return run_tui(
         model=args.model,
