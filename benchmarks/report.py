@@ -644,6 +644,12 @@ def _eviction_replay_section(loaded: Loaded, other: Loaded | None) -> str:
     return _body(render_section(loaded.data))
 
 
+def _soak_section(loaded: Loaded, other: Loaded | None) -> str:
+    from benchmarks.soak import render_section
+
+    return render_section(loaded.data)
+
+
 SECTIONS: tuple[Section, ...] = (
     Section(
         "embedders",
@@ -692,6 +698,12 @@ SECTIONS: tuple[Section, ...] = (
         "Load on `veil serve`: recall and remember at 1, 8 and 32 clients",
         "python -m benchmarks.server_load",
         _server_load_section,
+    ),
+    Section(
+        "soak",
+        "Soak: 10 minutes of steady load in-process, then on `veil serve` with 32 clients",
+        "python -m benchmarks.soak",
+        _soak_section,
     ),
 )
 

@@ -250,7 +250,24 @@ def render_section(data: dict[str, Any]) -> str:
             f"{w[0]['rss_mb'] if w else '–'} → {w[-1]['rss_mb'] if w else '–'} | "
             f"{phase['rss_slope_mb_per_min']} | {slopes} |"
         )
+    findings: list[str] = []
+    for phase in data["phases"]:
+        rss = phase["rss_slope_mb_per_min"]
+        if rss is not None and rss > 1.0:
+            findings.append(f"{phase['phase']}: RSS grows {rss} MB/min")
+        for key, value in phase.items():
+            if key.endswith("_p95_slope_ms_per_min") and value is not None and value > 5.0:
+                findings.append(
+                    f"{phase['phase']}: {key.split('_p95')[0]} p95 drifts up {value} ms/min"
+                )
+    verdict = (
+        "Drift found — " + "; ".join(findings) + "."
+        if findings
+        else "No RSS growth above 1 MB/min and no p95 drift above 5 ms/min."
+    )
     lines += [
+        "",
+        verdict,
         "",
         "Slopes are least-squares fits over 10 s windows after the first minute. "
         "A positive p95 slope on `remember`/`recall` is expected in part because the "
