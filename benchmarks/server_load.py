@@ -117,14 +117,13 @@ def run_level(base: str, key: str, op: str, clients: int, total: int) -> dict[st
     }
 
 
-def measure(
-    backend: str, db: str, levels: list[int], total: int, workdir: Path
-) -> list[dict[str, Any]]:
-    env = {**os.environ}
-    script = workdir / f"script-{backend}.json"
-    turns = [{"content": json.dumps(extraction(i))} for i in range(20_000)]
-    script.write_text(json.dumps({"turns": turns}))
-    key = veil("keys", "create", "--db", db, "--scope", SCOPE, env=env)
+def start_server(db: str, script: Path, turns: int) -> tuple[subprocess.Popen[str], str, str]:
+    """A key for ``SCOPE`` and a real ``veil serve`` on a free loopback port, ready to answer
+    (``scripted:`` extraction with ``turns`` canned replies, rate limiting off)."""
+    script.write_text(
+        json.dumps({"turns": [{"content": json.dumps(extraction(i))} for i in range(turns)]})
+    )
+    key = veil("keys", "create", "--db", db, "--scope", SCOPE, env={**os.environ})
     port = free_port()
     server = subprocess.Popen(
         [
@@ -141,21 +140,26 @@ def measure(
             "--rate",
             "0",
         ],
-        env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
         text=True,
     )
     base = f"http://127.0.0.1:{port}"
+    for _ in range(300):
+        try:
+            if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
+                return server, base, key
+        except httpx.HTTPError:
+            time.sleep(0.1)
+    server.terminate()
+    raise RuntimeError("veil serve did not start within 30 s")
+
+
+def measure(
+    backend: str, db: str, levels: list[int], total: int, workdir: Path
+) -> list[dict[str, Any]]:
+    server, base, key = start_server(db, workdir / f"script-{backend}.json", 20_000)
     try:
-        for _ in range(300):
-            try:
-                if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        else:
-            raise RuntimeError(f"veil serve did not start: {server.stderr}")
         # 1,000 remembers x 2 facts: a realistic, non-empty scope to recall from.
         run_level(base, key, "remember", 8, 1_000 if total >= 400 else 200)
         rows: list[dict[str, Any]] = []

@@ -24,8 +24,6 @@ import concurrent.futures
 import json
 import os
 import platform
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -35,7 +33,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from benchmarks.server_load import SCOPE, extraction, free_port, veil
+from benchmarks.server_load import SCOPE, extraction, start_server
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WINDOW_S = 10.0
@@ -127,37 +125,7 @@ def library_phase(seconds: float, rate: float, work: Path) -> dict[str, Any]:
 
 def server_phase(seconds: float, clients: int, work: Path) -> dict[str, Any]:
     db = f"sqlite:///{work / 'soak-server.db'}"
-    script = work / "soak-script.json"
-    script.write_text(
-        json.dumps({"turns": [{"content": json.dumps(extraction(i))} for i in range(200_000)]})
-    )
-    key = veil("keys", "create", "--db", db, "--scope", SCOPE, env={**os.environ})
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "veil.cli.main",
-            "serve",
-            "--db",
-            db,
-            "--model",
-            f"scripted:{script}",
-            "--port",
-            str(port),
-            "--rate",
-            "0",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
-                break
-        except httpx.HTTPError:
-            time.sleep(0.1)
+    server, base, key = start_server(db, work / "soak-script.json", 200_000)
     stop = threading.Event()
     samples: list[tuple[float, str, float]] = []
     lock = threading.Lock()
