@@ -7,7 +7,7 @@ UTC datetimes; naive datetimes are rejected at the edges (:func:`ensure_utc`).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Protocol, runtime_checkable
 
 
@@ -40,3 +40,27 @@ def format_time(value: datetime) -> str:
 def parse_time(text: str) -> datetime:
     """Inverse of :func:`format_time`; accepts any ISO-8601 string with an offset (or ``Z``)."""
     return ensure_utc(datetime.fromisoformat(text.replace("Z", "+00:00")))
+
+
+class FakeClock:
+    """A clock that only moves when told to. ``start`` defaults to 2026-01-05 09:00 UTC."""
+
+    def __init__(self, start: datetime | None = None) -> None:
+        self._now = ensure_utc(start) if start else datetime(2026, 1, 5, 9, 0, tzinfo=UTC)
+
+    def now(self) -> datetime:
+        return self._now
+
+    def advance(self, **delta: float) -> datetime:
+        """Move forward by ``timedelta(**delta)`` (e.g. ``advance(days=3)``); never backwards."""
+        step = timedelta(**delta)
+        if step < timedelta(0):
+            raise ValueError("FakeClock only moves forward")
+        self._now += step
+        return self._now
+
+    def set(self, when: datetime) -> None:
+        when = ensure_utc(when)
+        if when < self._now:
+            raise ValueError("FakeClock only moves forward")
+        self._now = when
