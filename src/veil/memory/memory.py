@@ -123,25 +123,22 @@ class Memory:
     ) -> WriteReport:
         """Record evidence and what the model extracts from it. At most one LLM call (plus one
         repair retry on unparseable output). The evidence is on the tape whatever happens."""
-        with self._user_lock(user_id):
-            prepared = self._prepare(
-                text_or_messages,
-                user_id=user_id,
-                author=author,
-                at=at,
-                derived_from=derived_from,
-                source=source,
-                session_id=session_id,
-                tool_call_id=tool_call_id,
-            )
-            complete = self._require_model()
+        complete = self._require_model()
 
-            def call(messages: list[dict[str, str]]) -> str:
-                return call_sync(complete, messages, self.config.llm_timeout_s)
+        def call(messages: list[dict[str, str]]) -> str:
+            return call_sync(complete, messages, self.config.llm_timeout_s)
 
-            report = self._extract_and_apply(prepared, call)
-        self._audit("remember", user_id, {**report.counts(), "llm_calls": report.llm_calls})
-        return report
+        return self._remember(
+            text_or_messages,
+            call,
+            user_id=user_id,
+            author=author,
+            at=at,
+            derived_from=derived_from,
+            source=source,
+            session_id=session_id,
+            tool_call_id=tool_call_id,
+        )
 
     async def aremember(
         self,
@@ -166,21 +163,47 @@ class Memory:
             )
             return future.result()
 
-        def work() -> WriteReport:
-            with self._user_lock(user_id):
-                prepared = self._prepare(
-                    text_or_messages,
-                    user_id=user_id,
-                    author=author,
-                    at=at,
-                    derived_from=derived_from,
-                    source=source,
-                    session_id=session_id,
-                    tool_call_id=tool_call_id,
-                )
-                return self._extract_and_apply(prepared, call)
+        return await asyncio.to_thread(
+            self._remember,
+            text_or_messages,
+            call,
+            user_id=user_id,
+            author=author,
+            at=at,
+            derived_from=derived_from,
+            source=source,
+            session_id=session_id,
+            tool_call_id=tool_call_id,
+        )
 
-        return await asyncio.to_thread(work)
+    def _remember(
+        self,
+        text_or_messages: str | Sequence[Mapping[str, Any]],
+        call: Callable[[list[dict[str, str]]], str],
+        *,
+        user_id: str,
+        author: Author,
+        at: datetime | None,
+        derived_from: Sequence[str] | None,
+        source: str | None,
+        session_id: str | None,
+        tool_call_id: str | None,
+    ) -> WriteReport:
+        """The write path both twins share: evidence first, the model call, the decisions."""
+        with self._user_lock(user_id):
+            prepared = self._prepare(
+                text_or_messages,
+                user_id=user_id,
+                author=author,
+                at=at,
+                derived_from=derived_from,
+                source=source,
+                session_id=session_id,
+                tool_call_id=tool_call_id,
+            )
+            report = self._extract_and_apply(prepared, call)
+        self._audit("remember", user_id, {**report.counts(), "llm_calls": report.llm_calls})
+        return report
 
     def _audit(self, op: str, user_id: str, counts: Mapping[str, int]) -> None:
         """Opt-in audit log: who called what, when, over which user, with counts; no content.
