@@ -63,6 +63,7 @@ from veil.llm.messages import (
     UserMessage,
 )
 from veil.llm.openai_compat import HOW_TO_CONFIGURE, ModelNotConfigured
+from veil.llm.provider import SdkProvider
 from veil.llm.structured import with_json_instruction
 from veil.llm.tool_arguments import decode_arguments
 
@@ -83,7 +84,7 @@ class _PartialCall:
     fragments: list[str] = field(default_factory=lambda: [])
 
 
-class AnthropicProvider:
+class AnthropicProvider(SdkProvider):
     """Streams Claude replies. ``api_key`` None means ``$ANTHROPIC_API_KEY`` (the SDK's rule).
 
     Without any key :class:`ModelNotConfigured` is raised here, not at the first request.
@@ -113,24 +114,6 @@ class AnthropicProvider:
             api_key=api_key, base_url=base_url, timeout=timeout, max_retries=0
         )
         self.label = f"anthropic ({model})"
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    @property
-    def context_window(self) -> int:
-        return self._context_window
-
-    def close(self) -> None:
-        """Release the SDK's HTTP connection pool."""
-        self._client.close()
-
-    def __enter__(self) -> AnthropicProvider:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def stream(
         self, request: Request, *, json_schema: dict[str, Any] | None = None

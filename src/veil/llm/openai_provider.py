@@ -53,6 +53,7 @@ from veil.llm.messages import (
     UserMessage,
 )
 from veil.llm.openai_compat import HOW_TO_CONFIGURE, ModelNotConfigured
+from veil.llm.provider import SdkProvider
 from veil.llm.tool_arguments import decode_arguments
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -70,7 +71,7 @@ class _PartialCall:
     arguments: list[str] = field(default_factory=lambda: [])
 
 
-class OpenAIProvider:
+class OpenAIProvider(SdkProvider):
     """Streams chat completions from OpenAI or any OpenAI-compatible server.
 
     ``api_key`` None means ``$OPENAI_API_KEY`` for OpenAI itself and no key for another
@@ -108,24 +109,6 @@ class OpenAIProvider:
             )
         except openai.OpenAIError as exc:
             raise ModelNotConfigured(f"{model}: {exc} {HOW_TO_CONFIGURE}") from None
-
-    @property
-    def model(self) -> str:
-        return self._model
-
-    @property
-    def context_window(self) -> int:
-        return self._context_window
-
-    def close(self) -> None:
-        """Release the SDK's HTTP connection pool."""
-        self._client.close()
-
-    def __enter__(self) -> OpenAIProvider:
-        return self
-
-    def __exit__(self, *exc_info: object) -> None:
-        self.close()
 
     def stream(
         self, request: Request, *, json_schema: dict[str, Any] | None = None
