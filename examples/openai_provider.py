@@ -5,7 +5,8 @@ one, in a few lines of the standard library, so a local model gives fully offlin
 
     python examples/openai_provider.py http://127.0.0.1:11434/v1 qwen2.5:7b
 
-(``veil.llm.OpenAICompatible`` is the packaged version of the same thing.)
+(``veil.llm.registry.extraction_complete_from_spec`` is the packaged version, on the official
+SDKs, for every provider Veil knows.)
 """
 
 from __future__ import annotations

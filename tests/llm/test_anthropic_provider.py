@@ -9,6 +9,7 @@ import pytest
 
 from tests.llm.conftest import Sleeps, WireServer, anthropic_sse, json_reply, recording
 from veil.llm.anthropic_provider import AnthropicProvider
+from veil.llm.configure import ModelNotConfigured
 from veil.llm.failures import RetryPolicy
 from veil.llm.messages import (
     AssistantMessage,
@@ -24,7 +25,6 @@ from veil.llm.messages import (
     ToolSpec,
     UserMessage,
 )
-from veil.llm.openai_compat import ModelNotConfigured
 from veil.llm.provider import Provider, complete
 
 HELLO = Request("You are terse.", (UserMessage("hi"),))

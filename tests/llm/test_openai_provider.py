@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from tests.llm.conftest import Sleeps, WireServer, json_reply, openai_sse, recording
+from veil.llm.configure import ModelNotConfigured
 from veil.llm.failures import RetryPolicy
 from veil.llm.messages import (
     AssistantMessage,
@@ -23,7 +24,6 @@ from veil.llm.messages import (
     ToolSpec,
     UserMessage,
 )
-from veil.llm.openai_compat import ModelNotConfigured
 from veil.llm.openai_provider import OpenAIProvider
 from veil.llm.provider import Provider, complete
 

@@ -10,6 +10,7 @@ import pytest
 
 from tests.llm.conftest import WireServer, recording
 from veil.llm.anthropic_provider import AnthropicProvider
+from veil.llm.configure import HOW_TO_CONFIGURE, ModelNotConfigured
 from veil.llm.messages import (
     AssistantMessage,
     Done,
@@ -19,7 +20,6 @@ from veil.llm.messages import (
     TextDelta,
     UserMessage,
 )
-from veil.llm.openai_compat import HOW_TO_CONFIGURE, ModelNotConfigured
 from veil.llm.openai_provider import OpenAIProvider
 from veil.llm.provider import Provider
 from veil.llm.registry import (

@@ -310,10 +310,6 @@ class VeilHarness:
         return {i.tool_call_id for i in self.engine.items() if i.tool_call_id and i.tier != "live"}
 
 
-def tool_names(tools: Sequence[Any]) -> list[str]:
-    return [t.spec.name for t in tools]
-
-
 def _turn_text(message: AssistantMessage) -> str:
     """An assistant turn as the prompt carries it: its text and its tool calls' arguments
     (a file written through a tool call costs its tokens in every request)."""

@@ -3,13 +3,12 @@
 Only this package talks to model APIs. :func:`veil.llm.registry.provider_from_spec` turns
 ``provider:model`` into a :class:`~veil.llm.provider.Provider` (OpenAI-compatible, Anthropic,
 Ollama, OpenRouter, scripted); :func:`veil.llm.registry.extraction_complete_from_spec` into the
-memory layer's ``complete(messages, *, json_schema=None) -> str``. :func:`complete_from_spec` is
-the older stdlib client for OpenAI-compatible servers. The SDK-backed modules are not imported
-here, so ``import veil.llm`` stays cheap.
+memory layer's ``complete(messages, *, json_schema=None) -> str``. The SDK-backed modules
+are not imported here, so ``import veil.llm`` stays cheap.
 """
 
 from __future__ import annotations
 
-from veil.llm.openai_compat import ModelNotConfigured, OpenAICompatible, complete_from_spec
+from veil.llm.configure import ModelNotConfigured
 
-__all__ = ["ModelNotConfigured", "OpenAICompatible", "complete_from_spec"]
+__all__ = ["ModelNotConfigured"]

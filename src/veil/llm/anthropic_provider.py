@@ -47,6 +47,7 @@ from anthropic.types import (
 from anthropic.types import TextDelta as WireTextDelta
 
 from veil.llm import catalog
+from veil.llm.configure import HOW_TO_CONFIGURE, ModelNotConfigured
 from veil.llm.failures import Failure, RetryPolicy, status_failure, stream_with_retries
 from veil.llm.messages import (
     AssistantMessage,
@@ -62,7 +63,6 @@ from veil.llm.messages import (
     Usage,
     UserMessage,
 )
-from veil.llm.openai_compat import HOW_TO_CONFIGURE, ModelNotConfigured
 from veil.llm.provider import SdkProvider
 from veil.llm.structured import with_json_instruction
 from veil.llm.tool_arguments import decode_arguments

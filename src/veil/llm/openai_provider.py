@@ -37,6 +37,7 @@ from openai.types.chat import (
 )
 
 from veil.llm import catalog
+from veil.llm.configure import HOW_TO_CONFIGURE, ModelNotConfigured
 from veil.llm.failures import Failure, RetryPolicy, status_failure, stream_with_retries
 from veil.llm.messages import (
     AssistantMessage,
@@ -52,7 +53,6 @@ from veil.llm.messages import (
     Usage,
     UserMessage,
 )
-from veil.llm.openai_compat import HOW_TO_CONFIGURE, ModelNotConfigured
 from veil.llm.provider import SdkProvider
 from veil.llm.tool_arguments import decode_arguments
 

@@ -26,6 +26,12 @@ from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
 from veil.llm.anthropic_provider import AnthropicProvider
+from veil.llm.configure import (
+    HOW_TO_CONFIGURE,
+    OPENROUTER_BASE_URL,
+    ModelNotConfigured,
+    ollama_base_url,
+)
 from veil.llm.failures import RetryPolicy
 from veil.llm.messages import (
     AssistantMessage,
@@ -34,12 +40,6 @@ from veil.llm.messages import (
     Request,
     StreamEvent,
     UserMessage,
-)
-from veil.llm.openai_compat import (
-    HOW_TO_CONFIGURE,
-    OPENROUTER_BASE_URL,
-    ModelNotConfigured,
-    ollama_base_url,
 )
 from veil.llm.openai_provider import OpenAIProvider
 from veil.llm.provider import Provider

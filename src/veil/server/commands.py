@@ -49,7 +49,7 @@ def run_serve(options: ServeOptions) -> int:
     """Serve the HTTP API until interrupted."""
     import uvicorn
 
-    from veil.llm.openai_compat import ModelNotConfigured
+    from veil.llm.configure import ModelNotConfigured
     from veil.server.app import ServerSettings, create_app
 
     try:
@@ -79,7 +79,7 @@ def run_mcp(
     db: str | None, scope: str, authority: Authority, model: str | None, embedder: str
 ) -> int:
     """Serve MCP over stdio, bound to ``scope`` and ``authority``."""
-    from veil.llm.openai_compat import ModelNotConfigured
+    from veil.llm.configure import ModelNotConfigured
     from veil.server.mcp_server import Binding, run_stdio
 
     try:
