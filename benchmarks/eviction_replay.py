@@ -89,37 +89,30 @@ def _threshold(**kw: Any) -> Any:
 
 VEIL_CONFIGS: dict[str, Callable[[], ContextConfig]] = {
     "defaults": ContextConfig,
-    "fill0.9": lambda: _cfg(target_fill=0.9),
-    "Tinc0": lambda: _cfg(threshold=_threshold(increase=0.0)),
-    "tpd2": lambda: _cfg(ticks_per_day=2.0),
-    "tpd2+Tinc0+fill0.9": lambda: _cfg(
-        ticks_per_day=2.0, target_fill=0.9, threshold=_threshold(increase=0.0)
+    "previous defaults": lambda: _cfg(
+        threshold=_threshold(maximum=0.6),
+        target_fill=0.7,
+        pressure_protected_turns=12,
+        turn_score_base="constant",
+        pressure_token_exponent=0.0,
     ),
-    "tpd2+Tinc0+fill0.9+turns4": lambda: _cfg(
-        ticks_per_day=2.0,
-        target_fill=0.9,
-        threshold=_threshold(increase=0.0),
-        protected_turns=4,
-        turn_age_span=4,
-    ),
-    "tpd1+Tinc0+fill0.9+turns4": lambda: _cfg(
-        ticks_per_day=1.0,
-        target_fill=0.9,
-        threshold=_threshold(increase=0.0),
-        protected_turns=4,
-        turn_age_span=4,
-    ),
-    "tpd2+Tmax0.3+fill0.9": lambda: _cfg(
-        ticks_per_day=2.0, target_fill=0.9, threshold=_threshold(maximum=0.3)
-    ),
-    "results5": lambda: _cfg(protected_results_ticks=5),
-    "results10": lambda: _cfg(protected_results_ticks=10),
-    "results10+fill0.9+Tinc0": lambda: _cfg(
-        protected_results_ticks=10, target_fill=0.9, threshold=_threshold(increase=0.0)
-    ),
+    # One knob of the defaults reverted or moved at a time (the ablation behind the choice).
+    "turns scored 1-evict": lambda: _cfg(turn_score_base="constant"),
+    "lowest score first": lambda: _cfg(pressure_token_exponent=0.0),
+    "score/sqrt(tokens)": lambda: _cfg(pressure_token_exponent=0.5),
+    "12 turns soft-protected": lambda: _cfg(pressure_protected_turns=12),
+    "4 turns soft-protected": lambda: _cfg(pressure_protected_turns=4),
+    "fill 0.7": lambda: _cfg(target_fill=0.7),
+    "fill 0.8": lambda: _cfg(target_fill=0.8),
+    "T max 0.6": lambda: _cfg(threshold=_threshold(maximum=0.6)),
+    "T frozen": lambda: _cfg(threshold=_threshold(increase=0.0)),
+    "ticks_per_day 2": lambda: _cfg(ticks_per_day=2.0),
+    "results protected 5 ticks": lambda: _cfg(protected_results_ticks=5),
 }
-"""ContextConfig candidates tried on set A (``--sweep``); the engine code is unchanged."""
-CHOSEN = "tpd2+Tinc0+fill0.9+turns4"
+"""ContextConfig candidates tried on set A (``--sweep``): the defaults, the defaults before
+this benchmark tuned them, and one-knob variations of the defaults. Set B never enters the
+choice."""
+CHOSEN = "defaults"
 """The candidate chosen on set A by :func:`choose` (re-run ``--sweep`` to see why)."""
 
 
@@ -576,9 +569,9 @@ def render_section(data: dict[str, Any]) -> str:
             "",
             f"ContextConfig candidates tried on set A only (every {sweep_data['every']}th "
             f"trajectory, {sweep_data['trajectories']} runs; rule: most budgets meeting both "
-            "goals, then the lowest mean miss rate; `tpd` = ticks_per_day, `Tinc0` = no "
-            "additive increase of T, `fill` = target_fill, `turns4` = protected_turns=4 and "
-            f"turn_age_span=4). Chosen: `{sweep_data['chosen']}`.",
+            "goals, then the lowest mean miss rate; each row moves one knob of the defaults, "
+            "`previous defaults` are the values before this tuning). "
+            f"Chosen: `{sweep_data['chosen']}`.",
             "",
             sweep_table(sweep_data),
         ]
@@ -699,8 +692,9 @@ def main(argv: list[str] | None = None) -> int:
         return write_needs_sample()
     quick: bool = args.quick
     t0 = time.perf_counter()
-    configs = ("defaults",) if CHOSEN == "defaults" else ("defaults", CHOSEN)
-    configs += (CHOSEN + PIN,)
+    configs = ("defaults", "previous defaults")
+    if CHOSEN not in configs:
+        configs += (CHOSEN,)
     sets: dict[str, list[Trajectory]] = {}
     entries: dict[str, Any] = {}
     needs: dict[str, list[tuple[str, Need]]] = {}
@@ -791,7 +785,7 @@ def reading(data: dict[str, Any]) -> str:
     """A plain statement of whether the goals were met, from the numbers."""
     parts: list[str] = []
     chosen = data["chosen"]
-    for veil in dict.fromkeys(["veil[defaults]", f"veil[{chosen}]", f"veil[{chosen}{PIN}]"]):
+    for veil in dict.fromkeys(["veil[defaults]", f"veil[{chosen}]", "veil[previous defaults]"]):
         for name in ("A", "B"):
             entry = data["sets"][name]
             g = entry["goals"].get(veil, [])
@@ -811,11 +805,11 @@ def reading(data: dict[str, Any]) -> str:
     text = "Reading: " + "; ".join(parts) + "."
     if fresh:
         text += (
-            " With its defaults at f=0.5 the engine had already stubbed the newest observation "
-            "(the result of the action just taken, before the model read it) at "
+            " With its defaults at f=0.5 the engine had stubbed the newest observation (the "
+            "result of the action just taken) before the model read it at "
             + " and ".join(fresh)
-            + ": stage 2 does not protect a fresh tool result, and when the protected last 12 "
-            "turns take most of the window it evicts every tool result in one pass."
+            + " (fresh results are only softly protected: when the window cannot fit "
+            "otherwise, they go too)."
         )
     return text
 

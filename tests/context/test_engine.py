@@ -244,7 +244,9 @@ def test_similar_old_turns_are_rescued(make_engine: MakeEngine) -> None:
     )
     rescued = engine.scores()[old.id]
     assert rescued > scores[old.id]
-    assert engine.scores()[filler[-1].id] == 1.0  # recent turns are protected
+    now = engine.scores()
+    # Recent turns carry no turn eviction score: above an old, dissimilar one of the same kind.
+    assert now[filler[-1].id] > now[filler[0].id]
 
 
 def test_rebuild_of_the_context_tape_is_identical(make_engine: MakeEngine) -> None:

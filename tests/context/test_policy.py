@@ -301,3 +301,47 @@ def test_soft_protection_yields_only_when_nothing_else_fits() -> None:
     assert [m.id for m in tight.moves] == ["old", "recent_turn"]
     assert "soft protection lifted" in tight.moves[1].reason
     assert all(m.id != "pinned" for m in tight.moves)
+
+
+def test_stage_two_with_token_exponent_frees_space_in_fewer_moves() -> None:
+    """Score per token freed: one large middling item goes before two small lower-scored ones."""
+    common = {
+        "live": np.array([True] * 4),
+        "warm": np.array([False] * 4),
+        "protected": np.array([False] * 4),
+        "durable_r": np.ones(4),
+        "idle_ticks": np.zeros(4),
+        "threshold": 0.0,
+        "budget": 1000,
+        "target_fill": 0.9,
+        "cold_retrievability": 0.5,
+        "cold_after_ticks": 50,
+    }
+    ids = ["small_a", "small_b", "large", "keep"]
+    scores = np.array([0.30, 0.32, 0.40, 0.90])
+    tokens = np.array([150.0, 150.0, 600.0, 300.0])
+    by_score = plan(ids, scores=scores, tokens=tokens, token_exponent=0.0, **common)
+    assert [m.id for m in by_score.moves] == ["small_a", "small_b"]
+    by_density = plan(ids, scores=scores, tokens=tokens, token_exponent=1.0, **common)
+    assert [m.id for m in by_density.moves] == ["large"]
+    assert by_density.live_tokens_after <= 900
+
+
+def test_threshold_exempt_items_skip_stage_one_but_not_pressure() -> None:
+    common = {
+        "scores": np.array([0.05, 0.05]),
+        "live": np.array([True, True]),
+        "warm": np.array([False, False]),
+        "protected": np.array([False, False]),
+        "durable_r": np.ones(2),
+        "idle_ticks": np.zeros(2),
+        "threshold": 0.2,
+        "target_fill": 0.9,
+        "cold_retrievability": 0.5,
+        "cold_after_ticks": 50,
+        "threshold_exempt": np.array([True, False]),
+    }
+    calm = plan(["young_turn", "result"], tokens=np.array([100.0, 100.0]), budget=1000, **common)
+    assert [(m.id, m.stage) for m in calm.moves] == [("result", 1)]
+    tight = plan(["young_turn", "result"], tokens=np.array([500.0, 100.0]), budget=300, **common)
+    assert [(m.id, m.stage) for m in tight.moves] == [("result", 1), ("young_turn", 2)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import Literal
 
 from veil.context.items import ItemKind, TurnKind
 
@@ -32,7 +33,7 @@ class ThresholdConfig:
 
     initial: float = 0.15
     minimum: float = 0.02
-    maximum: float = 0.6
+    maximum: float = 0.3
     increase: float = 0.01
     decrease_factor: float = 0.5
     calm_ticks: int = 5
@@ -93,12 +94,19 @@ class ContextConfig:
     )
     turn_weights: Mapping[TurnKind, float] = field(default_factory=lambda: TURN_WEIGHTS)
     protected_turns: int = 12
+    """The last turns with turn eviction score 0: the threshold (stage 1) never demotes them."""
+    pressure_protected_turns: int = 2
+    """Of those, the newest that window pressure (stage 2) takes only after everything else."""
     turn_age_span: int = 20
     turn_similarity: float = 0.7
     window_tokens: int = 128_000
     reserve_tokens: int = 16_000
-    target_fill: float = 0.7
+    target_fill: float = 0.9
     """Stage 2 evicts down to this fill of the budget; the threshold rises above it."""
+    turn_score_base: Literal["constant", "signals"] = "signals"
+    """A turn's score is ``base × (1 − turn eviction score)``; base 1 or its five-signal score."""
+    pressure_token_exponent: float = 1.0
+    """Stage 2 order: ascending ``score / tokens_freed ** exponent`` (0 = lowest score first)."""
     cold_retrievability: float = 0.5
     """Stage 3: warm items whose durable-horizon R fell below this go cold…"""
     cold_after_ticks: int = 50

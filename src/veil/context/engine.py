@@ -512,7 +512,7 @@ class ContextEngine:
             * wall_days
             / np.maximum(c.view("durable_stability"), fsrs.STABILITY_MIN)
         ) ** fsrs.decay()
-        hard, soft = self._set.protected(self.tick)
+        hard, soft, exempt = self._set.protected(self.tick)
         result = plan(
             self._set.ids,
             scores=self._set.scores(self.tick),
@@ -529,6 +529,8 @@ class ContextEngine:
             cold_retrievability=self.config.cold_retrievability,
             cold_after_ticks=self.config.cold_after_ticks,
             stub_tokens=c.view("stub_tokens"),
+            token_exponent=self.config.pressure_token_exponent,
+            threshold_exempt=exempt,
         )
         for move in result.moves:
             self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)

@@ -2,7 +2,8 @@
 
 1. **Threshold**: live, unprotected items scoring below T move to warm.
 2. **Pressure**: if live tokens still exceed the budget (window − reserve), the lowest-scoring
-   unprotected items move to warm until live tokens are at or under ``target_fill × budget``.
+   unprotected items move to warm until live tokens are at or under ``target_fill × budget``
+   (lowest score per token freed first, see :func:`plan`).
    Acting here is pressure: it lets T climb.
 3. **Cold**: warm items whose durable-horizon retrievability fell below a floor and that were
    not touched for ``cold_after_ticks`` ticks move to cold, leaving a pointer.
@@ -59,11 +60,21 @@ def plan(
     cold_after_ticks: int,
     stub_tokens: Floats | None = None,
     soft_protected: Bools | None = None,
+    token_exponent: float = 0.0,
+    threshold_exempt: Bools | None = None,
 ) -> Plan:
     """The moves of the three stages over parallel arrays (one entry per item).
 
     Token counts are of the prompt as rendered: an evicted tool result still costs its stub
     (``stub_tokens``), so moving an item saves ``tokens − stub_tokens``.
+
+    Stage 2 takes items in ascending ``score / saved^token_exponent`` (``saved`` = tokens the
+    move frees, at least 1): with exponent 0 it is plain lowest-score-first; above 0 a large
+    item with a middling score goes before several small ones whose scores are a little lower,
+    because one move frees what would otherwise cost several evictions (each a possible miss).
+
+    ``threshold_exempt`` items (the recent turns) are never stage-1 candidates but compete in
+    stage 2 like any unprotected item.
     """
     stubs = stub_tokens if stub_tokens is not None else np.zeros_like(tokens)
     soft = soft_protected if soft_protected is not None else np.zeros_like(protected)
@@ -71,7 +82,8 @@ def plan(
     protected = hard | soft
     moves: list[Move] = []
     before = int(tokens[live].sum() + stubs[~live].sum())
-    stage1 = live & ~protected & (scores < threshold)
+    exempt = threshold_exempt if threshold_exempt is not None else np.zeros_like(protected)
+    stage1 = live & ~protected & ~exempt & (scores < threshold)
     for i in np.flatnonzero(stage1):
         moves.append(Move(ids[int(i)], "warm", 1, f"score {scores[i]:.3f} < T {threshold:.3f}"))
     remaining = live & ~stage1
@@ -89,8 +101,10 @@ def plan(
             if live_tokens <= budget and why != "lowest score":
                 break
             pool = np.flatnonzero(pool_mask)
-            # Lowest score first; ties in row (capture) order, so the plan is deterministic.
-            order = pool[np.argsort(scores[pool], kind="stable")]
+            saved = np.maximum(1.0, tokens[pool] - stubs[pool])
+            key = scores[pool] / saved**token_exponent if token_exponent else scores[pool]
+            # Lowest key first; ties in row (capture) order, so the plan is deterministic.
+            order = pool[np.argsort(key, kind="stable")]
             for i in order:
                 if live_tokens <= goal:
                     break

@@ -143,7 +143,10 @@ class WorkingSet:
     # ---- scoring --------------------------------------------------------------------
 
     def scores(self, tick: int) -> Floats:
-        """Every item's score (turns: 1 − their turn eviction score), in row order."""
+        """Every item's score, in row order. A turn scores ``base × (1 − its turn eviction
+        score)`` where base is 1 (``turn_score_base="constant"``) or the turn's own five-signal
+        score (``"signals"``, the same scale as every other item, so that stage 2 weighs an old
+        turn against an old tool result fairly)."""
         c = self.cols
         scores = score_many(
             stability=c.view("stability"),
@@ -169,7 +172,8 @@ class WorkingSet:
             sim = self.turn_similarity()
             evict = np.where(sim > self.config.turn_similarity, evict * (1.0 - sim), evict)
             boost = np.where(c.flag("pinned"), self.config.weights.pin_boost, 0.0)
-            scores = np.where(turns, 1.0 - evict + boost, scores)
+            base = 1.0 if self.config.turn_score_base == "constant" else scores - boost
+            scores = np.where(turns, base * (1.0 - evict) + boost, scores)
         return scores
 
     def turn_similarity(self) -> Floats:
@@ -193,15 +197,23 @@ class WorkingSet:
         self._sim_cache = (n_turns, sim)
         return sim
 
-    def protected(self, tick: int) -> tuple[Bools, Bools]:
-        """(hard, soft): pinned/intent/correction are never moved; the last turns, fresh
-        manual loads and the newest tool results (the model has not read them yet) yield
-        only when the window cannot fit otherwise."""
+    def protected(self, tick: int) -> tuple[Bools, Bools, Bools]:
+        """(hard, soft, threshold-exempt). Hard: pinned/intent/correction, never moved. Soft:
+        the newest ``pressure_protected_turns`` turns, fresh manual loads and the newest tool
+        results (the model has not read them yet) — they yield only when the window cannot fit
+        otherwise. Threshold-exempt: the last ``protected_turns`` turns, which stage 1 never
+        demotes (their turn eviction score is 0) but which window pressure may."""
         c = self.cols
         recent_manual = (tick - c.view("manual_tick")) < self.config.manual_protect_ticks
         turn_age = (self.turns - 1) - c.view("turn_index")
-        young_turn = c.flag("is_turn") & (turn_age < self.config.protected_turns)
+        is_turn = c.flag("is_turn")
+        young_turn = is_turn & (turn_age < self.config.protected_turns)
+        newest_turn = is_turn & (turn_age < self.config.pressure_protected_turns)
         unread = c.flag("result") & (
             (tick - c.view("created_tick")) < self.config.protected_results_ticks
         )
-        return c.flag("pinned") | c.flag("never"), young_turn | recent_manual | unread
+        return (
+            c.flag("pinned") | c.flag("never"),
+            newest_turn | recent_manual | unread,
+            young_turn,
+        )
