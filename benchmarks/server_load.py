@@ -117,13 +117,25 @@ def run_level(base: str, key: str, op: str, clients: int, total: int) -> dict[st
     }
 
 
-def start_server(db: str, script: Path, turns: int) -> tuple[subprocess.Popen[str], str, str]:
-    """A key for ``SCOPE`` and a real ``veil serve`` on a free loopback port, ready to answer
-    (``scripted:`` extraction with ``turns`` canned replies, rate limiting off)."""
+def start_server(
+    db: str, script: Path, turns: int, *, admin: bool = False
+) -> tuple[subprocess.Popen[str], str, str]:
+    """A key for ``SCOPE`` (an admin key, which may erase the scope, when ``admin``) and a real
+    ``veil serve`` on a free loopback port, ready to answer (``scripted:`` extraction with
+    ``turns`` canned replies, rate limiting off)."""
     script.write_text(
         json.dumps({"turns": [{"content": json.dumps(extraction(i))} for i in range(turns)]})
     )
-    key = veil("keys", "create", "--db", db, "--scope", SCOPE, env={**os.environ})
+    key = veil(
+        "keys",
+        "create",
+        "--db",
+        db,
+        "--scope",
+        SCOPE,
+        *(["--admin"] if admin else []),
+        env={**os.environ},
+    )
     port = free_port()
     server = subprocess.Popen(
         [

@@ -14,7 +14,15 @@ window are recorded. Phase 2 (server): a real ``veil serve`` subprocess with 32 
 sending remember/recall as fast as they can; the server's RSS (``/proc/<pid>/status``) and the
 request latency per 10 s window. The report fits a least-squares line to RSS (MB/min) and to
 p95 latency (ms/min) after the first minute (warm-up: caches, first page allocations) and says
-whether either grows. Not in ``make bench`` (too long); run it explicitly.
+whether either grows. Every window also records the database size on disk (MB), so a latency
+slope can be read against the growth of the data it works over.
+
+``--steady`` keeps the data bounded: every ``ROTATE_S`` seconds the scope is erased
+(``Memory.forget`` in the library phase, ``DELETE /v1/scopes/{scope}`` with an admin key on
+the server) and the context engine starts a new session, so the memory oscillates around a
+fixed size instead of growing for the whole run. A leak or a drift that is not explained by
+data growth shows up there; the erasure itself is timed separately (``forget``), not mixed
+into the other operations' latencies. Not in ``make bench`` (too long); run it explicitly.
 """
 
 from __future__ import annotations
@@ -37,6 +45,19 @@ from benchmarks.server_load import SCOPE, extraction, start_server
 
 RESULTS = Path(__file__).resolve().parent / "results"
 WINDOW_S = 10.0
+ROTATE_S = 60.0
+"""--steady: erase the scope and start a new context session this often."""
+
+
+def db_mb(*paths: Path) -> float:
+    """Size on disk of SQLite databases with their -wal and -shm files."""
+    total = 0
+    for path in paths:
+        for suffix in ("", "-wal", "-shm"):
+            f = Path(f"{path}{suffix}")
+            if f.exists():
+                total += f.stat().st_size
+    return round(total / 1e6, 1)
 
 
 def rss_mb(pid: int | str = "self") -> float:
@@ -54,7 +75,7 @@ def slope_per_min(t: list[float], y: list[float], skip_s: float) -> float | None
     return round(float(np.polyfit(xs, ys, 1)[0]), 3)
 
 
-def library_phase(seconds: float, rate: float, work: Path) -> dict[str, Any]:
+def library_phase(seconds: float, rate: float, work: Path, steady: bool = False) -> dict[str, Any]:
     from veil.context import ContextConfig, ContextEngine
     from veil.embed import default_embedder
     from veil.memory import Memory
@@ -68,21 +89,40 @@ def library_phase(seconds: float, rate: float, work: Path) -> dict[str, Any]:
         return json.dumps(extraction(counter["n"]))
 
     memory = Memory(work / "soak-memory.db", complete=complete, embedder=embedder)
-    store = SQLiteStore(work / "soak-context.db", embedder=embedder, synchronous="normal")
-    engine = ContextEngine(
-        store,
-        session_id="soak",
-        scope="project:soak",
-        embedder=embedder,
-        config=ContextConfig(window_tokens=20_000, reserve_tokens=2_000),
-    )
-    engine.capture_turn("user", "Keep the service healthy under load")
+    stores: list[SQLiteStore] = []
+
+    def session(n: int) -> ContextEngine:
+        # A new session opens the context database afresh, as a new `veil` run would.
+        if stores:
+            stores.pop().close()
+        store = SQLiteStore(work / "soak-context.db", embedder=embedder, synchronous="normal")
+        stores.append(store)
+        engine = ContextEngine(
+            store,
+            session_id=f"soak-{n}",
+            scope=f"project:soak-{n}" if steady else "project:soak",
+            embedder=embedder,
+            config=ContextConfig(window_tokens=20_000, reserve_tokens=2_000),
+        )
+        engine.capture_turn("user", "Keep the service healthy under load")
+        return engine
+
+    engine = session(0)
     windows: list[dict[str, Any]] = []
-    lat: dict[str, list[float]] = {"remember": [], "recall": [], "capture": []}
+    lat: dict[str, list[float]] = {"remember": [], "recall": [], "capture": [], "forget": []}
     started = time.perf_counter()
     next_window = WINDOW_S
+    next_rotation = ROTATE_S
+    rotations = 0
     i = 0
     while (now := time.perf_counter() - started) < seconds:
+        if steady and now >= next_rotation:
+            t0 = time.perf_counter()
+            memory.forget(SCOPE)
+            lat["forget"].append((time.perf_counter() - t0) * 1000)
+            rotations += 1
+            engine = session(rotations)
+            next_rotation += ROTATE_S
         op = ("remember", "recall", "capture")[i % 3]
         t0 = time.perf_counter()
         if op == "remember":
@@ -104,6 +144,7 @@ def library_phase(seconds: float, rate: float, work: Path) -> dict[str, Any]:
                 {
                     "t": round(now, 1),
                     "rss_mb": round(rss_mb(), 1),
+                    "db_mb": db_mb(work / "soak-memory.db", work / "soak-context.db"),
                     "ops": i,
                     **{f"{k}_p50": round(float(np.median(v)), 2) for k, v in lat.items() if v},
                     **{
@@ -119,13 +160,19 @@ def library_phase(seconds: float, rate: float, work: Path) -> dict[str, Any]:
         if sleep > 0:
             time.sleep(sleep)
     memory.close()
-    store.close()
-    return summarise("library", windows, ("remember", "recall", "capture"))
+    for store in stores:
+        store.close()
+    name = "library, steady (scope erased every minute)" if steady else "library"
+    return summarise(name, windows, ("remember", "recall", "capture"))
 
 
-def server_phase(seconds: float, clients: int, work: Path) -> dict[str, Any]:
-    db = f"sqlite:///{work / 'soak-server.db'}"
-    server, base, key = start_server(db, work / "soak-script.json", 200_000)
+def server_phase(
+    seconds: float, clients: int, work: Path, steady: bool = False, turns: int = 200_000
+) -> dict[str, Any]:
+    """``turns``: scripted extraction replies the server can give (one per remember)."""
+    db_path = work / "soak-server.db"
+    db = f"sqlite:///{db_path}"
+    server, base, key = start_server(db, work / "soak-script.json", turns, admin=steady)
     stop = threading.Event()
     samples: list[tuple[float, str, float]] = []
     lock = threading.Lock()
@@ -156,15 +203,27 @@ def server_phase(seconds: float, clients: int, work: Path) -> dict[str, Any]:
         with concurrent.futures.ThreadPoolExecutor(max_workers=clients) as pool:
             futures = [pool.submit(client, c) for c in range(clients)]
             next_window = WINDOW_S
+            next_rotation = ROTATE_S
             while time.perf_counter() - started < seconds:
                 time.sleep(0.5)
                 now = time.perf_counter() - started
+                if steady and now >= next_rotation:
+                    t0 = time.perf_counter()
+                    httpx.delete(
+                        f"{base}/v1/scopes/{SCOPE}",
+                        headers={"Authorization": f"Bearer {key}"},
+                        timeout=120,
+                    ).raise_for_status()
+                    with lock:
+                        samples.append((now, "forget", (time.perf_counter() - t0) * 1000))
+                    next_rotation += ROTATE_S
                 if now >= next_window:
                     with lock:
                         recent = [s for s in samples if next_window - WINDOW_S <= s[0] < now]
                     row: dict[str, Any] = {
                         "t": round(now, 1),
                         "rss_mb": round(rss_mb(server.pid), 1),
+                        "db_mb": db_mb(db_path),
                         "requests": len(recent),
                     }
                     for op in ("remember", "recall"):
@@ -180,7 +239,8 @@ def server_phase(seconds: float, clients: int, work: Path) -> dict[str, Any]:
     finally:
         server.terminate()
         server.wait(timeout=30)
-    result = summarise("server (32 clients)", windows, ("remember", "recall"))
+    name = f"server ({clients} clients" + (", steady)" if steady else ")")
+    result = summarise(name, windows, ("remember", "recall"))
     result["requests"] = len(samples)
     return result
 
@@ -191,6 +251,7 @@ def summarise(name: str, windows: list[dict[str, Any]], ops: tuple[str, ...]) ->
         "phase": name,
         "windows": windows,
         "rss_slope_mb_per_min": slope_per_min(t, [w["rss_mb"] for w in windows], 60.0),
+        "db_slope_mb_per_min": slope_per_min(t, [w.get("db_mb", 0.0) for w in windows], 60.0),
     }
     for op in ops:
         ys = [w.get(f"{op}_p95") for w in windows]
@@ -203,8 +264,9 @@ def summarise(name: str, windows: list[dict[str, Any]], ops: tuple[str, ...]) ->
 
 def render_section(data: dict[str, Any]) -> str:
     lines = [
-        "| phase | duration s | RSS first → last MB | RSS slope MB/min | p95 slope ms/min |",
-        "| --- | ---: | ---: | ---: | --- |",
+        "| phase | duration s | RSS first → last MB | RSS slope MB/min | DB first → last MB "
+        "| p95 slope ms/min |",
+        "| --- | ---: | ---: | ---: | ---: | --- |",
     ]
     for phase in data["phases"]:
         w = phase["windows"]
@@ -216,7 +278,9 @@ def render_section(data: dict[str, Any]) -> str:
         lines.append(
             f"| {phase['phase']} | {w[-1]['t'] if w else 0} | "
             f"{w[0]['rss_mb'] if w else '–'} → {w[-1]['rss_mb'] if w else '–'} | "
-            f"{phase['rss_slope_mb_per_min']} | {slopes} |"
+            f"{phase['rss_slope_mb_per_min']} | "
+            f"{w[0].get('db_mb', '–') if w else '–'} → {w[-1].get('db_mb', '–') if w else '–'} | "
+            f"{slopes} |"
         )
     findings: list[str] = []
     for phase in data["phases"]:
@@ -238,10 +302,11 @@ def render_section(data: dict[str, Any]) -> str:
         verdict,
         "",
         "Slopes are least-squares fits over 10 s windows after the first minute. "
-        "A positive p95 slope on `remember`/`recall` is expected in part because the "
-        "memory keeps growing during the soak (every remember adds facts), so recall works "
-        "over more data over time; RSS slope is the leak detector. Measured on a shared "
-        "2-CPU machine.",
+        "In the growing phases every remember adds an episode and facts, so the database "
+        "grows for the whole run (DB column) and recall/remember work over more data as "
+        "time passes; the steady phases erase the scope every minute, so data stays bounded "
+        "and a slope there is not explained by growth. RSS slope is the leak detector. "
+        "Measured on a shared 2-CPU machine.",
     ]
     return "\n".join(lines)
 
@@ -251,15 +316,27 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--minutes", type=float, default=10.0)
     parser.add_argument("--rate", type=float, default=20.0)
+    parser.add_argument(
+        "--steady",
+        action="store_true",
+        help="also run both phases with the scope erased every minute (bounded data)",
+    )
     args = parser.parse_args(argv)
     seconds = 30.0 if args.quick else args.minutes * 60
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="veil-soak-") as tmp:
-        work = Path(tmp)
-        phases = [library_phase(seconds, args.rate, work), server_phase(seconds, 32, work)]
+    phases: list[dict[str, Any]] = []
+    modes = (False, True) if args.steady else (False,)
+    for steady in modes:
+        with tempfile.TemporaryDirectory(prefix="veil-soak-") as tmp:
+            work = Path(tmp)
+            phases.append(library_phase(seconds, args.rate, work, steady=steady))
+        with tempfile.TemporaryDirectory(prefix="veil-soak-") as tmp:
+            work = Path(tmp)
+            phases.append(server_phase(seconds, 32, work, steady=steady))
     data = {
         "benchmark": "soak",
         "quick": args.quick,
+        "steady": args.steady,
         "seconds_per_phase": seconds,
         "total_seconds": round(time.perf_counter() - started, 1),
         "machine": {

@@ -290,3 +290,26 @@ def test_resume_keeps_what_conflict_detection_knows(make_engine: MakeEngine) -> 
     read(again, 3, "src/a.py", "a = 2\n")  # changed behind our back: a contradiction
     read(again, 4, "src/b.py", "b\n")  # unchanged
     assert [c.subject for c in again.conflicts()] == ["src/a.py"]
+
+
+def test_turn_score_base_puts_turns_on_the_item_scale(make_engine: MakeEngine) -> None:
+    """"constant": a recent turn scores exactly 1 (above every unpinned item); "signals": it
+    scores its own five-signal score, so a fresh tool result can outrank an old turn."""
+    for base in ("constant", "signals"):
+        engine = make_engine(session=f"s-{base}", turn_score_base=base)
+        engine.capture_turn("user", "Fix the date parser", target="turn:1")
+        turns = [
+            engine.capture_turn("assistant", f"Reading module {i}", tool_names=["read"])
+            for i in range(30)
+        ]
+        result = engine.capture_tool_result(
+            tool_call_id="c1", tool_name="read", arguments={"path": "a.py"}, output="x = 1\n"
+        )
+        scores = engine.scores()
+        if base == "constant":
+            assert scores[turns[-1].id] == 1.0
+            assert scores[turns[0].id] > scores[result.id]
+        else:
+            assert scores[turns[-1].id] < 1.0
+            assert scores[turns[0].id] < scores[turns[-1].id]
+            assert scores[result.id] > scores[turns[0].id]
