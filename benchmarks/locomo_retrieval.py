@@ -37,7 +37,12 @@ What is measured, exactly:
   4 single-hop), for k in 1, 5, 10, 20.
 - Also recorded: the ingest time and the per-question wall time of ``Memory.recall``.
 
-Veil is not tuned on these numbers here; this is a measurement.
+- **Veil before the split tuning**: the same, with the episode fusion weights Veil had before
+  (``vector 0.8, recency 0.3, k 60``), for comparison in the same run.
+- **Split**: every number is also reported per half — conversations 1-5 (the tuning half) and
+  6-10 (held out). ``--tune`` grids the episode weights on the tuning half only and writes
+  ``locomo_tune.json``; the chosen weights became ``MemoryConfig.episode_weights``. The held-out
+  half never entered the choice.
 
 Results are printed as markdown tables and written as JSON to
 ``benchmarks/results/locomo_retrieval.json`` (``locomo_retrieval-quick.json`` with ``--quick``).
@@ -70,6 +75,7 @@ from benchmarks.write_overhead import filesystem_of, source_state, sqlite_versio
 from veil.clock import format_time
 from veil.embed import default_embedder
 from veil.embed.protocol import Embedder
+from veil.memory.config import MemoryConfig, RecallWeights
 from veil.memory.memory import Memory
 from veil.tape import Event
 from veil.testing import FakeClock
@@ -83,7 +89,14 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 TOKEN_BUDGET = 1_000_000
 REFERENCE_ALL_10 = {"bm25": 0.519, "dense": 0.404, "rrf": 0.508}
-RETRIEVERS = ("veil", "bm25", "dense", "rrf")
+RETRIEVERS = ("veil", "veil-untuned", "bm25", "dense", "rrf")
+UNTUNED = RecallWeights(text=1.0, vector=0.8, recency=0.3, k=60)
+"""The episode fusion weights before the split tuning (then shared with facts)."""
+TUNE_HALF = 5
+"""Conversations 1-5 (file order) are the tuning half, 6-10 the held-out half."""
+GRID_VECTOR = (0.2, 0.4, 0.6, 0.8, 1.0)
+GRID_RECENCY = (0.0, 0.1, 0.3)
+GRID_K = (10, 30, 60)
 _TOKEN = re.compile(r"[a-z0-9]+")
 _SESSION = re.compile(r"D:?(\d+):\d+")
 
@@ -245,14 +258,19 @@ def run(
     convs: list[Conversation], dates: dict[str, dict[int, datetime]], embedder: Embedder, db: Path
 ) -> dict[str, Any]:
     scores = {name: Scores.empty() for name in RETRIEVERS}
+    halves = {h: {name: Scores.empty() for name in RETRIEVERS} for h in ("tune", "held_out")}
     latencies: list[float] = []
     ingest_s = 0.0
     short_lists = 0
     last = max(d for per in dates.values() for d in per.values())
-    with Memory(
-        f"sqlite:///{db}", embedder=embedder, clock=FakeClock(last + timedelta(days=1))
-    ) as memory:
-        for conv in convs:
+    clock = FakeClock(last + timedelta(days=1))
+    untuned_config = MemoryConfig(episode_weights=UNTUNED)
+    with (
+        Memory(f"sqlite:///{db}", embedder=embedder, clock=clock) as memory,
+        Memory(f"sqlite:///{db}", embedder=embedder, clock=clock, config=untuned_config) as untuned,
+    ):
+        for position, conv in enumerate(convs):
+            half = halves["tune" if position < TUNE_HALF else "held_out"]
             scope = f"locomo:{conv.sample_id}"
             t0 = time.perf_counter()
             ids = ingest(memory, scope, conv, dates[conv.sample_id])
@@ -269,16 +287,27 @@ def run(
                 veil_ranked = [ids[e.id] for e in result.episodes]
                 if len(veil_ranked) < max(KS):
                     short_lists += 1
+                before = untuned.recall(q.text, user_id=scope, token_budget=TOKEN_BUDGET)
                 r_bm25 = ranking(bm25.scores(q.text))
                 r_dense = ranking((doc_vecs @ q_vec).astype(np.float64))
                 r_rrf = rrf(r_bm25, r_dense)
-                scores["veil"].add(q.evidence, veil_ranked, q.category)
-                scores["bm25"].add(q.evidence, [dia[i] for i in r_bm25], q.category)
-                scores["dense"].add(q.evidence, [dia[i] for i in r_dense], q.category)
-                scores["rrf"].add(q.evidence, [dia[i] for i in r_rrf], q.category)
+                ranked = {
+                    "veil": veil_ranked,
+                    "veil-untuned": [ids[e.id] for e in before.episodes],
+                    "bm25": [dia[i] for i in r_bm25],
+                    "dense": [dia[i] for i in r_dense],
+                    "rrf": [dia[i] for i in r_rrf],
+                }
+                for name, ranks in ranked.items():
+                    scores[name].add(q.evidence, ranks, q.category)
+                    half[name].add(q.evidence, ranks, q.category)
     lat = np.asarray(latencies) * 1e3
     return {
         "retrievers": {name: s.summary() for name, s in scores.items()},
+        "halves": {
+            h: {name: s.summary() for name, s in per.items() if s.categories}
+            for h, per in halves.items()
+        },
         "veil_ingest_s": round(ingest_s, 2),
         "veil_recall_ms": {
             "p50": round(float(np.percentile(lat, 50)), 2),
@@ -289,11 +318,81 @@ def run(
     }
 
 
+def vars_of(weights: RecallWeights) -> dict[str, float]:
+    return {
+        "text": weights.text,
+        "vector": weights.vector,
+        "recency": weights.recency,
+        "k": weights.k,
+    }
+
+
+def _tune_record() -> dict[str, Any] | None:
+    """What ``--tune`` chose and on what (if it was run), for the report."""
+    path = RESULTS / "locomo_tune.json"
+    if not path.exists():
+        return None
+    data = json.loads(path.read_text())
+    return {k: data[k] for k in ("conversations", "questions", "chosen", "rule", "grid")}
+
+
+def tune(
+    convs: list[Conversation], dates: dict[str, dict[int, datetime]], embedder: Embedder, db: Path
+) -> dict[str, Any]:
+    """Grid over the episode fusion weights on the tuning half only (conversations 1-5).
+
+    Rule: the highest recall_all@10; ties go to the larger recency weight (memory in use is
+    recency-biased, LoCoMo questions are not, so the benchmark cannot tell), then to the higher
+    recall_all@5. The held-out half is never evaluated here."""
+    half = convs[:TUNE_HALF]
+    last = max(d for per in dates.values() for d in per.values())
+    clock = FakeClock(last + timedelta(days=1))
+    ids: dict[str, str] = {}
+    with Memory(f"sqlite:///{db}", embedder=embedder, clock=clock) as memory:
+        for conv in half:
+            ids.update(ingest(memory, f"locomo:{conv.sample_id}", conv, dates[conv.sample_id]))
+    grid: list[dict[str, Any]] = []
+    for vector in GRID_VECTOR:
+        for recency in GRID_RECENCY:
+            for k in GRID_K:
+                weights = RecallWeights(text=1.0, vector=vector, recency=recency, k=k)
+                s = Scores.empty()
+                config = MemoryConfig(episode_weights=weights)
+                with Memory(
+                    f"sqlite:///{db}", embedder=embedder, clock=clock, config=config
+                ) as memory:
+                    for conv in half:
+                        for q in conv.questions:
+                            r = memory.recall(
+                                q.text,
+                                user_id=f"locomo:{conv.sample_id}",
+                                token_budget=TOKEN_BUDGET,
+                            )
+                            s.add(q.evidence, [ids[e.id] for e in r.episodes], q.category)
+                summary = s.summary()["recall_all"]
+                row = {"text": 1.0, "vector": vector, "recency": recency, "k": k, **summary}
+                print(f"vector {vector} recency {recency} k {k}: {summary}", flush=True)
+                grid.append(row)
+    best = max(grid, key=lambda r: (r["@10"], r["recency"], r["@5"]))
+    return {
+        "conversations": [c.sample_id for c in half],
+        "questions": sum(len(c.questions) for c in half),
+        "grid": grid,
+        "chosen": {k: best[k] for k in ("text", "vector", "recency", "k")},
+        "rule": "max recall_all@10 on the tuning half; ties: larger recency, then higher @5",
+    }
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="LoCoMo evidence recall: Veil vs baselines.")
     parser.add_argument("--quick", action="store_true", help="the first 2 conversations")
     parser.add_argument("--out", type=Path, help="JSON output path")
     parser.add_argument("--dir", type=Path, help="where to create the temporary database")
+    parser.add_argument(
+        "--tune",
+        action="store_true",
+        help="grid over the episode weights on conversations 1-5 only; writes locomo_tune.json",
+    )
     args = parser.parse_args(argv)
     quick: bool = args.quick
     started = time.perf_counter()
@@ -307,6 +406,14 @@ def main(argv: list[str] | None = None) -> int:
     dates = session_dates(path)
     embedder = default_embedder()
     embedder.embed(["warm up"])
+    if args.tune:
+        with tempfile.TemporaryDirectory(prefix="veil-locomo-", dir=args.dir) as tmp:
+            tuned = tune(convs, dates, embedder, Path(tmp) / "tune.db")
+        tuned["seconds"] = round(time.perf_counter() - started, 1)
+        out_tune = RESULTS / "locomo_tune.json"
+        out_tune.write_text(json.dumps(tuned, indent=2) + "\n")
+        print(f"chosen on conversations 1-{TUNE_HALF}: {tuned['chosen']}; wrote {out_tune}")
+        return 0
     with tempfile.TemporaryDirectory(prefix="veil-locomo-", dir=args.dir) as tmp:
         measured = run(convs, dates, embedder, Path(tmp) / "locomo.db")
         temp_fs = filesystem_of(Path(tmp).parent)
@@ -320,6 +427,11 @@ def main(argv: list[str] | None = None) -> int:
         "bm25": {"k1": BM25_K1, "b": BM25_B, "stop_words": len(STOP_WORDS), "stemming": False},
         "rrf_k": RRF_K,
         "reference_recall_all_10": REFERENCE_ALL_10,
+        "episode_weights": {
+            "tuned": vars_of(MemoryConfig().episode_weights),
+            "untuned": vars_of(UNTUNED),
+        },
+        "tune": _tune_record(),
         **measured,
         "source": source_state(),
         "temp_fs": temp_fs,

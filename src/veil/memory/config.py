@@ -105,6 +105,13 @@ class MemoryConfig:
     """Share of recall's fact slots reserved for days the relevance head does not cover.
     Measured and not adopted by the seed (see docs/memory.md); off by default."""
     recall_weights: RecallWeights = field(default_factory=RecallWeights)
+    """Fusion of the fact lists (entity graph, full text, vectors)."""
+    episode_weights: RecallWeights = field(
+        default_factory=lambda: RecallWeights(text=1.0, vector=0.2, recency=0.1, k=30)
+    )
+    """Fusion of the episode lists (full text, vectors, the most recent). Chosen on LoCoMo
+    conversations 1-5 and checked on 6-10 (``benchmarks/locomo_retrieval.py --tune``): on raw
+    conversational turns full text carries most of the signal and vectors mostly add noise."""
     token_counter: Callable[[str], int] = estimate_tokens
     """Counts tokens for recall budgets; the default is an estimate, pass an exact one."""
     consolidate_after_days: float = 30.0

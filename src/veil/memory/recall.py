@@ -237,7 +237,7 @@ class Recaller:
         when: datetime,
         as_of: datetime | None,
     ) -> list[Episode]:
-        weights = self.config.recall_weights
+        weights = self.config.episode_weights
         text_hits = [
             h.doc_id
             for h in self.store.search_text(
