@@ -29,7 +29,7 @@ from mcp import Client
 
 from tests.conftest import SHARED
 from tests.reliability.support import SEED, CanaryModel, record_figures, size
-from tests.server.conftest import start_uvicorn
+from tests.server.conftest import memory_target, start_uvicorn
 from veil.memory import Memory, MemoryConfig
 from veil.memory.projection import WIKI
 from veil.server.app import ServerSettings, create_app
@@ -131,10 +131,13 @@ def plan(scopes: int, seed: int) -> list[ScopePlan]:
     return plans
 
 
-@pytest.fixture
-def memory(tmp_path: Path) -> Iterator[Memory]:
+@pytest.fixture(params=["sqlite", "postgresql"])
+def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
+    """One store for every scope, on each backend (PostgreSQL as a non-superuser role, so
+    row-level security is in force as well as the scoped SQL)."""
+    target = memory_target(request.param, request, tmp_path)
     mem = Memory(
-        tmp_path / "iso.db",
+        next(target),
         complete=CanaryModel(),
         embedder=HashEmbedder(),
         config=MemoryConfig(consolidate_min_episodes=2),
@@ -144,6 +147,7 @@ def memory(tmp_path: Path) -> Iterator[Memory]:
         yield mem
     finally:
         mem.close()
+        target.close()
 
 
 def library_pass(
@@ -254,6 +258,7 @@ def test_no_canary_crosses_scopes(memory: Memory, tmp_path: Path) -> None:
     assert tally.leaks == [], tally.leaks[:10]
     record_figures(
         "isolation",
+        backend=type(memory.store).__name__,
         scopes=scopes,
         mcp_scopes=mcp_scopes,
         operations=tally.operations,
