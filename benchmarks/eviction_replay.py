@@ -95,6 +95,7 @@ VEIL_CONFIGS: dict[str, Callable[[], ContextConfig]] = {
         pressure_protected_turns=12,
         turn_score_base="constant",
         pressure_token_exponent=0.0,
+        protected_results_ticks=2,
     ),
     # One knob of the defaults reverted or moved at a time (the ablation behind the choice).
     "turns scored 1-evict": lambda: _cfg(turn_score_base="constant"),
@@ -107,7 +108,8 @@ VEIL_CONFIGS: dict[str, Callable[[], ContextConfig]] = {
     "T max 0.6": lambda: _cfg(threshold=_threshold(maximum=0.6)),
     "T frozen": lambda: _cfg(threshold=_threshold(increase=0.0)),
     "ticks_per_day 2": lambda: _cfg(ticks_per_day=2.0),
-    "results protected 5 ticks": lambda: _cfg(protected_results_ticks=5),
+    "results protected 2 ticks": lambda: _cfg(protected_results_ticks=2),
+    "results protected 10 ticks": lambda: _cfg(protected_results_ticks=10),
 }
 """ContextConfig candidates tried on set A (``--sweep``): the defaults, the defaults before
 this benchmark tuned them, and one-knob variations of the defaults. Set B never enters the

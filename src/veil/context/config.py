@@ -112,9 +112,10 @@ class ContextConfig:
     cold_after_ticks: int = 50
     """…when also untouched for this many ticks."""
     manual_protect_ticks: int = 3
-    protected_results_ticks: int = 2
+    protected_results_ticks: int = 5
     """Tool results captured in the last ticks are softly protected: the model has not read
-    them yet (an eviction right after capture would stub what it asked for)."""
+    them yet or is working with them (an eviction right after capture would stub what it
+    asked for)."""
     manifest_max_items: int = 40
     index_per_step: int = 8
     """Demoted items made searchable per step; the rest wait (``search`` drains them all)."""
