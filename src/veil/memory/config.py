@@ -107,11 +107,13 @@ class MemoryConfig:
     recall_weights: RecallWeights = field(default_factory=RecallWeights)
     """Fusion of the fact lists (entity graph, full text, vectors)."""
     episode_weights: RecallWeights = field(
-        default_factory=lambda: RecallWeights(text=1.0, vector=0.2, recency=0.1, k=30)
+        default_factory=lambda: RecallWeights(text=1.0, vector=0.4, recency=0.0, k=10)
     )
     """Fusion of the episode lists (full text, vectors, the most recent). Chosen on LoCoMo
     conversations 1-5 and checked on 6-10 (``benchmarks/locomo_retrieval.py --tune``): on raw
-    conversational turns full text carries most of the signal and vectors mostly add noise."""
+    conversational turns full text carries most of the signal, vectors add some, and recency
+    none — LoCoMo's questions are about any session, so it cannot value recency; a deployment
+    whose questions favour recent events can raise ``recency``."""
     token_counter: Callable[[str], int] = estimate_tokens
     """Counts tokens for recall budgets; the default is an estimate, pass an exact one."""
     consolidate_after_days: float = 30.0
