@@ -693,7 +693,16 @@ def _eviction_replay_section(loaded: Loaded, other: Loaded | None) -> str:
 def _soak_section(loaded: Loaded, other: Loaded | None) -> str:
     from benchmarks.soak import render_section
 
-    return render_section(loaded.data)
+    text = render_section(loaded.data)
+    steady = loaded.path.parent / "soak-steady.json"
+    if steady.exists():
+        text += (
+            "\n\nSteady state (`python -m benchmarks.soak --steady`, source "
+            "`benchmarks/results/soak-steady.json`): the same load with the scope erased "
+            "every minute, so the data stays bounded.\n\n"
+            + render_section(json.loads(steady.read_text()))
+        )
+    return text
 
 
 SECTIONS: tuple[Section, ...] = (

@@ -5,6 +5,7 @@ Run from the repository root::
     python -m benchmarks.soak                 # 10 minutes in-process + 10 minutes on veil serve
     python -m benchmarks.soak --quick         # 30 s + 30 s
     python -m benchmarks.soak --minutes 3     # 3 + 3
+    python -m benchmarks.soak --steady        # the same with bounded data (soak-steady.json)
 
 Phase 1 (library, one process): at a steady rate (default 20 operations/s) a mix of
 ``Memory.remember`` (scripted instant extraction, 2 facts), ``Memory.recall`` and a context
@@ -319,13 +320,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--steady",
         action="store_true",
-        help="also run both phases with the scope erased every minute (bounded data)",
+        help="run both phases with the scope erased every minute (bounded data); "
+        "writes soak-steady.json",
     )
     args = parser.parse_args(argv)
     seconds = 30.0 if args.quick else args.minutes * 60
     started = time.perf_counter()
     phases: list[dict[str, Any]] = []
-    modes = (False, True) if args.steady else (False,)
+    modes = (True,) if args.steady else (False,)
     for steady in modes:
         with tempfile.TemporaryDirectory(prefix="veil-soak-") as tmp:
             work = Path(tmp)
@@ -348,7 +350,8 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(render_section(data))
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / ("soak-quick.json" if args.quick else "soak.json")
+    name = "soak-steady" if args.steady else "soak"
+    out = RESULTS / (f"{name}-quick.json" if args.quick else f"{name}.json")
     out.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {out}")
     return 0
