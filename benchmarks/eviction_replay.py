@@ -96,6 +96,7 @@ VEIL_CONFIGS: dict[str, Callable[[], ContextConfig]] = {
         turn_score_base="constant",
         pressure_token_exponent=0.0,
         protected_results_ticks=2,
+        touch_on_reference=False,
     ),
     # One knob of the defaults reverted or moved at a time (the ablation behind the choice).
     "turns scored 1-evict": lambda: _cfg(turn_score_base="constant"),
@@ -108,6 +109,9 @@ VEIL_CONFIGS: dict[str, Callable[[], ContextConfig]] = {
     "T max 0.6": lambda: _cfg(threshold=_threshold(maximum=0.6)),
     "T frozen": lambda: _cfg(threshold=_threshold(increase=0.0)),
     "ticks_per_day 2": lambda: _cfg(ticks_per_day=2.0),
+    "no touch on reference": lambda: _cfg(touch_on_reference=False),
+    "reference names in <= 2 items": lambda: _cfg(reference_max_items=2),
+    "reference names in <= 10 items": lambda: _cfg(reference_max_items=10),
     "results protected 2 ticks": lambda: _cfg(protected_results_ticks=2),
     "results protected 10 ticks": lambda: _cfg(protected_results_ticks=10),
 }

@@ -116,6 +116,13 @@ class ContextConfig:
     """Tool results captured in the last ticks are softly protected: the model has not read
     them yet or is working with them (an eviction right after capture would stub what it
     asked for)."""
+    touch_on_reference: bool = True
+    """An action or assistant turn that names a distinctive path or symbol printed by live
+    items touches them (an FSRS recall: the model re-references what it read)."""
+    reference_max_items: int = 5
+    """A name carried by more live-or-evicted items than this is not distinctive."""
+    reference_max_touches: int = 8
+    """At most this many items touched per action or turn (most specific names first)."""
     manifest_max_items: int = 40
     index_per_step: int = 8
     """Demoted items made searchable per step; the rest wait (``search`` drains them all)."""

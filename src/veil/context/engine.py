@@ -171,6 +171,7 @@ class ContextEngine:
     ) -> ContextItem:
         """A tool call's result enters working memory (one tick of the session clock)."""
         self.tick += 1
+        self._touch_referenced(" ".join(str(v) for v in arguments.values()))
         target = _target(tool_name, arguments)
         path = str(arguments.get("path") or "") if tool_name in READ_TOOLS | WRITE_TOOLS else ""
         refs = tuple(dict.fromkeys([p for p in (path, *paths_in(output)) if p]))[:16]
@@ -211,6 +212,8 @@ class ContextEngine:
         """A conversation turn becomes an item; its kind is classified unless given.
         ``target`` names where it sits (the harness uses ``turn:<transcript index>``)."""
         first_user = role == "user" and not self._has_intent
+        if role == "assistant":
+            self._touch_referenced(text)
         kind = turn_kind or classify_turn(role, text, tool_names, first_user_turn=first_user)
         self._has_intent = self._has_intent or kind == "intent"
         item = self._new_item("turn", text, target=target or role, turn_kind=kind)
@@ -359,6 +362,22 @@ class ContextEngine:
             },
         )
         return updated
+
+    def _touch_referenced(self, text: str) -> list[str]:
+        """Touch the live items whose content carries a distinctive name ``text`` mentions
+        (``touch_on_reference``; see :mod:`veil.context.references`)."""
+        if not self.config.touch_on_reference or not text:
+            return []
+        touched: list[str] = []
+        for item_id in self._set.references.named_by(
+            text, max_items=self.config.reference_max_items
+        ):
+            if self._set.items[item_id].tier == "live":
+                self.touch(item_id)
+                touched.append(item_id)
+                if len(touched) >= self.config.reference_max_touches:
+                    break
+        return touched
 
     def touch_mentions(self, text: str) -> list[str]:
         """Touch live items whose target (a path, a command) the model's text refers to."""

@@ -18,6 +18,7 @@ from veil.clock import parse_time
 from veil.context.columns import Columns
 from veil.context.config import ContextConfig
 from veil.context.items import NEVER_EVICTED, ContextItem
+from veil.context.references import ReferenceIndex
 from veil.context.render import stub, turn_stub
 from veil.context.score import Task, score_many
 from veil.context.signals import jaccard, structure
@@ -45,6 +46,8 @@ class WorkingSet:
         self._turn_vectors: list[np.ndarray[Any, np.dtype[np.float32]]] = []
         self._turn_ids: list[str] = []
         self._sim_cache: tuple[int, Floats] | None = None
+        self.references = ReferenceIndex()
+        """Distinctive names in non-turn items' content, for re-reference touches."""
 
     # ---- lookups --------------------------------------------------------------------
 
@@ -83,6 +86,8 @@ class WorkingSet:
             self._by_call.setdefault(item.tool_call_id, []).append(item.id)
         if item.tool_name and item.target:
             self._by_target.setdefault((item.tool_name, item.target), []).append(item.id)
+        if item.kind != "turn" and self.config.touch_on_reference:
+            self.references.add(item.id, item.content)
         f, b = self.cols.f, self.cols.b
         f["tokens"][row] = item.tokens
         # An evicted tool result or turn leaves a stub in the transcript; other items nothing.

@@ -1,0 +1,86 @@
+"""Re-references: which earlier items a new action or turn names. Pure.
+
+SPEC's recall signal includes the model *re-referencing* an item. A tool result that printed
+``django/db/models/query.py`` or ``_check_ordering`` is re-referenced when a later command or
+assistant turn names that path or symbol again: the model is working with what it read there.
+The index keeps, for every item, the distinctive names its content carries — paths, dotted
+names, snake_case and camelCase identifiers — and answers which items a text names.
+
+A name carried by many items (``self``, a project's top package, a file every command prints)
+says nothing about which one is meant; :meth:`ReferenceIndex.named_by` ignores names carried by
+more than ``max_items`` items.
+"""
+
+from __future__ import annotations
+
+import builtins
+import keyword
+import re
+from collections.abc import Iterable
+
+_PATH = re.compile(
+    r"(?<![\w/.-])(?:[\w.-]+/)+[\w.-]*\w"
+    r"|(?<![\w/.-])[\w-]+\.(?:py|pyi|pyx|js|ts|tsx|go|rs|java|rb|c|h|cc|cpp|hpp|cs|json|"
+    r"yaml|yml|toml|ini|cfg|md|rst|txt|html|css|sh|sql)\b"
+)
+_DOTTED = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
+_IDENT = re.compile(r"(?<![\w.])[A-Za-z_]\w{3,}")
+_CAMEL = re.compile(r"[a-z0-9][A-Z]")
+_COMMON = frozenset(dir(builtins)) | frozenset(keyword.kwlist) | {"self", "cls", "None"}
+MAX_SCAN_CHARS = 100_000
+"""Only the head of a very large output is scanned (the names that matter are usually early)."""
+
+
+def names(text: str, limit: int = 2_000) -> frozenset[str]:
+    """The distinctive names in ``text``: paths (with a ``/`` or a known extension), dotted
+    names, and identifiers with an underscore or a camelCase hump (at least 4 characters).
+    Plain words are not names: they would tie unrelated items together."""
+    head = text[:MAX_SCAN_CHARS]
+    found: dict[str, None] = {}
+
+    def keep(name: str) -> None:
+        name = name.strip("./")
+        if len(name) >= 4 and name not in _COMMON:
+            found[name] = None
+
+    for m in _PATH.finditer(head):
+        keep(m.group(0))
+    for m in _DOTTED.finditer(head):
+        dotted = m.group(0)
+        keep(dotted)
+        tail = dotted.rsplit(".", 1)[-1]
+        if "_" in tail.strip("_") or _CAMEL.search(tail):
+            keep(tail)
+    for m in _IDENT.finditer(head):
+        word = m.group(0)
+        if "_" in word.strip("_") or _CAMEL.search(word):
+            keep(word)
+        if len(found) >= limit:
+            break
+    return frozenset(list(found)[:limit])
+
+
+class ReferenceIndex:
+    """name → the items whose content carries it (items are only ever added)."""
+
+    def __init__(self) -> None:
+        self._items: dict[str, list[str]] = {}
+
+    def add(self, item_id: str, text: str) -> None:
+        for name in names(text):
+            self._items.setdefault(name, []).append(item_id)
+
+    def named_by(self, text: str, *, max_items: int, exclude: Iterable[str] = ()) -> list[str]:
+        """Items sharing a distinctive name with ``text``, most specific names first (names
+        carried by more than ``max_items`` items are skipped); each item once."""
+        skip = set(exclude)
+        carriers = [
+            self._items[n] for n in names(text) if 0 < len(self._items.get(n, ())) <= max_items
+        ]
+        carriers.sort(key=len)
+        out: dict[str, None] = {}
+        for ids in carriers:
+            for item_id in ids:
+                if item_id not in skip:
+                    out[item_id] = None
+        return list(out)

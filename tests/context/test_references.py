@@ -1,0 +1,58 @@
+from __future__ import annotations
+
+from tests.context.conftest import MakeEngine
+from veil.context.references import ReferenceIndex, names
+
+
+def test_names_are_paths_dotted_names_and_compound_identifiers() -> None:
+    found = names(
+        "File django/db/models/base.py line 12 in _check_ordering: "
+        "models.Field raised for getFieldName; the value was wrong print self"
+    )
+    assert {"django/db/models/base.py", "_check_ordering", "models.Field", "getFieldName"} <= found
+    assert not {"File", "line", "value", "wrong", "print", "self"} & found
+
+
+def test_named_by_skips_names_that_many_items_carry() -> None:
+    index = ReferenceIndex()
+    for n in range(6):
+        index.add(f"i{n}", f"common_helper used here {n}")
+    index.add("special", "defines parse_duration_iso")
+    assert index.named_by("call common_helper", max_items=5) == []
+    assert index.named_by("fix parse_duration_iso and common_helper", max_items=5) == ["special"]
+
+
+def test_an_action_naming_what_a_result_printed_touches_it(make_engine: MakeEngine) -> None:
+    engine = make_engine()
+    engine.capture_turn("user", "Fix the ordering check", target="turn:1")
+    found = engine.capture_tool_result(
+        tool_call_id="c1",
+        tool_name="grep",
+        arguments={"pattern": "ordering"},
+        output="django/db/models/base.py:1692:    def _check_ordering(cls):",
+    )
+    other = engine.capture_tool_result(
+        tool_call_id="c2", tool_name="ls", arguments={"path": "."}, output="setup.py\nREADME"
+    )
+    base = engine.item(found.id).access_count
+    other_base = engine.item(other.id).access_count
+    engine.capture_tool_result(
+        tool_call_id="c3",
+        tool_name="read",
+        arguments={"path": "django/db/models/base.py"},
+        output="...",
+    )
+    assert engine.item(found.id).access_count == base + 1
+    assert engine.item(other.id).access_count == other_base
+    engine.capture_turn("assistant", "The bug is in _check_ordering.", tool_names=["edit"])
+    assert engine.item(found.id).access_count == base + 2
+
+
+def test_reference_touches_can_be_turned_off(make_engine: MakeEngine) -> None:
+    engine = make_engine(touch_on_reference=False)
+    found = engine.capture_tool_result(
+        tool_call_id="c1", tool_name="grep", arguments={"pattern": "x"}, output="a/b/c.py: x"
+    )
+    base = engine.item(found.id).access_count
+    engine.capture_turn("assistant", "Open a/b/c.py next.", tool_names=["read"])
+    assert engine.item(found.id).access_count == base
