@@ -345,3 +345,28 @@ def test_threshold_exempt_items_skip_stage_one_but_not_pressure() -> None:
     assert [(m.id, m.stage) for m in calm.moves] == [("result", 1)]
     tight = plan(["young_turn", "result"], tokens=np.array([500.0, 100.0]), budget=300, **common)
     assert [(m.id, m.stage) for m in tight.moves] == [("result", 1), ("young_turn", 2)]
+
+
+def test_soft_protection_yields_oldest_first_and_only_down_to_the_budget() -> None:
+    """Fresh items (soft) go in capture order, and stop as soon as the prompt fits the budget
+    (not the lower target fill): the newest result, which the model has not read, stays."""
+    ids = ["fresh_old", "fresh_mid", "fresh_new"]
+    result = plan(
+        ids,
+        scores=np.array([0.9, 0.5, 0.1]),
+        tokens=np.array([300.0, 300.0, 300.0]),
+        live=np.array([True] * 3),
+        warm=np.array([False] * 3),
+        protected=np.array([False] * 3),
+        soft_protected=np.array([True] * 3),
+        durable_r=np.ones(3),
+        idle_ticks=np.zeros(3),
+        threshold=0.0,
+        budget=650,
+        target_fill=0.5,
+        cold_retrievability=0.5,
+        cold_after_ticks=50,
+        token_exponent=1.0,
+    )
+    assert [m.id for m in result.moves] == ["fresh_old"]
+    assert result.live_tokens_after == 600
