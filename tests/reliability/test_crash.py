@@ -649,13 +649,6 @@ def _can_take_writer_lock(db: str) -> bool:
         conn.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known bug in SqlStore.register (src/veil/tape/sql.py, both backends): a changed "
-    "projection's tables and version are committed in one transaction and the replay of the "
-    "tape into them in a second one, so a crash in between leaves the projection empty but "
-    "recorded as current, and no later open rebuilds it",
-)
 @pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
 def test_kill_during_projection_replay(
     backend: str, forks: ForkServer, request: pytest.FixtureRequest, tmp_path: Path

@@ -241,10 +241,11 @@ class SqlStore(ABC):
                     self._create_projection(cur, projection)
                     stale.append(projection)
                     self._record_signature(cur, projection.name, signature, found is None)
-        self._projections.projections.extend(projections)
-        if stale and self.head() > 0:
-            with self._write() as cur:
+            # The replay commits with the new schema and signature, or nothing does: a crash
+            # in between would leave an empty projection marked current, never rebuilt.
+            if stale:
                 self._replay(cur, ProjectionSet(list(stale)))
+        self._projections.projections.extend(projections)
 
     def _check_table(self, table: Table) -> None:
         check_identifier(table.name)
