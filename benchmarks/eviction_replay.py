@@ -106,6 +106,7 @@ VEIL_CONFIGS: dict[str, Callable[[], ContextConfig]] = {
     "4 turns soft-protected": lambda: _cfg(pressure_protected_turns=4),
     "fill 0.7": lambda: _cfg(target_fill=0.7),
     "fill 0.8": lambda: _cfg(target_fill=0.8),
+    "fill 0.9": lambda: _cfg(target_fill=0.9),
     "T max 0.6": lambda: _cfg(threshold=_threshold(maximum=0.6)),
     "T frozen": lambda: _cfg(threshold=_threshold(increase=0.0)),
     "ticks_per_day 2": lambda: _cfg(ticks_per_day=2.0),
@@ -600,11 +601,17 @@ def render_section(data: dict[str, Any]) -> str:
         lines += [
             "",
             f"ContextConfig candidates tried on set A only (every {sweep_data['every']}th "
-            f"trajectory, {sweep_data['trajectories']} runs; rule: most budgets meeting both "
-            "the masking goal met, then most budgets meeting the compaction goal, then the "
-            "lowest mean miss rate; each row moves one knob of the defaults, "
-            "`previous defaults` are the values before this tuning). "
-            f"Chosen: `{sweep_data['chosen']}`.",
+            f"trajectory, {sweep_data['trajectories']} runs; rule: the masking goal met, then "
+            "most budgets meeting the compaction goal, then the lowest mean miss rate; each "
+            "row moves one knob of that round's defaults, `previous defaults` are the values "
+            "before this tuning; every row's exact ContextConfig is in the JSON). "
+            f"Chosen: `{sweep_data['chosen']}`"
+            + (
+                "."
+                if sweep_data["chosen"] == "defaults"
+                else " — adopted as the default after this round, so the `defaults` row is the "
+                "configuration before that last change (the tables above run the current one)."
+            ),
             "",
             sweep_table(sweep_data),
         ]

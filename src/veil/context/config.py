@@ -101,7 +101,7 @@ class ContextConfig:
     turn_similarity: float = 0.7
     window_tokens: int = 128_000
     reserve_tokens: int = 16_000
-    target_fill: float = 0.9
+    target_fill: float = 0.7
     """Stage 2 evicts down to this fill of the budget; the threshold rises above it."""
     turn_score_base: Literal["constant", "signals"] = "signals"
     """A turn's score is ``base × (1 − turn eviction score)``; base 1 or its five-signal score."""
