@@ -293,8 +293,9 @@ def test_resume_keeps_what_conflict_detection_knows(make_engine: MakeEngine) -> 
 
 
 def test_turn_score_base_puts_turns_on_the_item_scale(make_engine: MakeEngine) -> None:
-    """"constant": a recent turn scores exactly 1 (above every unpinned item); "signals": it
-    scores its own five-signal score, so a fresh tool result can outrank an old turn."""
+    """With base "constant" a recent turn scores exactly 1 (above every unpinned item); with
+    "signals" it scores its own five-signal score, so a fresh tool result can outrank an old
+    turn."""
     for base in ("constant", "signals"):
         engine = make_engine(session=f"s-{base}", turn_score_base=base)
         engine.capture_turn("user", "Fix the date parser", target="turn:1")
