@@ -852,6 +852,35 @@ def reading(data: dict[str, Any]) -> str:
             share = per_traj * entry["trajectories"] / max(1, entry["steps"])
             fresh.append(f"set {name} {_pct(share)} of steps")
     text = "Reading: " + "; ".join(parts) + "."
+    worse: list[str] = []
+    for name in ("A", "B"):
+        rows = data["sets"][name]["rows"]
+        trunc = [
+            (r["tokens_vs_keep_all"], r["miss_rate"] or 0.0)
+            for k, r in rows.items()
+            if family(k)[0] == "truncate-oldest"
+        ]
+        for f in data["budgets"]:
+            r = rows.get(f"veil[defaults]@{f}")
+            if r is None:
+                continue
+            at = interpolate(trunc, r["tokens_vs_keep_all"])
+            if at is not None and (r["miss_rate"] or 0.0) > at:
+                worse.append(
+                    f"set {name} f={f:g} ({_pct(r['miss_rate'])} vs {_pct(at)} at "
+                    f"{_pct(r['tokens_vs_keep_all'])} tokens)"
+                )
+    if worse:
+        text += (
+            " Where Veil loses: plain truncate-oldest misses less at equal tokens at "
+            + ", ".join(worse)
+            + ". Truncation drops each old assistant message with its observation; Veil keeps "
+            "the model's own turns (the last 12 exempt from the threshold, evicted turns leave a "
+            "stub), the manifest and one stub per evicted result, so at a tight budget it has "
+            "fewer tokens left for observations. At f=0.25 its prompt cannot even get down to "
+            "the budget (softly protected items: the 2 newest turns, the results of the last 5 "
+            "ticks)."
+        )
     if fresh:
         text += (
             " With its defaults at f=0.5 the engine had stubbed the newest observation (the "
