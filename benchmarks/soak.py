@@ -323,18 +323,23 @@ def main(argv: list[str] | None = None) -> int:
         help="run both phases with the scope erased every minute (bounded data); "
         "writes soak-steady.json",
     )
+    parser.add_argument(
+        "--only", choices=("library", "server"), help="run one phase (writes -<phase> results)"
+    )
     args = parser.parse_args(argv)
     seconds = 30.0 if args.quick else args.minutes * 60
     started = time.perf_counter()
     phases: list[dict[str, Any]] = []
     modes = (True,) if args.steady else (False,)
     for steady in modes:
-        with tempfile.TemporaryDirectory(prefix="veil-soak-") as tmp:
-            work = Path(tmp)
-            phases.append(library_phase(seconds, args.rate, work, steady=steady))
-        with tempfile.TemporaryDirectory(prefix="veil-soak-") as tmp:
-            work = Path(tmp)
-            phases.append(server_phase(seconds, 32, work, steady=steady))
+        if args.only != "server":
+            with tempfile.TemporaryDirectory(prefix="veil-soak-") as tmp:
+                work = Path(tmp)
+                phases.append(library_phase(seconds, args.rate, work, steady=steady))
+        if args.only != "library":
+            with tempfile.TemporaryDirectory(prefix="veil-soak-") as tmp:
+                work = Path(tmp)
+                phases.append(server_phase(seconds, 32, work, steady=steady))
     data = {
         "benchmark": "soak",
         "quick": args.quick,
@@ -350,7 +355,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     print(render_section(data))
     RESULTS.mkdir(exist_ok=True)
-    name = "soak-steady" if args.steady else "soak"
+    name = ("soak-steady" if args.steady else "soak") + (f"-{args.only}" if args.only else "")
     out = RESULTS / (f"{name}-quick.json" if args.quick else f"{name}.json")
     out.write_text(json.dumps(data, indent=1) + "\n")
     print(f"wrote {out}")

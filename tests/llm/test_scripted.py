@@ -80,6 +80,15 @@ def test_records_every_request() -> None:
     assert provider.requests == requests and provider.turns_used == 2
 
 
+def test_keeps_only_the_latest_requests() -> None:
+    """Behind a long-running server the record is bounded (the soak found it growing)."""
+    provider = ScriptedProvider({"turns": [{"content": str(i)} for i in range(5)]}, keep_requests=2)
+    requests = [ask(str(i)) for i in range(5)]
+    for request in requests:
+        complete(provider, request)
+    assert provider.requests == requests[-2:] and provider.turns_used == 5
+
+
 def test_loads_a_file_and_usage_is_given_or_estimated(tmp_path: Path) -> None:
     path = tmp_path / "demo.json"
     script = {"turns": [{"content": "hi", "usage": {"input_tokens": 7, "output_tokens": 3}}, {}]}

@@ -61,7 +61,11 @@ class ScriptedProvider:
         *,
         context_window: int = DEFAULT_CONTEXT_WINDOW,
         name: str | None = None,
+        keep_requests: int = 1000,
     ) -> None:
+        """``keep_requests``: how many of the latest requests :attr:`requests` keeps. A scripted
+        model behind a long-running server (load tests, soaks) would otherwise hold every
+        prompt it was ever sent — memory that grows without bound."""
         if isinstance(script, str | Path):
             path = Path(script)
             try:
@@ -76,7 +80,10 @@ class ScriptedProvider:
         self.replies: tuple[Response, ...] = parse_script(data)
         self._model = f"scripted:{name or 'inline'}"
         self._context_window = context_window
+        self._keep = max(1, keep_requests)
+        self._turns = 0
         self.requests: list[Request] = []
+        """The latest requests (at most ``keep_requests``), oldest first."""
 
     @property
     def model(self) -> str:
@@ -92,7 +99,7 @@ class ScriptedProvider:
 
     @property
     def turns_used(self) -> int:
-        return len(self.requests)
+        return self._turns
 
     def stream(
         self, request: Request, *, json_schema: dict[str, Any] | None = None
@@ -103,7 +110,10 @@ class ScriptedProvider:
         sends its request then.
         """
         self.requests.append(request)
-        turn = len(self.requests)
+        if len(self.requests) > self._keep:
+            del self.requests[0]
+        self._turns += 1
+        turn = self._turns
         if turn > len(self.replies):
             raise ScriptExhausted(
                 f"the script has {len(self.replies)} turns; the run asked for turn {turn}"
