@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
@@ -180,3 +181,16 @@ def test_veil_mcp_subprocess_binds_scope_and_authority(tmp_path: Path) -> None:
         confirms = memory.store.read("user:mcp", kinds=["memory.confirmed", "memory.disputed"])
         assert {e.actor for e in confirms} == {"assistant"}
         assert memory.store.scopes() == ["user:mcp"]
+
+
+def test_malloc_arenas_are_capped_unless_the_environment_says_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`veil serve` caps glibc malloc arenas (the steady soak's RSS creep); an explicit
+    MALLOC_ARENA_MAX is left alone."""
+    from veil.server.commands import limit_malloc_arenas
+
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    assert limit_malloc_arenas() is False
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    assert limit_malloc_arenas() is sys.platform.startswith("linux")
