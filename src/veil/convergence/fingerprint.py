@@ -69,12 +69,19 @@ _TMP = re.compile(
     r"(?:/private)?/(?:tmp|var/tmp|var/folders)/[^\s'\"`:,;)\]]*"
     r"|\bpytest-of-[^\s'\"`:,;)\]]*"
     r"|\btmp[a-zA-Z0-9_]{6,}\b"
-    r"|[A-Za-z]:\\(?:[^\s\\]+\\)*(?:Temp|tmp)\\[^\s'\"`:,;)\]]*"
+    r"|[A-Za-z]:\\(?:[^\s\\:]+\\)*(?:Temp|tmp)\\[^\s'\"`:,;)\]]*"
 )
+"""A Windows directory name has no ``:``; stopping there keeps the scan from each drive letter
+to the next one, instead of to the end of a whitespace-free run (quadratic in a long line of
+``C:\\…`` paths)."""
 _PATH = re.compile(
-    r"(?:[A-Za-z]:\\|\\\\)?(?:[\w.~@+-]+[/\\])+([\w.@+-]+)"
-    r"|(?<![\w<])/(?:[\w.~@+-]+/)*([\w.@+-]+)"
+    r"(?:[A-Za-z]:\\|\\\\|(?<![\w.~@+-]))(?:[\w.~@+-]+[/\\])+([\w.~@+-]+)"
+    r"|(?<![\w<])/(?:[\w.~@+-]+/)*([\w.~@+-]+)"
 )
+"""Linear time: a path starts at a drive (``C:\\``), a UNC prefix or the first character of a
+name (the lookbehind: never inside one, where every start would rescan the rest of the name),
+and its last segment takes the same characters as the others (``~`` included), so backing off
+one segment always ends the match instead of retrying every shorter chain."""
 _LINE = re.compile(r"\b(line|ln|col|column)\s+\d+", re.IGNORECASE)
 _POSITION = re.compile(r"(\.\w{1,8}):\d+(?::\d+)?")
 _DURATION = re.compile(
@@ -118,7 +125,7 @@ def _quoted(match: re.Match[str]) -> str:
 # ---- what part of an output is the error -------------------------------------------------------
 
 _TRACEBACK = "Traceback (most recent call last):"
-_FRAME = re.compile(r'^\s*File "([^"]*)", line \d+(?:, in (\S+))?', re.M)
+_FRAME = re.compile(r'^[ \t]*File "([^"]*)", line \d+(?:, in (\S+))?', re.M)
 _EXC_LINE = re.compile(r"^((?:[A-Za-z_]\w*\.)*[A-Z]\w*)(?::\s?(.*))?$")
 _PYTEST_FAILED = re.compile(r"^(FAILED|ERROR) ([^\s(]\S*)", re.M)
 _RAISED = re.compile(
@@ -173,7 +180,9 @@ def fingerprint(text: str | None) -> str | None:
     sig = signature(text)
     if sig is None or not sig.text:
         return None
-    digest = hashlib.sha256(f"{sig.kind}\n{sig.text}".encode()).hexdigest()[:16]
+    # surrogatepass: text decoded with errors="surrogateescape" holds lone surrogates.
+    data = f"{sig.kind}\n{sig.text}".encode("utf-8", "surrogatepass")
+    digest = hashlib.sha256(data).hexdigest()[:16]
     return f"{FINGERPRINT_VERSION}:{digest}"
 
 

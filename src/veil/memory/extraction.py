@@ -159,14 +159,25 @@ def parse_output(output: str) -> dict[str, list[Any]]:
     return {"facts": cast(list[Any], facts), "episodes": cast(list[Any], episodes)}
 
 
+MAX_JSON_STARTS = 200
+"""Opening braces tried per candidate text. Every failed try costs time proportional to its
+offset (the decoder's error counts the lines before it), so a flood of braces would make the
+parse quadratic; the extraction object is the first or nearly the first brace of real output,
+and past this many the output is unparseable (the repair retry asks again)."""
+
+
 def first_json_object(text: str) -> dict[str, Any] | None:
-    fenced = re.findall(r"```(?:json)?\s*(.*?)```", text, flags=re.DOTALL)
+    # \s*+ is possessive: giving whitespace back cannot help the lazy body find a fence, and
+    # retrying it made an unclosed fence before a long run of blank lines quadratic.
+    fenced = re.findall(r"```(?:json)?\s*+(.*?)```", text, flags=re.DOTALL)
     decoder = json.JSONDecoder()
     for candidate in [*fenced, text]:
-        for match in re.finditer(r"\{", candidate):
+        for attempt, match in enumerate(re.finditer(r"\{", candidate)):
+            if attempt == MAX_JSON_STARTS:
+                break
             try:
                 value, _ = decoder.raw_decode(candidate, match.start())
-            except (json.JSONDecodeError, RecursionError):
+            except (ValueError, RecursionError):  # ValueError: also integers over 4300 digits
                 continue
             if isinstance(value, dict):
                 return cast(dict[str, Any], value)
@@ -204,7 +215,18 @@ def _text(item: Mapping[str, Any], key: str, *, required: bool) -> str | None:
         raise ValueError(f"empty {key!r}")
     if len(value) > MAX_FIELD_CHARS:
         raise ValueError(f"{key!r} longer than {MAX_FIELD_CHARS} characters")
+    if not _is_unicode(value):
+        raise ValueError(f"{key!r} holds a lone surrogate (not valid Unicode)")
     return value or None
+
+
+def _is_unicode(text: str) -> bool:
+    """False for text with lone surrogates (``"\\ud800"`` in JSON): the tape stores UTF-8."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def validate_fact(item: object) -> FactItem:
@@ -264,5 +286,17 @@ def validate_items(
 
 
 def _preview(item: object) -> object:
-    text = json.dumps(item, default=str)
-    return item if len(text) <= 500 else text[:500] + "…"
+    """The invalid item as the report and the tape keep it: the item itself when it is short
+    and writable as canonical JSON, else at most 500 characters of its (ASCII) JSON text —
+    never NaN/Infinity or a lone surrogate, which the tape would refuse."""
+    try:
+        exact = json.dumps(item, ensure_ascii=False, allow_nan=False)
+    except (ValueError, RecursionError):
+        exact = None
+    if exact is not None and len(exact) <= 500 and _is_unicode(exact):
+        return item
+    try:
+        text = json.dumps(item, default=str)
+    except (ValueError, RecursionError):
+        return f"<{type(item).__name__} nested too deeply to show>"
+    return text if len(text) <= 500 else text[:500] + "…"

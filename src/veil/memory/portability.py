@@ -10,16 +10,25 @@ trust, so nothing imported can outrank what the user says.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast, get_args
 
 from veil.clock import format_time, parse_time
-from veil.memory.model import Episode, Fact
+from veil.memory.model import (
+    AUTHORS,
+    EPISODE_KINDS,
+    VOLATILITIES,
+    Disclosure,
+    Episode,
+    Fact,
+    FactState,
+)
 from veil.tape import Event, JSONValue, Store, canonical_json
-from veil.tape.events import validate_scope
+from veil.tape.events import seal, validate_scope
 
 FORMAT = "veil.memory.export"
 VERSION = 1
@@ -100,65 +109,273 @@ def write_export(path: Path, lines: Iterator[str]) -> int:
 def read_export(
     path: Path, *, user_id: str | None, restore: bool, source: str
 ) -> tuple[str, list[Event]]:
-    """Parse and validate a whole file before anything is written."""
-    with path.open(encoding="utf-8") as handle:
-        lines = handle.read().splitlines()
+    """Parse and validate a whole file before anything is written: every problem is an
+    :class:`ImportFormatError` naming the line, raised before the store is touched."""
+    if user_id is not None:
+        validate_scope(user_id)
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ImportFormatError(f"{path}:{line}: not UTF-8: {exc.reason}") from None
+    # Only the JSON Lines separators: str.splitlines() would also split inside a JSON string
+    # at U+2028/U+2029/U+0085 (which canonical JSON writes unescaped), breaking the line.
+    lines = _NEWLINE.split(text)
+    if lines and lines[-1] == "":
+        lines.pop()
     if not lines:
         raise ImportFormatError(f"{path}: empty file")
-    try:
-        header = json.loads(lines[0])
-    except json.JSONDecodeError as exc:
-        raise ImportFormatError(f"{path}:1: header is not JSON: {exc}") from None
+    header = _json_line(path, 1, lines[0], "header is not JSON")
     if not isinstance(header, dict) or cast(dict[str, Any], header).get("format") != FORMAT:
         raise ImportFormatError(f"{path}:1: not a {FORMAT} file")
     head = cast(dict[str, Any], header)
     if head.get("version") != VERSION:
         raise ImportFormatError(
-            f"{path}:1: version {head.get('version')!r}; this Veil reads version {VERSION}"
+            f"{path}:1: version {_short(head.get('version'))}; this Veil reads version {VERSION}"
         )
-    scope = validate_scope(user_id or str(head.get("user_id", "")))
+    if user_id is None:
+        try:
+            user_id = validate_scope(head.get("user_id"))  # pyright: ignore[reportArgumentType]
+        except ValueError as exc:
+            raise ImportFormatError(f"{path}:1: bad user_id: {exc}") from None
+    scope = user_id
     events: list[Event] = []
+    first_line: dict[str, int] = {}
     for number, line in enumerate(lines[1:], start=2):
         if not line.strip():
             continue
-        try:
-            item = json.loads(line)
-        except (json.JSONDecodeError, RecursionError) as exc:
-            raise ImportFormatError(f"{path}:{number}: not JSON: {exc}") from None
+        item = _json_line(path, number, line, "not JSON")
         if not isinstance(item, dict):
             raise ImportFormatError(f"{path}:{number}: each line must be an object")
         record = cast(dict[str, Any], item)
         if record.get("type") != "event":
             continue
         try:
-            events.append(_event_from(record, scope, restore=restore, source=source))
-        except (KeyError, TypeError, ValueError) as exc:
+            event = _event_from(record, scope, restore=restore, source=source)
+            seal(event)  # the tape's own checks: id, kind, actor, JSON, UTF-8
+        except (ValueError, RecursionError) as exc:
             raise ImportFormatError(f"{path}:{number}: bad event: {exc}") from None
+        if event.id in first_line:
+            raise ImportFormatError(
+                f"{path}:{number}: event {event.id} already appears on line {first_line[event.id]}"
+            )
+        first_line[event.id] = number
+        events.append(event)
     return scope, events
 
 
+_NEWLINE = re.compile(r"\r\n|\r|\n")
+
+
+def _json_line(path: Path, number: int, line: str, what: str) -> Any:
+    try:
+        return json.loads(line)
+    except (ValueError, RecursionError) as exc:  # ValueError: also too-long integers
+        raise ImportFormatError(f"{path}:{number}: {what}: {_short(exc)}") from None
+
+
+def _short(value: object) -> str:
+    text = repr(value) if not isinstance(value, Exception) else str(value)
+    return text if len(text) <= 200 else text[:200] + "…"
+
+
 def _event_from(record: dict[str, Any], scope: str, *, restore: bool, source: str) -> Event:
-    kind = str(record["kind"])
+    event_id, kind, actor = record.get("id"), record.get("kind"), record.get("actor")
+    if not isinstance(event_id, str) or not isinstance(kind, str) or not isinstance(actor, str):
+        raise ValueError('"id", "kind" and "actor" must be strings')
     if not kind.startswith(IMPORTABLE_PREFIXES):
-        raise ValueError(f"kind {kind!r} is not importable")
-    payload = record["payload"]
+        raise ValueError(f"kind {_short(kind)} is not importable")
+    payload = record.get("payload")
     provenance: Any = record.get("provenance") or {}
     if not isinstance(payload, dict) or not isinstance(provenance, dict):
         raise ValueError("payload and provenance must be objects")
     body: dict[str, JSONValue] = dict(cast(dict[str, JSONValue], payload))
+    check_payload(kind, body)
     if not restore and kind == "memory.fact":
         fact = dict(cast(dict[str, JSONValue], body["fact"]))
         fact["trust"] = 0
         fact["source"] = source
         body["fact"] = fact
     recorded = record.get("recorded_at")
+    if recorded is not None and not isinstance(recorded, str):
+        raise ValueError('"recorded_at" must be a string or null')
     return Event(
-        id=str(record["id"]),
+        id=event_id,
         scope=scope,
         kind=kind,
-        at=parse_time(str(record["at"])),
-        actor=str(record["actor"]),
+        at=_time(record.get("at"), "at"),
+        actor=actor,
         payload=body,
         provenance=cast(dict[str, JSONValue], provenance),
-        recorded_at=parse_time(str(recorded)) if restore and recorded else None,
+        recorded_at=_time(recorded, "recorded_at") if restore and recorded else None,
     )
+
+
+def _time(value: object, name: str) -> datetime:
+    if not isinstance(value, str):
+        raise ValueError(f"{name!r} must be an ISO-8601 time")
+    try:
+        return parse_time(value)
+    except (ValueError, OverflowError):
+        raise ValueError(
+            f"{name!r}: {_short(value)} is not an ISO-8601 time with an offset"
+        ) from None
+
+
+# ---- what the projection and the readers need of each event kind ---------------------------
+
+_Type = Literal["id", "str", "time", "date", "int", "bool", "strs"] | tuple[str, ...]
+_Spec = dict[str, tuple[_Type, bool]]
+"""field → (type, required). Required: present and not null. Other keys are not checked."""
+
+_FACT: _Spec = {
+    "fact_id": ("id", True),
+    "subject": ("str", True),
+    "subject_key": ("str", False),
+    "relation": ("str", True),
+    "relation_class": ("str", False),
+    "object": ("str", True),
+    "object_key": ("str", False),
+    "statement": ("str", True),
+    "volatility": (VOLATILITIES, True),
+    "valid_from": ("time", True),
+    "valid_to": ("time", False),
+    "state": (get_args(FactState), True),
+    "superseded_by": ("str", False),
+    "reason": ("str", False),
+    "author": (AUTHORS, True),
+    "disclosure": (get_args(Disclosure), True),
+    "claimant": ("str", True),
+    "event_id": ("str", True),
+    "derived_from": ("strs", False),
+    "session_id": ("str", False),
+    "tool_call_id": ("str", False),
+    "source": ("str", False),
+    "trust": ("int", True),
+    "last_confirmed_at": ("time", True),
+    "flags": ("strs", False),
+    "contested_with": ("strs", False),
+    "times_used": ("int", False),
+    "last_outcome": ("bool", False),
+}
+_EPISODE: _Spec = {
+    "episode_id": ("id", True),
+    "kind": (EPISODE_KINDS, True),
+    "text": ("str", True),
+    "at": ("time", True),
+    "due": ("date", False),
+    "event_id": ("str", False),
+    "session_id": ("str", False),
+    "derived_from": ("strs", False),
+}
+_WIKI_SECTION: _Spec = {
+    "section": ("id", True),
+    "title": ("str", True),
+    "text": ("str", True),
+    "fact_ids": ("strs", True),
+}
+_PAYLOADS: dict[str, _Spec] = {
+    "memory.evidence": {
+        "text": ("str", True),
+        "author": (AUTHORS, True),
+        "source": ("str", False),
+        "session_id": ("str", False),
+        "tool_call_id": ("str", False),
+        "derived_from": ("strs", False),
+    },
+    "memory.extraction": {
+        "evidence_id": ("id", True),
+        "status": ("str", False),
+        "error": ("str", False),
+    },
+    "memory.superseded": {
+        "fact_id": ("id", True),
+        "valid_to": ("time", True),
+        "by": ("str", False),
+        "reason": ("str", False),
+    },
+    "memory.reinforced": {"fact_id": ("id", True), "at": ("time", True)},
+    "memory.contested": {"fact_id": ("id", True), "contested_with": ("strs", True)},
+    "memory.confirmed": {
+        "fact_id": ("id", True),
+        "at": ("time", True),
+        "state": (get_args(FactState), True),
+        "reason": ("str", False),
+    },
+    "memory.disputed": {"fact_id": ("id", True), "reason": ("str", False)},
+    "memory.outcome": {
+        "fact_id": ("id", True),
+        "times_used": ("int", True),
+        "ok": ("bool", True),
+    },
+    "memory.consolidated": {"episode_ids": ("strs", True), "into": ("id", True)},
+    "memory.wiki": {
+        "removed": ("strs", False),
+        "compiled_at": ("time", True),
+    },
+}
+_INT64 = 2**63
+
+
+def check_payload(kind: str, payload: dict[str, JSONValue]) -> None:
+    """Raise ``ValueError`` when a ``memory.*`` payload lacks what the memory projection and its
+    readers rely on (types, enumerations, ISO times). Kinds without a projection pass."""
+    if kind == "memory.fact":
+        _check(_object(payload.get("fact"), "fact"), _FACT, "fact")
+    elif kind == "memory.episode":
+        _check(_object(payload.get("episode"), "episode"), _EPISODE, "episode")
+    elif kind in _PAYLOADS:
+        _check(payload, _PAYLOADS[kind], "payload")
+    if kind == "memory.wiki":
+        sections = payload.get("sections")
+        if not isinstance(sections, list):
+            raise ValueError('"sections" must be a list')
+        for section in sections:
+            _check(_object(section, "section"), _WIKI_SECTION, "section")
+
+
+def _object(value: JSONValue, name: str) -> dict[str, JSONValue]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{name!r} must be an object")
+    return value
+
+
+def _check(values: dict[str, JSONValue], spec: _Spec, where: str) -> None:
+    for name, (type_, required) in spec.items():
+        value = values.get(name)
+        if value is None:
+            if required:
+                raise ValueError(f"{where} needs {name!r}")
+            continue
+        if not _is(type_, value):
+            expected = f"one of {', '.join(type_)}" if isinstance(type_, tuple) else type_
+            raise ValueError(f"{where} {name!r} must be {expected}, got {_short(value)}")
+
+
+def _is(type_: _Type, value: JSONValue) -> bool:
+    if isinstance(type_, tuple):
+        return value in type_
+    if type_ == "strs":
+        return isinstance(value, list) and all(isinstance(v, str) for v in value)
+    if type_ == "int":
+        return isinstance(value, int) and not isinstance(value, bool) and -_INT64 <= value < _INT64
+    if type_ == "bool":
+        return isinstance(value, bool)
+    if not isinstance(value, str):
+        return False
+    if type_ == "id":
+        return bool(value.strip())
+    if type_ == "time":
+        try:
+            parse_time(value)
+        except (ValueError, OverflowError):
+            return False
+        return True
+    if type_ == "date":
+        try:
+            date.fromisoformat(value)
+        except ValueError:
+            return False
+        return True
+    return True
