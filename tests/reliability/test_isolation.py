@@ -147,7 +147,7 @@ def memory(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Memory]:
         yield mem
     finally:
         mem.close()
-        target.close()
+        next(target, None)  # resume the generator: it drops the PostgreSQL database
 
 
 def library_pass(
