@@ -99,7 +99,7 @@ def test_locomo_retrieval_quick() -> None:
     # Needs LoCoMo in the shared data folder ($VEIL_SHARED_DIR); missing data fails, not skips.
     data = run_quick("locomo_retrieval")
     assert len(data["conversations"]) == 2 and data["questions"] > 0
-    assert list(data["retrievers"]) == ["veil", "bm25", "dense", "rrf"]
+    assert list(data["retrievers"]) == ["veil", "veil-untuned", "bm25", "dense", "rrf"]
     for r in data["retrievers"].values():
         assert r["questions"] == data["questions"]
         recalls = [r["recall_all"][f"@{k}"] for k in (1, 5, 10, 20)]
@@ -110,6 +110,9 @@ def test_locomo_retrieval_quick() -> None:
     # Lexical matching is strong on LoCoMo: BM25 beats chance by far on 2 conversations.
     assert data["retrievers"]["bm25"]["recall_all"]["@10"] > 0.3
     assert data["veil_lists_shorter_than_20"] == 0
+    # the quick run's two conversations are both in the tuning half
+    assert set(data["halves"]["tune"]) == set(data["retrievers"])
+    assert data["halves"]["held_out"] == {}
 
 
 def test_run_lists_every_benchmark_module() -> None:

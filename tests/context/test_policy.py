@@ -370,3 +370,27 @@ def test_soft_protection_yields_oldest_first_and_only_down_to_the_budget() -> No
     )
     assert [m.id for m in result.moves] == ["fresh_old"]
     assert result.live_tokens_after == 600
+
+
+def test_soft_protection_yields_the_longest_untouched_first() -> None:
+    """An item the model just expanded (idle 0) is the freshest even though it was captured
+    first; items whose stub costs as much as their content are never moved (nothing freed)."""
+    result = plan(
+        ["expanded_old_capture", "fresh_a", "fresh_b", "tiny"],
+        scores=np.array([0.9, 0.5, 0.5, 0.1]),
+        tokens=np.array([400.0, 200.0, 200.0, 5.0]),
+        live=np.array([True] * 4),
+        warm=np.array([False] * 4),
+        protected=np.array([False] * 4),
+        soft_protected=np.array([True, True, True, False]),
+        durable_r=np.ones(4),
+        idle_ticks=np.array([0.0, 3.0, 2.0, 9.0]),
+        threshold=0.0,
+        budget=650,
+        target_fill=0.7,
+        cold_retrievability=0.5,
+        cold_after_ticks=50,
+        stub_tokens=np.array([10.0, 10.0, 10.0, 10.0]),
+        token_exponent=1.0,
+    )
+    assert [m.id for m in result.moves] == ["fresh_a"]

@@ -405,11 +405,17 @@ class ContextEngine:
         return item
 
     def expand(self, pointer_or_id: str) -> ContextItem:
-        """Bring an evicted item back live, byte-identical. Coming back is a regret: T halves."""
+        """Bring an evicted item back live, byte-identical. Coming back is a regret: T halves.
+        It is protected for ``manual_protect_ticks`` like a load by hand (without the ×1.5),
+        so that window pressure does not stub it again before the model has read it."""
         item = self.resolve_pointer(pointer_or_id)
         if item.tier != "live":
             self._regret(item.id, "expanded")
             item = self._move(item, "live", stage=0, reason="expanded")
+            item = replace(item, manual_tick=self.tick)
+            self._set.cols.f["manual_tick"][self._set.row(item.id)] = self.tick
+            self._set.update(item)
+            self._emit("context.manual", {"id": item.id, "tick": self.tick, "protect_only": True})
         return self.touch(item.id)
 
     def load(self, pointer_or_id: str) -> ContextItem:

@@ -75,7 +75,8 @@ def plan(
 
     ``threshold_exempt`` items (the recent turns) are never stage-1 candidates but compete in
     stage 2 like any unprotected item. Softly protected items yield only when the unprotected
-    ones cannot bring the prompt under the budget, oldest first, and only down to the budget.
+    ones cannot bring the prompt under the budget, longest untouched first, and only down to the
+    budget.
     """
     stubs = stub_tokens if stub_tokens is not None else np.zeros_like(tokens)
     soft = soft_protected if soft_protected is not None else np.zeros_like(protected)
@@ -101,15 +102,17 @@ def plan(
         ):
             if live_tokens <= budget and why != "lowest score":
                 break
-            pool = np.flatnonzero(pool_mask)
+            # An item whose stub costs as much as its content frees nothing: never a candidate.
+            pool = np.flatnonzero(pool_mask & (tokens > stubs))
             if why == "lowest score":
                 saved = np.maximum(1.0, tokens[pool] - stubs[pool])
                 key = scores[pool] / saved**token_exponent if token_exponent else scores[pool]
                 # Lowest key first; ties in row (capture) order, so the plan is deterministic.
                 order = pool[np.argsort(key, kind="stable")]
             else:
-                # Soft protection is about freshness: the oldest of the fresh items go first.
-                order = pool
+                # Soft protection is about freshness: the longest untouched go first (an item
+                # the model just expanded or loaded is the freshest, however old its capture).
+                order = pool[np.argsort(-idle_ticks[pool], kind="stable")]
             # Soft protection yields only as far as the budget needs, not down to the goal.
             stop_at = goal if why == "lowest score" else budget
             for i in order:

@@ -154,6 +154,9 @@ class ContextProjection:
         if kind == "context.pin":
             return [Patch(ITEMS, key, {"pinned": p["pinned"]})]
         if kind == "context.manual":
+            # protect_only: an expand (protected a few ticks, not counted as a load by hand)
+            if p.get("protect_only"):
+                return [Patch(ITEMS, key, {"manual_tick": p["tick"]})]
             return [Patch(ITEMS, key, {"manual": True, "manual_tick": p["tick"]})]
         if kind == "context.cognitive":
             return [
