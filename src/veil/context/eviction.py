@@ -94,30 +94,12 @@ def plan(
     if pressure:
         goal = int(budget * target_fill)
         before_pressure = live_tokens
-        # First the unprotected items; only if the window is still over budget, the softly
-        # protected ones (recent turns, fresh manual loads) — never pinned, intent, correction.
-        for pool_mask, why in (
-            (remaining & ~protected, "lowest score"),
-            (remaining & soft & ~hard, "soft protection lifted"),
-        ):
-            if live_tokens <= budget and why != "lowest score":
-                break
-            # An item whose stub costs as much as its content frees nothing: never a candidate.
-            pool = np.flatnonzero(pool_mask & (tokens > stubs))
-            if why == "lowest score":
-                saved = np.maximum(1.0, tokens[pool] - stubs[pool])
-                key = scores[pool] / saved**token_exponent if token_exponent else scores[pool]
-                # Lowest key first; ties in row (capture) order, so the plan is deterministic.
-                order = pool[np.argsort(key, kind="stable")]
-            else:
-                # Soft protection is about freshness: the longest untouched go first (an item
-                # the model just expanded or loaded is the freshest, however old its capture).
-                order = pool[np.argsort(-idle_ticks[pool], kind="stable")]
-            # Soft protection yields only as far as the budget needs, not down to the goal.
-            stop_at = goal if why == "lowest score" else budget
+
+        def evict(order: NDArray[np.intp], stop_at: int, why: str) -> None:
+            nonlocal live_tokens
             for i in order:
                 if live_tokens <= stop_at:
-                    break
+                    return
                 moves.append(
                     Move(
                         ids[int(i)],
@@ -128,6 +110,23 @@ def plan(
                     )
                 )
                 live_tokens -= int(tokens[i] - stubs[i])
+
+        # An item whose stub costs as much as its content frees nothing: never a candidate.
+        frees = tokens > stubs
+        # First the unprotected items, lowest score per token freed first (ties in row order,
+        # so the plan is deterministic), down to the goal.
+        pool = np.flatnonzero(remaining & ~protected & frees)
+        saved = np.maximum(1.0, tokens[pool] - stubs[pool])
+        key = scores[pool] / saved**token_exponent if token_exponent else scores[pool]
+        evict(pool[np.argsort(key, kind="stable")], goal, "lowest score")
+        # Only if still over budget, the softly protected ones (never pinned, intent,
+        # correction), longest untouched first — an item the model just expanded or loaded is
+        # the freshest, however old its capture — and only as far as the budget needs.
+        if live_tokens > budget:
+            pool = np.flatnonzero(remaining & soft & ~hard & frees)
+            evict(
+                pool[np.argsort(-idle_ticks[pool], kind="stable")], budget, "soft protection lifted"
+            )
     stage3 = warm & (durable_r < cold_retrievability) & (idle_ticks >= cold_after_ticks)
     for i in np.flatnonzero(stage3):
         moves.append(
