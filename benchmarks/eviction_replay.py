@@ -123,11 +123,6 @@ CHOSEN = "defaults"
 """The candidate chosen on set A by :func:`choose` (re-run ``--sweep`` to see why)."""
 
 
-PIN = "+pin-newest"
-"""Suffix of a Veil variant whose harness pins the newest tool result until the next one (the
-public ``pin``/``unpin`` verbs; the shipped harness does not do this)."""
-
-
 # ---- one trajectory -------------------------------------------------------------------
 
 
@@ -226,12 +221,8 @@ def replay_one(job: Job) -> tuple[dict[str, Point], list[Need]]:
             record(f"LRU@{f}", P.lru(t, b, needs))
     embedder = default_embedder()
     for name in job.veil_configs:
-        config, pinned, _ = name.partition(PIN)
         for f in BUDGETS:
-            run = P.veil(
-                t, budget_for(t, f), embedder, VEIL_CONFIGS[config](), pin_newest=bool(pinned)
-            )
-            record(f"veil[{name}]@{f}", run)
+            record(f"veil[{name}]@{f}", P.veil(t, budget_for(t, f), embedder, VEIL_CONFIGS[name]()))
     return out, needs
 
 
@@ -498,12 +489,9 @@ def _pct(x: float | None) -> str:
 def _label(key: str, chosen: str) -> str:
     name, f = family(key)
     if name.startswith("veil["):
-        cfg = name[5:-1]
-        base, pinned, _ = cfg.partition(PIN)
+        base = name[5:-1]
         name = "Veil (defaults)" if base == "defaults" else f"Veil ({base})"
-        if pinned:
-            name += " + newest result pinned (harness change)"
-        elif base == chosen and base != "defaults":
+        if base == chosen and base != "defaults":
             name += " — chosen on A"
     return name if f is None else f"{name} @ {f:g}"
 

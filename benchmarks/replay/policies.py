@@ -203,9 +203,6 @@ def veil(
     budget: int,
     embedder: Embedder,
     config: ContextConfig | None = None,
-    *,
-    touch_mentions: bool = False,
-    pin_newest: bool = False,
 ) -> Run:
     """Veil's context engine driven as :class:`veil.agent.harness.VeilHarness` drives it.
 
@@ -219,10 +216,8 @@ def veil(
 
     Prompt tokens at step ``k``: system + manifest + ``engine.live_tokens`` (live items in full,
     evicted results as their stubs) + the harness's stub for every evicted assistant turn (the
-    engine counts 0 for those). ``touch_mentions`` (not what the harness does today): before
-    capturing each action, ``engine.touch_mentions(action)``. ``pin_newest`` (not what the
-    harness does today either): the newest tool result is pinned with the public ``pin`` verb
-    until the next one arrives, so stage 2 cannot stub a result the model has not read yet.
+    engine counts 0 for those). Re-references are the engine's own (``capture_tool_result`` and
+    ``capture_turn`` touch what the action or turn names), as in the harness.
 
     ``info``: ``regrets`` (the engine saw the same command again while its result was evicted),
     ``fresh_evicted`` (steps whose newest observation — the result of the previous action — was
@@ -255,8 +250,6 @@ def veil(
         live.append(now)
         if k and k - 1 not in now:
             fresh_evicted += 1
-        if touch_mentions and s.action:
-            engine.touch_mentions(s.action)
         tool = s.tool
         item = engine.capture_tool_result(
             tool_call_id=f"call_{k}",
@@ -264,10 +257,6 @@ def veil(
             arguments={"command": s.action} if s.action else {},
             output=s.observation,
         )
-        if pin_newest:
-            if obs_items:
-                engine.unpin(obs_items[-1])
-            engine.pin(item.id)
         obs_items.append(item.id)
         last = engine._threshold.last_regret_tick  # pyright: ignore[reportPrivateUsage]
         if last == engine.tick:
