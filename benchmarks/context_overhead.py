@@ -99,7 +99,7 @@ def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
     for i in range(n_items - 1):
         if i % 4 == 3:
             engine.capture_turn(
-                "assistant", f"Looking at module_{i % 97} next", tool_names=["read"]
+                "assistant", f"Looking at module_{i % 97} next", calls=["look"]
             )
             continue
         tool, args, out = output_for(i)
@@ -119,7 +119,7 @@ def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
         samples.append(time.perf_counter() - t0)
         moves += len(report.moves)
         if j % 4 == 3:
-            engine.capture_turn("assistant", f"Step {j} done", tool_names=["bash"])
+            engine.capture_turn("assistant", f"Step {j} done", calls=["act"])
     n = len(engine.items())
     # (a) numpy brute-force scorer over the same items
     c = engine._set.cols  # pyright: ignore[reportPrivateUsage]

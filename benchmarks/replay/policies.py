@@ -264,7 +264,7 @@ def veil(
         engine.step()
         engine.step()
         turn = engine.capture_turn(
-            "assistant", s.assistant, tool_names=[tool], target=f"turn:{2 * k + 2}"
+            "assistant", s.assistant, calls=["act"], target=f"turn:{2 * k + 2}"
         )
         turn_items.append(turn.id)
         manifest_tokens = estimate_tokens(engine.manifest())

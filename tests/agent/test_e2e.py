@@ -185,7 +185,7 @@ def test_requests_shrink_stubs_resolve_and_memory_rides_along(repo: Path, tmp_pa
             trace2,
             "-c",
             "--window",
-            "2400",
+            "3800",
         )
     assert resumed.returncode == 0, resumed.stderr
     for r in read_trace(trace2):

@@ -11,7 +11,12 @@ from veil.testing import FakeClock
 
 def read(engine: ContextEngine, n: int, path: str, text: str):
     return engine.capture_tool_result(
-        tool_call_id=f"call{n}", tool_name="read", arguments={"path": path}, output=text
+        tool_call_id=f"call{n}",
+        tool_name="read",
+        arguments={"path": path},
+        output=text,
+        target=path,
+        reads=path,
     )
 
 
@@ -150,6 +155,8 @@ def test_own_edits_are_not_contradictions(make_engine: MakeEngine) -> None:
         tool_name="edit",
         arguments={"path": "src/a.py", "old_text": "1", "new_text": "2"},
         output="edited",
+        target="src/a.py",
+        writes="src/a.py",
     )
     read(engine, 2, "src/a.py", "a = 2\n")
     assert engine.conflicts() == []
@@ -283,6 +290,8 @@ def test_resume_keeps_what_conflict_detection_knows(make_engine: MakeEngine) -> 
         tool_name="write",
         arguments={"path": "src/b.py", "content": "b"},
         output="wrote",
+        target="src/b.py",
+        writes="src/b.py",
     )
     read(engine, 2, "src/b.py", "b\n")
     engine.step()
@@ -300,11 +309,16 @@ def test_turn_score_base_puts_turns_on_the_item_scale(make_engine: MakeEngine) -
         engine = make_engine(session=f"s-{base}", turn_score_base=base)
         engine.capture_turn("user", "Fix the date parser", target="turn:1")
         turns = [
-            engine.capture_turn("assistant", f"Reading module {i}", tool_names=["read"])
+            engine.capture_turn("assistant", f"Reading module {i}", calls=["look"])
             for i in range(30)
         ]
         result = engine.capture_tool_result(
-            tool_call_id="c1", tool_name="read", arguments={"path": "a.py"}, output="x = 1\n"
+            tool_call_id="c1",
+            tool_name="read",
+            arguments={"path": "a.py"},
+            output="x = 1\n",
+            target="a.py",
+            reads="a.py",
         )
         scores = engine.scores()
         if base == "constant":

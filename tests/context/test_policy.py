@@ -274,8 +274,8 @@ def test_turn_eviction_score_formula() -> None:
 def test_turn_classification() -> None:
     assert classify_turn("user", "Fix the parser bug", first_user_turn=True) == "intent"
     assert classify_turn("user", "No, don't touch the lexer") == "correction"
-    assert classify_turn("assistant", "", ["read", "grep"]) == "exploration"
-    assert classify_turn("assistant", "", ["edit"]) == "action"
+    assert classify_turn("assistant", "", ["look", "look"]) == "exploration"
+    assert classify_turn("assistant", "", ["act"]) == "action"
     assert classify_turn("assistant", "Let's rewrite the tokenizer first.") == "decision"
     assert classify_turn("assistant", "All tests passed.") == "status"
 

@@ -44,7 +44,7 @@ def test_an_action_naming_what_a_result_printed_touches_it(make_engine: MakeEngi
     )
     assert engine.item(found.id).access_count == base + 1
     assert engine.item(other.id).access_count == other_base
-    engine.capture_turn("assistant", "The bug is in _check_ordering.", tool_names=["edit"])
+    engine.capture_turn("assistant", "The bug is in _check_ordering.", calls=["act"])
     assert engine.item(found.id).access_count == base + 2
 
 
@@ -54,5 +54,5 @@ def test_reference_touches_can_be_turned_off(make_engine: MakeEngine) -> None:
         tool_call_id="c1", tool_name="grep", arguments={"pattern": "x"}, output="a/b/c.py: x"
     )
     base = engine.item(found.id).access_count
-    engine.capture_turn("assistant", "Open a/b/c.py next.", tool_names=["read"])
+    engine.capture_turn("assistant", "Open a/b/c.py next.", calls=["look"])
     assert engine.item(found.id).access_count == base

@@ -59,7 +59,7 @@ def test_replay_stays_under_budget_and_loses_nothing(make_engine: MakeEngine, wi
     for step in trajectory["steps"]:
         n = step["i"]
         turn = engine.capture_turn(
-            "assistant", step["thought"][:1500], tool_names=["bash"] if step["action"] else []
+            "assistant", step["thought"][:1500], calls=["act"] if step["action"] else []
         )
         item = engine.capture_tool_result(
             tool_call_id=f"call-{n}",

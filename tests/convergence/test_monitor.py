@@ -91,10 +91,39 @@ def test_different_file_counts_as_progress() -> None:
 
 
 def test_successful_read_only_commands_are_neutral() -> None:
-    attempts = [att(), att(), att(action="command", outcome="pass", fp=None, files=())]
+    look = att(action="command", outcome="pass", fp=None, files=(), target="cat a.py")
+    attempts = [att(), att(), look]
     assert assess(attempts, CONFIG).circling_count == 1
     counting = replace(CONFIG, count_neutral=True)
     assert assess(attempts, counting).circling_count == 2
+
+
+def test_a_command_that_passes_after_failing_resets_the_count() -> None:
+    """The same command line failing, then passing, is a check that passed: the goal (or a
+    step of it) is achieved, and the count starts again."""
+    run = "python repro.py"
+    failing = [att(action="command", target=run, fp="fp9:cccc") for _ in range(4)]
+    assert assess(failing, CONFIG).level == 2
+    passed = att(action="command", outcome="pass", fp=None, target=run)
+    after = assess([*failing, passed], CONFIG)
+    assert (after.circling_count, after.level) == (0, 0)
+    # A different command passing says nothing about the failing one.
+    other = att(action="command", outcome="pass", fp=None, target="ls")
+    assert assess([*failing, other], CONFIG).circling_count == 3
+
+
+def test_five_runs_of_a_task_that_each_end_passing_start_at_level_0() -> None:
+    """Each run: the check fails, an edit, the check passes. The log spans the runs (one goal),
+    and a sixth run must start at level 0, told nothing about circling."""
+    attempts: list[Attempt] = []
+    for _ in range(5):
+        attempts += [
+            att(action="command", target="make check", fp="fp7:dddd"),
+            att(action="edit", outcome="unknown", fp=None, files=("a.py",)),
+            att(action="command", outcome="pass", fp=None, target="make check"),
+        ]
+    result = assess(renumber(attempts), CONFIG)
+    assert (result.level, result.circling_count) == (0, 0)
 
 
 @pytest.mark.parametrize(("circling", "level"), [(1, 0), (2, 1), (3, 2), (4, 2), (5, 3)])

@@ -18,8 +18,8 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Input
 
+from veil.agent.runtime import RunOptions
 from veil.tui.app import VeilApp
-from veil.tui.driver import TuiOptions
 
 FILES = ("a.py", "b.py", "c.py", "d.py")
 WINDOW = 5000
@@ -59,7 +59,9 @@ def write_script(path: Path, turns: list[dict[str, Any]]) -> str:
 def make_app(
     repo: Path, model: str, *, approve: str = "auto", window: int = WINDOW, resume: bool = False
 ) -> VeilApp:
-    return VeilApp(TuiOptions(model=model, approve=approve, window=window, resume=resume, cwd=repo))
+    return VeilApp(
+        RunOptions(model=model, approve=approve, window=window, resume=resume, cwd=repo)  # type: ignore[arg-type]
+    )
 
 
 async def submit(pilot: Pilot[int], text: str) -> None:

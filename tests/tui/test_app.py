@@ -25,6 +25,7 @@ from tests.tui.conftest import (
     wait_until,
     write_script,
 )
+from veil.agent.runtime import RunOptions
 from veil.llm.messages import AssistantMessage, Response, ToolCall, UserMessage
 from veil.llm.scripted import ScriptedProvider
 from veil.tui.app import VeilApp, run_tui
@@ -193,7 +194,7 @@ def test_ask_policy_shows_a_modal_and_obeys_it(repo: Path, tmp_path: Path) -> No
             await wait_until(pilot, lambda: not app.running)
             line_yes, line_no = app.tool_line("call_1_1"), app.tool_line("call_1_2")
             assert line_yes is not None and line_no is not None
-            assert (line_yes.status, line_no.status) == ("ok", "blocked")
+            assert (line_yes.status, line_no.status) == ("ok", "denied")
             assert (repo / "yes.txt").read_text() == "allowed"
             assert not (repo / "no.txt").exists()
             s = app.driver.setup
@@ -265,5 +266,5 @@ def test_run_tui_without_a_model_explains_and_returns_1(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     monkeypatch.delenv("VEIL_MODEL", raising=False)
-    assert run_tui(model=None, cwd=tmp_path) == 1
+    assert run_tui(RunOptions(model=None, cwd=tmp_path)) == 1
     assert "VEIL_MODEL" in capsys.readouterr().err

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from veil.tui.approval import ARGS_LINES, describe_arguments
+from veil.agent.report import ARGS_LINES, describe_arguments
 from veil.tui.render import StatusInfo, short_args, short_session, status_line, tool_line
 
 

@@ -53,10 +53,16 @@ class ToolStart:
 
 @dataclass(frozen=True)
 class ToolEnd:
+    """A call finished. ``blocked`` is the reason it did not run (``blocked_by`` says who
+    refused: a ``hook`` such as the convergence monitor, or the ``permission`` policy);
+    ``exit_code`` is a command's exit status when the tool reports one."""
+
     turn: int
     call: ToolCall
     result: ToolResultMessage
     blocked: str | None = None
+    exit_code: int | None = None
+    blocked_by: Literal["hook", "permission"] | str | None = None
     kind: Literal["tool_end"] = "tool_end"
 
 
@@ -68,6 +74,65 @@ class Notice:
     topic: str
     text: str
     kind: Literal["notice"] = "notice"
+
+
+@dataclass(frozen=True)
+class Evicted:
+    """Items left the prompt (``to`` warm or cold) at the turn boundary; each with its id, what
+    it was, its tokens and the pointer that brings it back."""
+
+    turn: int
+    items: tuple[EvictedItem, ...]
+    threshold: float
+    live_tokens: int
+    budget: int
+    kind: Literal["evicted"] = "evicted"
+
+
+@dataclass(frozen=True)
+class EvictedItem:
+    id: str
+    what: str
+    tokens: int
+    to: str
+    stage: int
+    pointer: str
+    tool_call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class Expanded:
+    """An evicted item came back into the prompt (the model expanded or loaded it)."""
+
+    turn: int
+    id: str
+    what: str
+    tokens: int
+    kind: Literal["expanded"] = "expanded"
+
+
+@dataclass(frozen=True)
+class AttemptRecorded:
+    """The convergence record got an attempt at the current goal."""
+
+    turn: int
+    action: str
+    target: str
+    outcome: str
+    fingerprint: str | None
+    tool_call_id: str | None
+    kind: Literal["attempt"] = "attempt"
+
+
+@dataclass(frozen=True)
+class LevelChanged:
+    """The convergence level of the goal changed (rose on an escalation, fell on a pass)."""
+
+    turn: int
+    level: int
+    previous: int
+    reasons: tuple[str, ...]
+    kind: Literal["level"] = "level"
 
 
 @dataclass(frozen=True)
@@ -96,6 +161,10 @@ AgentEvent: TypeAlias = (
     | ToolStart
     | ToolEnd
     | Notice
+    | Evicted
+    | Expanded
+    | AttemptRecorded
+    | LevelChanged
     | TurnEnd
     | AgentEnd
 )

@@ -1,32 +1,52 @@
 """VeilHarness: the memory layers installed as hooks of an agent loop.
 
 ``harness = VeilHarness(db_path=".veil/context.db")`` then
-``AgentLoopConfig(..., **harness.hooks())`` — the same hooks the ``veil`` command installs. On
-every tool call, on the way out (``after_tool_call``): capture into the context engine, record
-an attempt, score and evict. Before every model call (``transform_context``): evicted tool
-results and turns become stubs with pointers, so the request really shrinks;
-(``transform_system``): the manifest, the long-term memory briefing and the convergence note go
-into the system prompt. Before a tool runs (``before_tool_call``): an identical re-run of a failed
-edit is blocked at level 2. At every turn boundary (``on_turn_end``): the budget is checked
-and level 3 stops the run with a summary.
+``AgentLoopConfig(..., **harness.hooks())`` — the same hooks the ``veil`` command installs.
+
+- ``transform_context``, before every model call (the turn boundary): new transcript messages
+  become turn items, the engine scores everything and evicts (``step``, once per turn, with
+  the request's overhead passed in), and evicted tool results and turns become stubs with
+  pointers — the request really shrinks.
+- ``transform_system``: the long-term memory briefing, the convergence note and the manifest go
+  into the system prompt.
+- ``before_tool_call``: an identical re-run of a failed edit is refused at level 2.
+- ``after_tool_call``: the result is captured (what the call touched comes from the tool's own
+  declaration, :mod:`veil.agent.capture`), an attempt is recorded for edits and commands, and a
+  check's outcome feeds the cognitive-weight signal and procedural outcome tracking.
+- ``on_message``: an assistant message with no tool call is a step for the monologue pattern.
+- ``on_turn_end``: level 3 stops the run with a summary.
+- ``drain_events``: evictions, expansions, attempts and level changes for the event stream.
+
+Every hook runs on the loop's thread (:mod:`veil.agent.loop`), so nothing here is shared with
+the threads that execute tools.
 """
 
 from __future__ import annotations
 
-import re
+import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
+from veil.agent.capture import Capture, call_kinds, capture
+from veil.agent.events import (
+    AgentEvent,
+    AttemptRecorded,
+    Evicted,
+    EvictedItem,
+    Expanded,
+    LevelChanged,
+)
 from veil.agent.hooks import Block, Hooks, Stop
-from veil.agent.memory_tools import MemoryTool, memory_tools
+from veil.agent.memory_tools import Layers, MemoryTool, attempts_report, memory_tools
 from veil.agent.tool import ToolResult
+from veil.agent.tools import coding_tools
 from veil.clock import Clock
 from veil.context import ContextConfig, ContextEngine, EvictionReport
 from veil.context.render import turn_stub
-from veil.convergence.attempt import Action
-from veil.convergence.monitor import Escalation
+from veil.convergence.attempt import Attempt, call_digest, text_digest
+from veil.convergence.monitor import Escalation, is_check
 from veil.convergence.record import AttemptLog
 from veil.embed.protocol import Embedder
 from veil.llm.messages import (
@@ -36,25 +56,8 @@ from veil.llm.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from veil.memory import Memory
+from veil.memory import Fact, Memory
 from veil.tape import JSONValue, Store, new_id, open_store
-
-EXPLORATION = frozenset({"read", "grep", "find", "ls"})
-_TEST = re.compile(
-    r"\b(pytest|py\.test|unittest|tox|nox|go test|cargo test|npm test|yarn test|"
-    r"jest|vitest|mocha|rspec|mvn test|gradle test|manage\.py test|make test)\b"
-)
-_EXIT = re.compile(r"\[exit code (-?\d+)\]\s*$")
-
-
-def action_of(tool_name: str, arguments: dict[str, Any]) -> Action | None:
-    """Which attempts a tool call is: edits, test runs and other commands. Reading is not an
-    attempt; memory tools are not either."""
-    if tool_name in ("edit", "write"):
-        return "edit"
-    if tool_name == "bash":
-        return "test" if _TEST.search(str(arguments.get("command", ""))) else "command"
-    return None
 
 
 class VeilHarness:
@@ -97,19 +100,28 @@ class VeilHarness:
         self.attempts = AttemptLog(
             store, scope, self.session_id, clock, on_escalation=self._on_escalation
         )
-        self.expanded: set[str] = set()
+        self.layers = Layers(self.engine, self.attempts, memory, scope, self.session_id)
+        self.full_outputs: dict[str, str] = {}
+        """Tool-call id → the item holding that call's full (untruncated) output."""
+        self.reports: list[EvictionReport] = []
+        """Every eviction report, in order (the demo and the TUI read them)."""
+        self.tool_tokens = 0
+        """Tokens of the tool schemas sent with every request (:meth:`use_tools`)."""
+        self._tools: dict[str, object] = {t.spec.name: t for t in coding_tools()}
         self._turn_items: dict[int, str] = {}
         self._result_items: dict[int, str] = {}
         self._call_seen: dict[str, int] = {}
         self._seen = 0
         self._briefing = ""
         self._stop: str | None = None
-        self.full_outputs: dict[str, str] = {}
-        self.tool_tokens = 0
-        self.reports: list[EvictionReport] = []
-        """Every eviction report, in order (the demo and the TUI read them)."""
-        """Tokens of the tool schemas sent with every request (set by whoever builds the
-        tool list: ``count_tool_tokens``)."""
+        self._events: list[AgentEvent] = []
+        self._turn = 0
+        self._frame_tokens = 0
+        self._prompt_tokens: int | None = None
+        self._level = 0
+        self._checked_tick = self.engine.tick
+        self._procedural: dict[str, Fact] = {}
+        self._used_facts: dict[str, None] = {}
         for item in self.engine.items():
             if item.kind == "turn" and item.target and item.target.startswith("turn:"):
                 self._turn_items[int(item.target.split(":", 1)[1])] = item.id
@@ -120,11 +132,36 @@ class VeilHarness:
         """A new task: it becomes the goal (attempts of earlier sessions reload), the intent
         item, and the query of the long-term memory briefing."""
         self.attempts.begin(task)
+        self._level = self.attempts.assess().level
         if self.memory is not None:
             briefing = self.memory.recall(task, user_id=self.scope, token_budget=600)
             self._briefing = briefing.text
+            self._note_recalled(briefing.facts)
         if messages is not None:
             self.observe(messages)
+
+    def use_tools(self, tools: Sequence[Any], system_prompt: str | None = None) -> int:
+        """The tools (and base system prompt) the loop will send: their declarations say what
+        a call touches, and their schemas count toward every request's overhead. Returns the
+        schemas' tokens. Without this call the seven coding tools' declarations are used."""
+        self._tools.update({t.spec.name: t for t in tools})
+        self.tool_tokens = sum(
+            self.engine.count_tokens(
+                json.dumps(
+                    {
+                        "name": t.spec.name,
+                        "description": t.spec.description,
+                        "parameters": t.spec.parameters,
+                    }
+                )
+            )
+            for t in tools
+        )
+        if system_prompt is not None:
+            self._frame_tokens = self.engine.count_tokens(system_prompt)
+        return self.tool_tokens
+
+    count_tool_tokens = use_tools
 
     def observe(self, messages: list[Message]) -> None:
         """Capture transcript messages not seen yet as turns (user messages, resumed ones)."""
@@ -148,7 +185,7 @@ class VeilHarness:
                 item = self.engine.capture_turn(
                     "assistant",
                     _turn_text(message),
-                    tool_names=[c.name for c in message.tool_calls],
+                    calls=call_kinds(self._tools, [c.name for c in message.tool_calls]),
                     target=f"turn:{index}",
                 )
                 self._turn_items[index] = item.id
@@ -162,34 +199,31 @@ class VeilHarness:
             "transform_system": self.transform_system,
             "before_tool_call": self.before_tool_call,
             "after_tool_call": self.after_tool_call,
+            "on_message": self.on_message,
             "on_turn_end": self.on_turn_end,
+            "drain_events": self.drain_events,
         }
 
     def tools(self) -> list[MemoryTool]:
-        return memory_tools(self)
+        return memory_tools(self.layers)
 
-    def count_tool_tokens(self, tools: Sequence[Any]) -> int:
-        """Count the schemas of the tools the loop will send, for the window budget."""
-        import json
-
-        self.tool_tokens = sum(
-            self.engine.count_tokens(
-                json.dumps(
-                    {
-                        "name": t.spec.name,
-                        "description": t.spec.description,
-                        "parameters": t.spec.parameters,
-                    }
-                )
-            )
-            for t in tools
-        )
-        return self.tool_tokens
+    def request_overhead(self) -> int:
+        """What the next request costs besides the items: the system prompt as last sent (or
+        the base prompt and briefing before the first request) plus the tool schemas."""
+        if self._prompt_tokens is not None:
+            prompt = self._prompt_tokens
+        else:
+            prompt = self._frame_tokens + self.engine.count_tokens(self._briefing)
+        return prompt + self.tool_tokens
 
     def transform_context(self, messages: list[Message]) -> list[Message]:
-        """The eviction point: what the model will see. Evicted tool results and turns become
-        stubs with pointers; everything else is passed through unchanged."""
+        """The turn boundary and the eviction point: capture the new turns, score and evict
+        once, then render what the model will see (stubs with pointers for evicted items)."""
+        self._turn += 1
         self.observe(messages)
+        report = self.engine.step(overhead_tokens=self.request_overhead())
+        self.reports.append(report)
+        self._report_moves(report)
         out = [self._render(index, message) for index, message in enumerate(messages)]
         self.engine.flush()
         return out
@@ -223,8 +257,8 @@ class VeilHarness:
         note = self.attempts.note() if self.attempts.goal is not None else ""
         parts.append(self.engine.manifest(notes=[note] if note else []))
         prompt = "\n\n".join(p for p in parts if p)
-        # What every request costs besides the items: the budget for items is what is left.
-        self.engine.overhead_tokens = self.engine.count_tokens(prompt) + self.tool_tokens
+        self._frame_tokens = self.engine.count_tokens(system)
+        self._prompt_tokens = self.engine.count_tokens(prompt)
         return prompt
 
     def before_tool_call(self, call: ToolCall) -> Block | None:
@@ -234,9 +268,13 @@ class VeilHarness:
         return Block(reason) if reason else None
 
     def after_tool_call(self, call: ToolCall, result: ToolResult) -> ToolResult | None:
-        """Capture → record the attempt → score and evict. Returns the result the model sees
-        (with a pointer to the full output when the tool truncated it)."""
-        if call.name.startswith("veil_"):
+        """Capture → record the attempt → feed the outcome signals. Returns the result the
+        model sees (with a pointer to the full output when the tool truncated it)."""
+        tool = self._tools.get(call.name)
+        if isinstance(tool, MemoryTool):
+            self._report_expanded()
+            self._note_recalled(self.layers.recalled)
+            self.layers.recalled.clear()
             return None
         content = result.content
         if result.full_output is not None and result.full_output != result.content:
@@ -246,41 +284,118 @@ class VeilHarness:
             self.engine.evict(full.id)
             self.full_outputs[call.id] = full.id
             content = f"{content}\n[full output: {full.pointer}]"
-        self.engine.capture_tool_result(
+        found = capture(tool, call.arguments, result)
+        item = self.engine.capture_tool_result(
             tool_call_id=call.id,
             tool_name=call.name,
             arguments=call.arguments,
             output=content,
             is_error=result.is_error,
+            target=found.target,
+            reads=found.touches.reads,
+            partial=found.touches.partial,
+            writes=found.touches.writes,
         )
-        action = action_of(call.name, call.arguments)
-        if action is not None and self.attempts.goal is not None:
-            exit_match = _EXIT.search(result.content)
-            exit_code = result.details.get("exit_code")
-            if exit_code is None and exit_match:
-                exit_code = int(exit_match.group(1))
-            target = str(call.arguments.get("path") or call.arguments.get("command") or call.name)
-            files = [str(call.arguments["path"])] if "path" in call.arguments else []
-            self.attempts.record_call(
-                action=action,
-                target=target[:500],
-                tool_name=call.name,
-                arguments=cast(dict[str, JSONValue], call.arguments),
-                output=result.full_output or result.content,
-                exit_code=int(exit_code) if isinstance(exit_code, int) else None,
-                is_error=result.is_error,
-                tool_call_id=call.id,
-                files=files,
-            )
-        self.reports.append(self.engine.step())
+        self._note_used_facts(call)
+        if self.attempts.goal is not None:
+            if found.action is not None:
+                attempt = self._record_attempt(call, result, found)
+                self._after_attempt(attempt, exclude=item.id)
+            else:
+                self.attempts.observe(
+                    action=call_digest(call.name, cast(dict[str, JSONValue], call.arguments)),
+                    observation=text_digest(result.content),
+                    is_error=result.is_error,
+                )
+                self._report_level()
         return replace(result, content=content) if content != result.content else None
 
+    def on_message(self, message: AssistantMessage) -> None:
+        """A message with no tool call is a step of its own (the monologue pattern)."""
+        if message.tool_calls or not message.content.strip() or self.attempts.goal is None:
+            return
+        self.attempts.observe(action=None, message=message.content.strip())
+        self._report_level()
+
     def on_turn_end(self, turn: int) -> Stop | None:
-        """The budget check at the turn boundary, and the convergence stop."""
-        self.reports.append(self.engine.step())
+        """The convergence stop at the turn boundary (level 3)."""
         if self._stop is not None:
             return Stop(self._stop)
         return None
+
+    def drain_events(self) -> list[AgentEvent]:
+        events, self._events = self._events, []
+        return events
+
+    # ---- attempts and outcomes --------------------------------------------------------
+
+    def _record_attempt(self, call: ToolCall, result: ToolResult, found: Capture) -> Attempt:
+        assert found.action is not None
+        attempt = self.attempts.record_call(
+            action=found.action,
+            target=(found.target or call.name)[:500],
+            tool_name=call.name,
+            arguments=cast(dict[str, JSONValue], call.arguments),
+            output=result.full_output or result.content,
+            exit_code=found.exit_code,
+            is_error=result.is_error,
+            tool_call_id=call.id,
+            files=list(found.files),
+        )
+        self._events.append(
+            AttemptRecorded(
+                self._turn,
+                attempt.action,
+                attempt.target,
+                attempt.outcome,
+                attempt.fingerprint,
+                attempt.tool_call_id,
+            )
+        )
+        return attempt
+
+    def _after_attempt(self, attempt: Attempt, *, exclude: str) -> None:
+        """A check that passed or failed: the items the agent used since the previous check
+        get the credit or the blame (cognitive weight), and so do the procedural facts from
+        long-term memory whose tool or source the agent used."""
+        self._report_level()
+        if attempt.outcome not in ("pass", "fail"):
+            return
+        earlier = self.attempts.attempts()[:-1]
+        failed = {a.target for a in earlier if a.outcome in ("fail", "partial")}
+        if not is_check(attempt, failed):
+            return
+        ok = attempt.outcome == "pass"
+        used = [
+            i.id
+            for i in self.engine.items("live")
+            if i.kind != "turn" and i.last_access_tick > self._checked_tick and i.id != exclude
+        ]
+        self.engine.record_outcome(ok, used)
+        self._checked_tick = self.engine.tick
+        if self.memory is not None:
+            for fact_id in list(self._used_facts):
+                self.memory.record_outcome(fact_id, user_id=self.scope, ok=ok)
+        self._used_facts.clear()
+
+    def _note_recalled(self, facts: Sequence[Fact]) -> None:
+        if self.memory is None:
+            return
+        relations = self.memory.config.relations
+        for fact in facts:
+            relation = relations.get(fact.relation)
+            if relation is not None and relation.procedural and len(fact.object) >= 3:
+                self._procedural[fact.id] = fact
+
+    def _note_used_facts(self, call: ToolCall) -> None:
+        """A procedural fact is used when a call names its object (``uses_tool ruff`` and the
+        agent runs ``ruff check``)."""
+        if not self._procedural:
+            return
+        text = json.dumps(call.arguments, ensure_ascii=False).lower()
+        for fact in self._procedural.values():
+            if fact.object.lower() in text:
+                self._used_facts[fact.id] = None
 
     def _on_escalation(self, escalation: Escalation) -> None:
         self.escalations.append(escalation)
@@ -288,22 +403,53 @@ class VeilHarness:
         if escalation.level >= 3:
             self._stop = self.attempts.note()
 
+    def _report_level(self) -> None:
+        assessment = self.attempts.assess()
+        if assessment.level != self._level:
+            self._events.append(
+                LevelChanged(self._turn, assessment.level, self._level, assessment.reasons)
+            )
+            self._level = assessment.level
+
     # ---- reports --------------------------------------------------------------------
 
+    def _report_moves(self, report: EvictionReport) -> None:
+        out: list[EvictedItem] = []
+        for move in report.moves:
+            if move.to == "live":
+                continue
+            item = self.engine.item(move.id)
+            what = f"{item.tool_name or item.turn_kind or item.kind} {item.target or ''}".strip()
+            out.append(
+                EvictedItem(
+                    item.id, what, item.tokens, move.to, move.stage, item.pointer, item.tool_call_id
+                )
+            )
+        if out:
+            self._events.append(
+                Evicted(
+                    self._turn,
+                    tuple(out),
+                    report.threshold_after,
+                    report.live_tokens_after,
+                    report.budget,
+                )
+            )
+
+    def _report_expanded(self) -> None:
+        for item_id in self.layers.expanded:
+            item = self.engine.item(item_id)
+            what = f"{item.tool_name or item.kind} {item.target or ''}".strip()
+            self._events.append(Expanded(self._turn, item.id, what, item.tokens))
+        self.layers.expanded.clear()
+
+    @property
+    def level(self) -> int:
+        """The current goal's convergence level as last reported."""
+        return self._level
+
     def attempts_report(self) -> str:
-        if self.attempts.goal is None:
-            return "no goal yet"
-        found = self.attempts.attempts()
-        if not found:
-            return "no attempts recorded for this goal yet"
-        assessment = self.attempts.assess()
-        lines = [f"goal {self.attempts.goal.id}: level {assessment.level}; {len(found)} attempts"]
-        lines.extend(
-            f"- #{a.iteration} {a.action} {a.target}: {a.outcome}"
-            f"{' ' + a.fingerprint if a.fingerprint else ''} ({a.session_id})"
-            for a in found[-20:]
-        )
-        return "\n".join(lines)
+        return attempts_report(self.attempts)
 
     def evicted_tool_calls(self) -> set[str]:
         """Tool-call ids whose results are not in the prompt now (the TUI dims them)."""
@@ -315,8 +461,6 @@ def _turn_text(message: AssistantMessage) -> str:
     (a file written through a tool call costs its tokens in every request)."""
     if not message.tool_calls:
         return message.content
-    import json
-
     calls = "\n".join(
         f"{c.name}({json.dumps(c.arguments, ensure_ascii=False)})" for c in message.tool_calls
     )

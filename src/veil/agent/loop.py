@@ -4,6 +4,18 @@ repeat until it answers without tools, a hook stops it, or it runs out of turns.
 Everything the memory layer does happens through hooks (:mod:`veil.agent.hooks`): the loop
 itself knows nothing about eviction, attempts or memory. It yields events
 (:mod:`veil.agent.events`) so a TUI, print mode and ``--json`` all watch the same run.
+
+Tool calls run in three phases (pi-mono's seam), so that hooks never race each other:
+
+1. **prepare**, on the loop's thread, in the model's order: the tool is looked up, its arguments
+   validated, ``before_tool_call`` asked, and the permission policy consulted;
+2. **execute**: only ``tool.run``; adjacent calls of ``parallel_safe`` tools run concurrently in
+   a thread pool, every other call alone;
+3. **finalize**, on the loop's thread, in the model's order: ``after_tool_call`` (capture,
+   attempt record) and the ``ToolEnd`` event.
+
+A hook that raises is not the end of the run: the call gets an error result the model reads and
+the person sees a ``Notice`` naming the hook and the error.
 """
 
 from __future__ import annotations
@@ -31,6 +43,7 @@ from veil.agent.hooks import (
     AfterToolCall,
     BeforeToolCall,
     ConvertToLlm,
+    DrainEvents,
     OnMessage,
     OnTurnEnd,
     TransformContext,
@@ -55,6 +68,9 @@ from veil.llm.provider import Provider
 Decide = Callable[[str, dict[str, Any]], tuple[bool, str | None]]
 """Permission decision for mutating tools: (allowed, reason when refused)."""
 
+MAX_PARALLEL = 4
+"""Worker threads for one group of parallel-safe calls."""
+
 
 def allow_all(tool_name: str, arguments: dict[str, Any]) -> tuple[bool, str | None]:
     return True, None
@@ -75,6 +91,9 @@ class AgentLoopConfig:
     after_tool_call: AfterToolCall | None = None
     on_message: OnMessage | None = None
     on_turn_end: OnTurnEnd | None = None
+    drain_events: DrainEvents | None = None
+    """Events the hooks produced (evictions, attempts, level changes); the loop yields them
+    after each phase, so they reach the same stream as its own."""
     steering: Callable[[], list[UserMessage]] | None = None
     """Messages from the user while the agent works; added before the next model call."""
     follow_up: Callable[[], list[UserMessage]] | None = None
@@ -101,7 +120,13 @@ def run_agent(
         yield TurnStart(turn)
         if config.steering is not None:
             messages.extend(config.steering())
-        request = build_request(config, messages)
+        try:
+            request = build_request(config, messages)
+        except Exception as exc:  # a context hook failed: nothing sensible can be sent
+            yield from _drained(config, turn)
+            yield AgentEnd("error", f"building the request failed: {_describe(exc)}", turn)
+            return
+        yield from _drained(config, turn)
         response: Response | None = None
         try:
             for event in config.provider.stream(request):
@@ -120,8 +145,11 @@ def run_agent(
         assistant = response.message
         messages.append(assistant)
         if config.on_message is not None:
-            config.on_message(assistant)
+            problem = _call_hook("on_message", config.on_message, assistant)
+            if problem:
+                yield Notice(turn, "hook_error", problem)
         yield MessageEnd(turn, assistant)
+        yield from _drained(config, turn)
         if assistant.tool_calls:
             results: list[ToolResultMessage] = []
             for event in run_tools(config, tools, assistant.tool_calls, turn):
@@ -131,7 +159,12 @@ def run_agent(
             messages.extend(results)
         yield TurnEnd(turn)
         if config.on_turn_end is not None:
-            stop = config.on_turn_end(turn)
+            stop = None
+            try:
+                stop = config.on_turn_end(turn)
+            except Exception as exc:
+                yield Notice(turn, "hook_error", f"on_turn_end hook failed: {_describe(exc)}")
+            yield from _drained(config, turn)
             if stop is not None:
                 yield Notice(turn, "stop", stop.summary)
                 yield AgentEnd("stopped", stop.summary, turn)
@@ -164,68 +197,171 @@ def build_request(config: AgentLoopConfig, messages: list[Message]) -> Request:
     return request
 
 
+@dataclass(frozen=True)
+class _Prepared:
+    """A call after the prepare phase: either runnable (``tool`` set) or already answered."""
+
+    call: ToolCall
+    tool: Tool | None
+    answer: ToolResult | None = None
+    blocked: str | None = None
+    blocked_by: str | None = None
+    notices: tuple[str, ...] = ()
+
+
 def run_tools(
     config: AgentLoopConfig, tools: dict[str, Tool], calls: Sequence[ToolCall], turn: int
 ) -> Iterator[AgentEvent]:
-    """Run one turn's tool calls: parallel-safe neighbours concurrently, results in the order
-    the model asked for them."""
+    """Run one turn's tool calls in the three phases of the module docstring. Adjacent calls of
+    parallel-safe tools form one group (prepared together, executed concurrently, finalized in
+    order); every other call is a group of its own, so a hook before an edit sees what the
+    previous call's finalize recorded."""
     index = 0
     while index < len(calls):
-        group = [calls[index]]
-        tool = tools.get(calls[index].name)
-        if tool is not None and tool.parallel_safe:
-            while index + len(group) < len(calls):
-                nxt = tools.get(calls[index + len(group)].name)
-                if nxt is None or not nxt.parallel_safe:
-                    break
-                group.append(calls[index + len(group)])
+        group = _group(tools, calls, index)
+        index += len(group)
         for call in group:
             yield ToolStart(turn, call)
-        if len(group) == 1:
-            outcomes = [run_one(config, tools, group[0])]
-        else:
-            with concurrent.futures.ThreadPoolExecutor(max_workers=min(4, len(group))) as pool:
+        prepared = [_prepare(config, tools, call) for call in group]
+        for p in prepared:
+            for text in p.notices:
+                yield Notice(turn, "hook_error", text)
+        yield from _drained(config, turn)
+        results = _execute(config, prepared)
+        for p, result in zip(prepared, results, strict=True):
+            final, problem = _finalize(config, p, result)
+            if problem:
+                yield Notice(turn, "hook_error", problem)
+            yield from _drained(config, turn)
+            yield ToolEnd(
+                turn,
+                p.call,
+                final,
+                p.blocked,
+                exit_code=_exit_code(result),
+                blocked_by=p.blocked_by,
+            )
 
-                def one(c: ToolCall) -> tuple[ToolResultMessage, str | None]:
-                    return run_one(config, tools, c)
 
-                outcomes = list(pool.map(one, group))
-        for call, (result, blocked) in zip(group, outcomes, strict=True):
-            yield ToolEnd(turn, call, result, blocked)
-        index += len(group)
+def _group(tools: dict[str, Tool], calls: Sequence[ToolCall], start: int) -> list[ToolCall]:
+    first = tools.get(calls[start].name)
+    group = [calls[start]]
+    if first is None or not first.parallel_safe:
+        return group
+    for call in calls[start + 1 :]:
+        tool = tools.get(call.name)
+        if tool is None or not tool.parallel_safe:
+            break
+        group.append(call)
+    return group
 
 
-def run_one(
-    config: AgentLoopConfig, tools: dict[str, Tool], call: ToolCall
-) -> tuple[ToolResultMessage, str | None]:
-    def error(text: str) -> ToolResultMessage:
-        return ToolResultMessage(call.id, call.name, text, is_error=True)
+def _prepare(config: AgentLoopConfig, tools: dict[str, Tool], call: ToolCall) -> _Prepared:
+    """Phase 1, on the loop's thread: lookup, arguments, ``before_tool_call``, permission."""
+
+    def answer(text: str, **extra: Any) -> _Prepared:
+        return _Prepared(call, None, ToolResult(text, is_error=True), **extra)
 
     tool = tools.get(call.name)
     if tool is None:
-        return error(f"unknown tool {call.name!r}; available: {', '.join(sorted(tools))}"), None
+        return answer(f"unknown tool {call.name!r}; available: {', '.join(sorted(tools))}")
     problems = validate_arguments(tool.spec.parameters, call.arguments)
     if problems:
-        return error(f"invalid arguments for {call.name}: {'; '.join(problems)}"), None
+        return answer(f"invalid arguments for {call.name}: {'; '.join(problems)}")
     if config.before_tool_call is not None:
-        block = config.before_tool_call(call)
+        try:
+            block = config.before_tool_call(call)
+        except Exception as exc:
+            text = f"before_tool_call hook failed on {call.name}: {_describe(exc)}"
+            return answer(f"{call.name} was not run: {text}", notices=(text,))
         if block is not None:
-            return error(f"blocked: {block.reason}"), block.reason
+            return answer(f"blocked: {block.reason}", blocked=block.reason, blocked_by="hook")
     if tool.mutates:
-        allowed, reason = config.permission(call.name, call.arguments)
+        try:
+            allowed, reason = config.permission(call.name, call.arguments)
+        except Exception as exc:
+            text = f"the permission check failed on {call.name}: {_describe(exc)}"
+            return answer(f"{call.name} was not run: {text}", notices=(text,))
         if not allowed:
-            return error(f"not permitted: {reason or 'refused'}"), reason
+            return answer(
+                f"not permitted: {reason or 'refused'}",
+                blocked=reason or "refused",
+                blocked_by="permission",
+            )
+    return _Prepared(call, tool)
+
+
+def _execute(config: AgentLoopConfig, prepared: Sequence[_Prepared]) -> list[ToolResult]:
+    """Phase 2: only ``tool.run``, concurrently when more than one call is runnable."""
+    runnable = [p for p in prepared if p.tool is not None]
+    if len(runnable) <= 1:
+        return [_run(config, p) for p in prepared]
+    with concurrent.futures.ThreadPoolExecutor(
+        max_workers=min(MAX_PARALLEL, len(runnable)), thread_name_prefix="veil-tool"
+    ) as pool:
+        futures = [pool.submit(_run, config, p) for p in prepared]
+        return [f.result() for f in futures]
+
+
+def _run(config: AgentLoopConfig, p: _Prepared) -> ToolResult:
+    if p.tool is None:
+        assert p.answer is not None
+        return p.answer
     try:
-        result = tool.run(call.arguments, config.tool_context)
+        return p.tool.run(p.call.arguments, config.tool_context)
     except ToolError as exc:
-        result = ToolResult(str(exc), is_error=True)
+        return ToolResult(str(exc), is_error=True)
     except Exception as exc:  # a tool crash is the model's information, not the loop's death
-        result = ToolResult(f"{call.name} failed: {type(exc).__name__}: {exc}", is_error=True)
-    if config.after_tool_call is not None:
-        patched = config.after_tool_call(call, result)
+        return ToolResult(f"{p.call.name} failed: {_describe(exc)}", is_error=True)
+
+
+def _finalize(
+    config: AgentLoopConfig, p: _Prepared, result: ToolResult
+) -> tuple[ToolResultMessage, str | None]:
+    """Phase 3, on the loop's thread: ``after_tool_call`` sees every call that ran."""
+    problem: str | None = None
+    if config.after_tool_call is not None and p.tool is not None:
+        try:
+            patched = config.after_tool_call(p.call, result)
+        except Exception as exc:
+            problem = f"after_tool_call hook failed on {p.call.name}: {_describe(exc)}"
+            patched = ToolResult(
+                f"{result.content}\n[veil: {problem}]",
+                is_error=True,
+                full_output=result.full_output,
+                details=result.details,
+            )
         if patched is not None:
             result = patched
-    return ToolResultMessage(call.id, call.name, result.content, result.is_error), None
+    return ToolResultMessage(p.call.id, p.call.name, result.content, result.is_error), problem
+
+
+def _exit_code(result: ToolResult) -> int | None:
+    code = result.details.get("exit_code")
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+
+def _drained(config: AgentLoopConfig, turn: int) -> Iterator[AgentEvent]:
+    if config.drain_events is None:
+        return
+    try:
+        found = config.drain_events()
+    except Exception as exc:
+        yield Notice(turn, "hook_error", f"drain_events hook failed: {_describe(exc)}")
+        return
+    yield from found
+
+
+def _call_hook(name: str, hook: Callable[[Any], object], value: object) -> str | None:
+    try:
+        hook(value)
+    except Exception as exc:
+        return f"{name} hook failed: {_describe(exc)}"
+    return None
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
 
 
 __all__ = ["AgentLoopConfig", "AssistantMessage", "build_request", "run_agent"]

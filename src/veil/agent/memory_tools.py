@@ -1,40 +1,59 @@
 """The twelve memory tools the model can call (names prefixed ``veil_``; see docs/tools.md).
 
-Each is a small :class:`MemoryTool` with a JSON schema and a function over the harness's
-memory layers: the context engine (manifest, load, pin, evict, expand, conflicts, resolve,
-mark_turn), long-term memory (recall, remember, history) and the attempt log (attempts).
-Errors (an unknown pointer, a missing model for extraction) become error results the model
-reads; nothing here raises into the loop.
+Each is a small :class:`MemoryTool` with a JSON schema and a function over :class:`Layers`,
+the memory layers it needs: the context engine (manifest, load, pin, evict, expand, conflicts,
+resolve, mark_turn), long-term memory (recall, remember, history) and the attempt log
+(attempts). Errors (an unknown pointer, a missing model for extraction) become error results
+the model reads; nothing here raises into the loop.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field
+from typing import Any
 
 from veil.agent.tool import ToolContext, ToolResult
-from veil.context import TurnKind, UnknownItem
+from veil.context import ContextEngine, TurnKind, UnknownItem
 from veil.context.items import TURN_KINDS
+from veil.convergence.record import AttemptLog
 from veil.llm.messages import ToolSpec
+from veil.memory import Fact, Memory
 
-if TYPE_CHECKING:
-    from veil.agent.harness import VeilHarness
+RECALL_MIN_SIMILARITY = 0.3
+"""Earlier context found only by embedding similarity is listed by ``veil_recall`` when its
+cosine with the query reaches this (text matches are always listed)."""
 
-Run = Callable[["VeilHarness", dict[str, Any]], str]
+
+@dataclass
+class Layers:
+    """What the memory tools work on: the session's engine and attempt log, the project's
+    long-term memory (None when off), and two logs the harness reads back after each call —
+    items the model brought back (``expanded``) and facts recall showed it (``recalled``)."""
+
+    engine: ContextEngine
+    attempts: AttemptLog
+    memory: Memory | None
+    scope: str
+    session_id: str
+    expanded: list[str] = field(default_factory=lambda: [])
+    recalled: list[Fact] = field(default_factory=lambda: [])
+
+
+Run = Callable[[Layers, dict[str, Any]], str]
 
 
 @dataclass(frozen=True)
 class MemoryTool:
     spec: ToolSpec
-    harness: VeilHarness
+    layers: Layers
     fn: Run
     mutates: bool = False
     parallel_safe: bool = False
 
     def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         try:
-            return ToolResult(self.fn(self.harness, arguments))
+            return ToolResult(self.fn(self.layers, arguments))
         except (UnknownItem, KeyError, ValueError, LookupError) as exc:
             return ToolResult(f"{self.spec.name}: {exc}", is_error=True)
         except Exception as exc:  # the model reads the failure; the loop goes on
@@ -55,15 +74,20 @@ def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, 
 _STR = {"type": "string"}
 
 
-def _recall(h: VeilHarness, a: dict[str, Any]) -> str:
+def _recall(h: Layers, a: dict[str, Any]) -> str:
     query = str(a.get("query", ""))
     parts: list[str] = []
     if h.memory is not None:
         result = h.memory.recall(
             query, user_id=h.scope, token_budget=int(a.get("token_budget") or 800)
         )
+        h.recalled.extend(result.facts)
         parts.append(result.text or "(long-term memory has nothing on this)")
-    warm = h.engine.search(query, limit=8) if query.strip() else []
+    warm = (
+        h.engine.search(query, limit=8, min_similarity=RECALL_MIN_SIMILARITY)
+        if query.strip()
+        else []
+    )
     if warm:
         parts.append("Earlier context (not in the prompt; veil_expand a pointer to restore):")
         parts.extend(
@@ -73,7 +97,7 @@ def _recall(h: VeilHarness, a: dict[str, Any]) -> str:
     return "\n".join(parts) or "nothing found"
 
 
-def _remember(h: VeilHarness, a: dict[str, Any]) -> str:
+def _remember(h: Layers, a: dict[str, Any]) -> str:
     if h.memory is None:
         raise ValueError("long-term memory is not enabled for this session")
     report = h.memory.remember(
@@ -88,7 +112,7 @@ def _remember(h: VeilHarness, a: dict[str, Any]) -> str:
     )
 
 
-def _history(h: VeilHarness, a: dict[str, Any]) -> str:
+def _history(h: Layers, a: dict[str, Any]) -> str:
     if h.memory is None:
         raise ValueError("long-term memory is not enabled for this session")
     facts = h.memory.history(h.scope, str(a["subject"]), str(a["relation"]))
@@ -101,51 +125,69 @@ def _history(h: VeilHarness, a: dict[str, Any]) -> str:
     )
 
 
-def _manifest(h: VeilHarness, a: dict[str, Any]) -> str:
+def _manifest(h: Layers, a: dict[str, Any]) -> str:
     return h.engine.manifest()
 
 
-def _load(h: VeilHarness, a: dict[str, Any]) -> str:
+def _load(h: Layers, a: dict[str, Any]) -> str:
     item = h.engine.load(str(a["pointer"]))
+    h.expanded.append(item.id)
     return f"loaded {item.id} ({item.tokens} tokens):\n{item.content}"
 
 
-def _pin(h: VeilHarness, a: dict[str, Any]) -> str:
+def _pin(h: Layers, a: dict[str, Any]) -> str:
     pinned = bool(a.get("pinned", True))
     item = h.engine.pin(str(a["id"]), pinned)
     return f"{'pinned' if pinned else 'unpinned'} {item.id}"
 
 
-def _evict(h: VeilHarness, a: dict[str, Any]) -> str:
+def _evict(h: Layers, a: dict[str, Any]) -> str:
     item = h.engine.evict(str(a["id"]))
     return f"evicted {item.id} to warm memory; {item.pointer} restores it"
 
 
-def _expand(h: VeilHarness, a: dict[str, Any]) -> str:
+def _expand(h: Layers, a: dict[str, Any]) -> str:
     item = h.engine.expand(str(a["pointer"]))
-    h.expanded.add(item.id)
+    h.expanded.append(item.id)
     return item.content
 
 
-def _attempts(h: VeilHarness, a: dict[str, Any]) -> str:
-    return h.attempts_report()
+def _attempts(h: Layers, a: dict[str, Any]) -> str:
+    return attempts_report(h.attempts)
 
 
-def _conflicts(h: VeilHarness, a: dict[str, Any]) -> str:
+def attempts_report(log: AttemptLog) -> str:
+    """The current goal's record as the model reads it: level, then the latest attempts."""
+    if log.goal is None:
+        return "no goal yet"
+    found = log.attempts()
+    if not found:
+        return "no attempts recorded for this goal yet"
+    assessment = log.assess()
+    lines = [f"goal {log.goal.id}: level {assessment.level}; {len(found)} attempts"]
+    lines.extend(
+        f"- #{a.iteration} {a.action} {a.target}: {a.outcome}"
+        f"{' ' + a.fingerprint if a.fingerprint else ''} ({a.session_id})"
+        for a in found[-20:]
+    )
+    return "\n".join(lines)
+
+
+def _conflicts(h: Layers, a: dict[str, Any]) -> str:
     found = h.engine.conflicts()
     if not found:
         return "no unresolved contradictions"
     return "\n".join(f"- {c.describe()}" for c in found)
 
 
-def _resolve(h: VeilHarness, a: dict[str, Any]) -> str:
+def _resolve(h: Layers, a: dict[str, Any]) -> str:
     settled = h.engine.resolve(
         str(a["conflict_id"]), keep=str(a["keep"]), reason=str(a["reason"]), actor="model"
     )
     return f"resolved {settled.id}: kept {settled.kept}"
 
 
-def _mark_turn(h: VeilHarness, a: dict[str, Any]) -> str:
+def _mark_turn(h: Layers, a: dict[str, Any]) -> str:
     kind = str(a["kind"])
     if kind not in TURN_KINDS:
         raise ValueError(f"kind must be one of {', '.join(TURN_KINDS)}")
@@ -154,11 +196,11 @@ def _mark_turn(h: VeilHarness, a: dict[str, Any]) -> str:
     return f"{item.id} is now a {turn_kind} turn"
 
 
-def memory_tools(harness: VeilHarness) -> list[MemoryTool]:
+def memory_tools(layers: Layers) -> list[MemoryTool]:
     def tool(
         name: str, description: str, parameters: dict[str, Any], fn: Run, *, mutates: bool = False
     ) -> MemoryTool:
-        return MemoryTool(ToolSpec(name, description, parameters), harness, fn, mutates)
+        return MemoryTool(ToolSpec(name, description, parameters), layers, fn, mutates)
 
     return [
         tool(

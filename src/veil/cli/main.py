@@ -1,6 +1,9 @@
 """Entry point of the ``veil`` console script.
 
 Subcommands are thin: they parse arguments, open what they need and call library code.
+Predictable mistakes (a bad option value, a missing file, an unknown session) end with one line
+on stderr and a non-zero status; an unexpected failure too, with the traceback only under
+``--debug``. Usage errors exit 2.
 """
 
 from __future__ import annotations
@@ -9,8 +12,12 @@ import argparse
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from veil import __version__
+
+if TYPE_CHECKING:
+    from veil.agent.runtime import RunOptions
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -19,6 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
         description="Veil: a memory for LLM agents that never forgets silently.",
     )
     parser.add_argument("--version", action="version", version=f"veil {__version__}")
+    parser.add_argument(
+        "--debug", action="store_true", help="show the traceback of an unexpected failure"
+    )
     parser.add_argument(
         "-p",
         "--print",
@@ -46,7 +56,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="append every provider request and response as JSON lines",
     )
     parser.add_argument(
-        "--window", type=int, metavar="TOKENS", help="override the model's context window"
+        "--window",
+        type=_positive_int,
+        metavar="TOKENS",
+        help="override the model's context window (it must fit the system prompt, the tool "
+        "schemas and the reply's reserve, plus 1024 tokens)",
     )
     parser.add_argument("--json", action="store_true", help="print the event stream as JSONL")
     parser.add_argument(
@@ -62,7 +76,7 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with -c/--session: branch a new session from it instead",
     )
-    parser.add_argument("--max-turns", type=int, default=50)
+    parser.add_argument("--max-turns", type=_positive_int, default=50)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     sessions = sub.add_parser("sessions", help="list this project's sessions")
@@ -132,29 +146,41 @@ def _add_server_commands(
     keys.set_defaults(run=_run_keys)
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value} must be greater than 0")
+    return value
+
+
 def _run_sessions(args: argparse.Namespace) -> int:
     from veil.cli.listing import list_sessions
 
     return list_sessions(Path.cwd())
 
 
-def _run_print(args: argparse.Namespace) -> int:
-    from veil.cli.run import RunOptions, run_print
+def _run_options(args: argparse.Namespace) -> RunOptions:
+    from veil.agent.runtime import RunOptions
 
-    return run_print(
-        RunOptions(
-            task=args.task,
-            model=args.model,
-            approve=args.approve or "ask",
-            trace=args.trace,
-            window=args.window,
-            json=args.json,
-            resume=args.resume,
-            session=args.session,
-            fork=args.fork,
-            max_turns=args.max_turns,
-        )
+    return RunOptions(
+        model=args.model,
+        approve=args.approve or "ask",
+        window=args.window,
+        resume=args.resume,
+        session=args.session,
+        fork=args.fork,
+        max_turns=args.max_turns,
+        trace=args.trace,
     )
+
+
+def _run_print(args: argparse.Namespace) -> int:
+    from veil.cli.run import run_print
+
+    return run_print(_run_options(args), args.task, as_json=args.json)
 
 
 def _run_tui(args: argparse.Namespace) -> int:
@@ -168,13 +194,7 @@ def _run_tui(args: argparse.Namespace) -> int:
         )
         return 1
 
-    return run_tui(
-        model=args.model,
-        approve=args.approve or "ask",
-        window=args.window,
-        resume=args.resume,
-        session=args.session,
-    )
+    return run_tui(_run_options(args))
 
 
 def _run_demo(args: argparse.Namespace) -> int:
@@ -226,13 +246,59 @@ def _run_keys(args: argparse.Namespace) -> int:
     return run_keys_revoke(args.db, args.key_id)
 
 
+def _usage_problem(args: argparse.Namespace) -> str | None:
+    """What is wrong with an agent invocation before anything is opened, or None."""
+    if args.task is not None and not args.task.strip():
+        return "the task is empty: veil -p 'what to do'"
+    if args.fork and not (args.resume or args.session):
+        return "--fork needs -c/--continue or --session ID to branch from"
+    if args.task is None and not (_isatty(sys.stdin) and _isatty(sys.stdout)):
+        return (
+            "the interactive TUI needs a terminal on stdin and stdout; "
+            "run one task non-interactively with veil -p TASK"
+        )
+    return None
+
+
+def _isatty(stream: object) -> bool:
+    isatty = getattr(stream, "isatty", None)
+    try:
+        return bool(isatty()) if callable(isatty) else False
+    except (OSError, ValueError):
+        return False
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     run = getattr(args, "run", None)
     if run is None:
-        run = _run_print if args.task else _run_tui
-    return int(run(args))
+        problem = _usage_problem(args)
+        if problem is not None:
+            print(f"veil: {problem}", file=sys.stderr)
+            return 2
+        run = _run_print if args.task is not None else _run_tui
+    try:
+        return int(run(args))
+    except KeyboardInterrupt:
+        print("veil: interrupted", file=sys.stderr)
+        return 130
+    except SystemExit:
+        raise
+    except Exception as exc:
+        if args.debug:
+            raise
+        print(f"veil: {_explain(exc)} (--debug shows the traceback)", file=sys.stderr)
+        return 1
+
+
+def _explain(exc: BaseException) -> str:
+    """One line for an unexpected failure: what went wrong, in the words of the error."""
+    text = str(exc).strip().splitlines()
+    message = text[0] if text else ""
+    if isinstance(exc, OSError) and exc.filename:
+        return f"{exc.strerror or message}: {exc.filename}"
+    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
 
 
 if __name__ == "__main__":

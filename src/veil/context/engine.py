@@ -25,7 +25,15 @@ from veil.context.codegraph import CodeGraph
 from veil.context.config import ContextConfig
 from veil.context.conflicts import Belief, Conflict, ConflictBook, content_digest
 from veil.context.eviction import Move, plan
-from veil.context.items import ITEM_KINDS, NEVER_EVICTED, ContextItem, ItemKind, Tier, TurnKind
+from veil.context.items import (
+    ITEM_KINDS,
+    NEVER_EVICTED,
+    ContextItem,
+    Effect,
+    ItemKind,
+    Tier,
+    TurnKind,
+)
 from veil.context.manifest import ManifestRow, render_manifest
 from veil.context.projection import (
     CONFLICTS,
@@ -40,15 +48,13 @@ from veil.context.render import stub
 from veil.context.score import Task
 from veil.context.signals import paths_in, tags_of
 from veil.context.threshold import Threshold, on_regret, on_tick
-from veil.context.turns import classify_turn
+from veil.context.turns import CallKind, classify_turn
 from veil.context.workingset import WorkingSet
 from veil.embed.protocol import Embedder
 from veil.tape import Event, JSONValue, Store, new_id
 from veil.tokens import TokenCounter, estimate_tokens
 
 POINTER = re.compile(r"^veil://(warm|cold|live)/([A-Za-z0-9_\-]+)$")
-READ_TOOLS = frozenset({"read"})
-WRITE_TOOLS = frozenset({"write", "edit"})
 
 
 class UnknownItem(KeyError):
@@ -126,7 +132,7 @@ class ContextEngine:
     def budget(self) -> int:
         """Tokens the items may use: the window minus the reserve (for the reply) minus the
         fixed overhead of each request (system prompt, manifest, tool schemas), which the
-        harness reports through :attr:`overhead_tokens`."""
+        caller passes to :meth:`step`."""
         return max(1, self.config.window_tokens - self.config.reserve_tokens - self.overhead_tokens)
 
     @property
@@ -165,24 +171,44 @@ class ContextEngine:
         *,
         tool_call_id: str,
         tool_name: str,
-        arguments: Mapping[str, Any],
         output: str,
         is_error: bool = False,
+        arguments: Mapping[str, Any] | None = None,
+        target: str | None = None,
+        reads: str | None = None,
+        partial: bool = False,
+        writes: str | None = None,
     ) -> ContextItem:
-        """A tool call's result enters working memory (one tick of the session clock)."""
+        """A tool call's result enters working memory (one tick of the session clock).
+
+        The engine knows no tool by name: ``tool_name`` is a label. What the call did comes as
+        plain values from the caller (the harness reads each tool's declaration): ``target`` is
+        what it addressed (a path, ``path#range``, a command line), ``reads`` a file it read
+        (``partial`` when only a range), ``writes`` a file it changed. A result of a whole-file
+        read becomes a ``file`` item and a belief about that file's content; a call that names
+        the target of an evicted item again is a regret. Without ``target`` the label and the
+        arguments name the call."""
         self.tick += 1
-        self._touch_referenced(" ".join(str(v) for v in arguments.values()))
-        target = _target(tool_name, arguments)
-        path = str(arguments.get("path") or "") if tool_name in READ_TOOLS | WRITE_TOOLS else ""
+        args = dict(arguments or {})
+        self._touch_referenced(" ".join(str(v) for v in args.values()))
+        if target is None:
+            target = _generic_target(tool_name, args)
+        path = reads or writes or ""
         refs = tuple(dict.fromkeys([p for p in (path, *paths_in(output)) if p]))[:16]
-        self._regret_if_returning(tool_name, target)
-        if tool_name in WRITE_TOOLS and path:
-            self._book.note_write(path, self.tick)
+        if writes is None:
+            self._regret_if_returning(tool_name, target)
+        else:
+            self._book.note_write(writes, self.tick)
         if self.graph is not None and path:
             rel = self.graph.rel(path)
             if rel and rel not in self.task.touched:
                 self._retask(touched=self.task.touched | {rel})
-        kind: ItemKind = "file" if tool_name in READ_TOOLS else "tool_output"
+        kind: ItemKind = "file" if reads else "tool_output"
+        effect: Effect | None = None
+        if writes:
+            effect = "write"
+        elif reads and not is_error:
+            effect = "read_part" if partial else "read"
         item = self._new_item(
             kind,
             output,
@@ -190,13 +216,14 @@ class ContextEngine:
             tool_name=tool_name,
             tool_call_id=tool_call_id,
             code_refs=refs,
+            effect=effect,
         )
-        if tool_name in READ_TOOLS and path and not is_error:
+        if reads and not partial and not is_error:
             self._check_belief(
                 Belief(
-                    item.id, path, "content", content_digest(output), tool_call_id, self.session_id
+                    item.id, reads, "content", content_digest(output), tool_call_id, self.session_id
                 ),
-                file_path=path,
+                file_path=reads,
             )
         return item
 
@@ -205,16 +232,18 @@ class ContextEngine:
         role: str,
         text: str,
         *,
-        tool_names: Sequence[str] = (),
+        calls: Sequence[CallKind] = (),
         turn_kind: TurnKind | None = None,
         target: str | None = None,
     ) -> ContextItem:
         """A conversation turn becomes an item; its kind is classified unless given.
-        ``target`` names where it sits (the harness uses ``turn:<transcript index>``)."""
+        ``calls`` says, for each tool call the turn makes, whether it ``act``s (changes
+        something) or ``look``s. ``target`` names where it sits (the harness uses
+        ``turn:<transcript index>``)."""
         first_user = role == "user" and not self._has_intent
         if role == "assistant":
             self._touch_referenced(text)
-        kind = turn_kind or classify_turn(role, text, tool_names, first_user_turn=first_user)
+        kind = turn_kind or classify_turn(role, text, calls, first_user_turn=first_user)
         self._has_intent = self._has_intent or kind == "intent"
         item = self._new_item("turn", text, target=target or role, turn_kind=kind)
         if role == "user" and kind == "intent":
@@ -269,6 +298,7 @@ class ContextEngine:
         pinned: bool = False,
         manual: bool = False,
         turn_kind: TurnKind | None = None,
+        effect: Effect | None = None,
     ) -> ContextItem:
         now = self.clock.now()
         item = ContextItem(
@@ -294,6 +324,7 @@ class ContextEngine:
             session_id=self.session_id,
             created_tick=self.tick,
             manual_tick=self.tick if manual else None,
+            effect=effect,
         )
         self._set.add(item)
         self._emit("context.item", {"item": item_payload(item)})
@@ -379,21 +410,6 @@ class ContextEngine:
                     break
         return touched
 
-    def touch_mentions(self, text: str) -> list[str]:
-        """Touch live items whose target (a path, a command) the model's text refers to."""
-        touched: list[str] = []
-        for item in list(self._set.items.values()):
-            if (
-                item.tier == "live"
-                and item.target
-                and item.kind != "turn"
-                and len(item.target) > 3
-                and item.target in text
-            ):
-                self.touch(item.id)
-                touched.append(item.id)
-        return touched
-
     def resolve_pointer(self, pointer_or_id: str) -> ContextItem:
         match = POINTER.match(pointer_or_id.strip())
         item_id = match.group(2) if match else pointer_or_id.strip()
@@ -457,8 +473,13 @@ class ContextEngine:
         self._emit("context.turn_kind", {"id": item.id, "kind": kind})
         return updated
 
-    def search(self, query: str, limit: int = 10) -> list[ContextItem]:
-        """Warm and cold items of this project matching ``query`` (FTS5 and vectors)."""
+    def search(
+        self, query: str, limit: int = 10, *, min_similarity: float = -1.0
+    ) -> list[ContextItem]:
+        """Warm and cold items of this project matching ``query``: full-text matches first, then
+        nearest neighbours by embedding whose cosine with the query is at least
+        ``min_similarity`` (a neighbour is always *some* item; the floor keeps unrelated ones
+        out)."""
         self._index_some(None)
         self.flush()
         hits = [
@@ -471,6 +492,7 @@ class ContextEngine:
                 for h in self.store.search_vector(
                     ITEMS_VEC, scope=self.scope, query=query, limit=limit
                 )
+                if h.score >= min_similarity
             ]
         out: list[ContextItem] = []
         for item_id in dict.fromkeys(hits):
@@ -525,8 +547,14 @@ class ContextEngine:
         values = self._set.scores(self.tick)
         return {item_id: float(values[i]) for i, item_id in enumerate(self._set.ids)}
 
-    def step(self) -> EvictionReport:
-        """The turn boundary: score everything, run the three stages, move T. Persisted."""
+    def step(self, *, overhead_tokens: int | None = None) -> EvictionReport:
+        """The turn boundary: score everything, run the three stages, move T. Persisted.
+
+        ``overhead_tokens`` is what the next request costs besides the items (system prompt,
+        manifest, tool schemas); the items' budget is the window minus the reserve minus it.
+        Without it the last value given is kept."""
+        if overhead_tokens is not None:
+            self.overhead_tokens = max(0, int(overhead_tokens))
         before = self._threshold.value
         c = self._set.cols
         now = self.clock.now().timestamp()
@@ -614,7 +642,7 @@ class ContextEngine:
             self._emit("context.indexed", {"id": item_id, "search_text": search})
 
     def _regret_if_returning(self, tool_name: str, target: str | None) -> None:
-        if not target or tool_name in WRITE_TOOLS:
+        if not target:
             return
         for item in self._set.with_target(tool_name, target):
             if item.tier != "live":
@@ -688,18 +716,19 @@ class ContextEngine:
                 self._to_index[item.id] = None
             self._has_intent = self._has_intent or item.turn_kind == "intent"
             # What conflict detection knows about files: earlier reads and our own writes.
-            if item.tool_name in WRITE_TOOLS and item.target:
-                self._book.note_write(item.target, item.created_tick)
-            elif item.tool_name in READ_TOOLS and item.target and "#" not in item.target:
+            path = item.code_refs[0] if item.code_refs else None
+            if item.effect == "write" and path:
+                self._book.note_write(path, item.created_tick)
+            elif item.effect == "read" and path:
                 belief = Belief(
                     item.id,
-                    item.target,
+                    path,
                     "content",
                     content_digest(item.content),
                     item.tool_call_id,
                     item.session_id,
                 )
-                self._book.add(belief, item.created_tick, file_path=item.target)
+                self._book.add(belief, item.created_tick, file_path=path)
         if state:
             self.tick = int(cast(int, state[0]["tick"]))
             last = state[0]["last_regret_tick"]
@@ -738,14 +767,8 @@ class ContextEngine:
         return adopted
 
 
-def _target(tool_name: str, arguments: Mapping[str, Any]) -> str | None:
-    if tool_name in READ_TOOLS | WRITE_TOOLS:
-        path = arguments.get("path")
-        if tool_name == "read" and (arguments.get("offset") or arguments.get("limit")):
-            return f"{path}#{arguments.get('offset') or 0}+{arguments.get('limit') or ''}"
-        return str(path) if path else None
-    if tool_name == "bash":
-        return str(arguments.get("command") or "") or None
+def _generic_target(tool_name: str, arguments: Mapping[str, Any]) -> str | None:
+    """What a call addressed when the caller did not say: its label and scalar arguments."""
     parts = [str(v) for _, v in sorted(arguments.items()) if isinstance(v, (str, int, float))]
     return f"{tool_name} {' '.join(parts)}".strip() or None
 

@@ -19,6 +19,8 @@ ItemKind = Literal[
 ]
 TurnKind = Literal["intent", "correction", "decision", "action", "status", "exploration"]
 Tier = Literal["live", "warm", "cold"]
+Effect = Literal["read", "read_part", "write"]
+"""What the tool call behind an item did to a file: read it whole, read part of it, wrote it."""
 ITEM_KINDS: tuple[ItemKind, ...] = (
     "file",
     "tool_output",
@@ -73,6 +75,8 @@ class ContextItem:
     """Durable-horizon stability in wall-clock days (for warm → cold)."""
     last_access_at: str | None = None
     """Wall-clock time of the last access (ISO), for the durable horizon."""
+    effect: Effect | None = None
+    """For a tool result: what its call did to the file named by ``code_refs[0]``."""
 
     @property
     def pointer(self) -> str:

@@ -54,6 +54,7 @@ ITEM_COLUMNS = (
     Column("tool_name", "text"),
     Column("target", "text"),
     Column("created_tick", "int"),
+    Column("effect", "text"),
     Column("seq", "int"),
     Column("indexed", "bool"),
 )
@@ -62,7 +63,7 @@ ITEM_FIELDS = tuple(c.name for c in ITEM_COLUMNS)
 
 class ContextProjection:
     name = "context"
-    version = 2
+    version = 3
     tables = (
         Table(
             ITEMS,

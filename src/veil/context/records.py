@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import cast
 
 from veil.context.conflicts import Belief, Conflict
-from veil.context.items import ContextItem, ItemKind, Tier, TurnKind
+from veil.context.items import ContextItem, Effect, ItemKind, Tier, TurnKind
 from veil.tape import JSONValue, Row
 
 
@@ -34,6 +34,7 @@ def item_payload(item: ContextItem) -> dict[str, JSONValue]:
         "tool_name": item.tool_name,
         "target": item.target,
         "created_tick": item.created_tick,
+        "effect": item.effect,
     }
 
 
@@ -66,6 +67,7 @@ def item_from_row(row: Row) -> ContextItem:
         target=opt("target"),
         session_id=opt("session_id"),
         created_tick=int(cast(int, row["created_tick"])),
+        effect=cast(Effect | None, row.get("effect")),
     )
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from typing import Literal
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,49 +32,23 @@ _STATUS = re.compile(
     r"summary|failed|failing)\b",
     re.IGNORECASE,
 )
-EXPLORATION_TOOLS = frozenset(
-    {
-        "read",
-        "grep",
-        "find",
-        "ls",
-        "veil_recall",
-        "veil_history",
-        "veil_manifest",
-        "veil_attempts",
-        "veil_conflicts",
-    }
-)
-ACTION_TOOLS = frozenset(
-    {
-        "edit",
-        "write",
-        "bash",
-        "veil_remember",
-        "veil_pin",
-        "veil_evict",
-        "veil_resolve",
-        "veil_load",
-        "veil_expand",
-        "veil_mark_turn",
-    }
-)
+CallKind = Literal["act", "look"]
+"""A tool call of a turn, as the caller classifies it: it changes something, or only looks."""
 
 
 def classify_turn(
-    role: str, text: str, tool_names: Sequence[str] = (), *, first_user_turn: bool = False
+    role: str, text: str, calls: Sequence[CallKind] = (), *, first_user_turn: bool = False
 ) -> TurnKind:
-    """The kind of a turn from its role, text and tool calls (the model can override it)."""
+    """The kind of a turn from its role, text and tool calls (the model can override it): a
+    turn with a call that acts is an ``action``, one whose calls only look ``exploration``."""
     if role == "user":
         if first_user_turn:
             return "intent"
         if _CORRECTION.search(text):
             return "correction"
         return "intent"
-    if tool_names:
-        if any(t in ACTION_TOOLS for t in tool_names):
-            return "action"
-        return "exploration"
+    if calls:
+        return "action" if "act" in calls else "exploration"
     if _DECISION.search(text):
         return "decision"
     if _STATUS.search(text):

@@ -2,8 +2,9 @@
 
 **Progress** is an attempt that
 
-- passes a check (a ``test`` or ``run`` whose outcome is ``pass``) — this also *resets* the
-  count, as a pass is the goal (or a step of it) achieved;
+- passes a check (a ``test`` or ``run`` whose outcome is ``pass``, or the pass of a command
+  whose same command line failed before) — this also *resets* the count, as a pass is the goal
+  (or a step of it) achieved, so reruns of a task that ended passing start at level 0;
 - is ``partial`` (a test run with fewer failures than the previous run of the same target);
 - fails with a fingerprint not seen before for this goal (a new failure is new information);
 - touches a file not touched before for this goal.
@@ -29,7 +30,7 @@ The OpenHands stuck patterns (:mod:`veil.convergence.stuck`) raise the level to 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping, Sequence, Set
 from dataclasses import dataclass
 
 from veil.convergence import stuck
@@ -102,11 +103,15 @@ def verdicts(attempts: Sequence[Attempt], config: MonitorConfig | None = None) -
     config = config or MonitorConfig()
     seen_fps: set[str] = set()
     seen_files: set[str] = set()
+    failed_targets: set[str] = set()
     out: list[Verdict] = []
     for a in attempts:
-        if a.outcome == "pass" and a.action in VERIFYING:
+        if is_check(a, failed_targets) and a.outcome == "pass":
+            failed_targets.discard(a.target)
             out.append(Verdict(a.id, True, False, "pass"))
             continue
+        if a.outcome in ("fail", "partial") and a.action != "edit":
+            failed_targets.add(a.target)
         read_only = a.action in ("command", "tool") and a.outcome in ("pass", "unknown")
         if read_only and not config.count_neutral:
             out.append(Verdict(a.id, False, True, "neutral: a successful read-only call"))
@@ -127,6 +132,14 @@ def verdicts(attempts: Sequence[Attempt], config: MonitorConfig | None = None) -
         else:
             out.append(Verdict(a.id, False, False, _circling_reason(a)))
     return out
+
+
+def is_check(attempt: Attempt, failed_targets: Set[str]) -> bool:
+    """Whether the attempt checks the goal: a test or program run, or the re-run of a command
+    (or tool call) whose target failed before — its pass is progress and resets the count."""
+    return attempt.action in VERIFYING or (
+        attempt.action in ("command", "tool") and attempt.target in failed_targets
+    )
 
 
 def _circling_reason(a: Attempt) -> str:
@@ -229,6 +242,8 @@ def should_block(
     arguments: Mapping[str, JSONValue] | str | None,
     attempts: Sequence[Attempt],
     config: MonitorConfig | None = None,
+    *,
+    steps: Sequence[stuck.Step] | None = None,
 ) -> str | None:
     """The reason to refuse this tool call, or ``None`` to let it run.
 
@@ -236,7 +251,7 @@ def should_block(
     arguments) of an edit that did not work: a different edit, a test run or any other call
     is never blocked — re-running a test after other changes is how progress is measured.
     """
-    if assess(attempts, config).level < 2:
+    if assess(attempts, config, steps=steps).level < 2:
         return None
     hit = failed_edits(attempts).get(call_digest(tool_name, arguments))
     if hit is None:

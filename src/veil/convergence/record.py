@@ -227,6 +227,9 @@ class AttemptLog:
         self.on_escalation = on_escalation
         self.actor = actor
         self.goal: Goal | None = None
+        self.steps: list[stuck.Step] = []
+        """This session's steps (its attempts, other calls and plain messages), for the stuck
+        patterns: a loop is something one run does, so earlier sessions' steps do not count."""
         if not _registered(store):
             store.register(ConvergenceProjection())
 
@@ -309,8 +312,30 @@ class AttemptLog:
             at=format_time(self.clock.now()),
         )
         self._append("convergence.attempt", attempt_payload(attempt), event_id=attempt.id)
-        self._maybe_escalate([*previous, attempt])
+        steps_before = list(self.steps)
+        self.steps.append(monitor.steps_of([attempt])[0])
+        self._maybe_escalate(previous, [*previous, attempt], steps_before)
         return attempt
+
+    def observe(
+        self,
+        *,
+        action: str | None,
+        observation: str | None = None,
+        is_error: bool = False,
+        message: str | None = None,
+        goal_id: str | None = None,
+    ) -> None:
+        """A step that is not an attempt: a read or search (``action`` and ``observation``
+        digests), or an assistant message with no tool call (``message``), which the monologue
+        pattern needs. The goal is re-assessed: a pattern may raise its level."""
+        steps_before = list(self.steps)
+        self.steps.append(stuck.Step(action, observation, is_error, message))
+        if self.goal is None and goal_id is None:
+            return
+        attempts = self.attempts(goal_id)
+        if attempts or message:
+            self._maybe_escalate(attempts, attempts, steps_before)
 
     def record_call(
         self,
@@ -354,19 +379,24 @@ class AttemptLog:
             goal_id=gid,
         )
 
-    def _maybe_escalate(self, attempts: list[Attempt]) -> None:
-        before = monitor.assess(attempts[:-1], self.config).level
-        after = monitor.assess(attempts, self.config)
+    def _maybe_escalate(
+        self,
+        before_attempts: Sequence[Attempt],
+        attempts: Sequence[Attempt],
+        steps_before: Sequence[stuck.Step],
+    ) -> None:
+        before = monitor.assess(before_attempts, self.config, steps=steps_before).level
+        after = monitor.assess(attempts, self.config, steps=self.steps)
         if after.level <= before:
             return
-        latest = attempts[-1]
+        goal_id = self._goal_id(None) if not attempts else attempts[-1].goal_id
         escalation = monitor.Escalation(
             id=new_id("esc"),
-            goal_id=latest.goal_id,
+            goal_id=goal_id,
             level=after.level,
             reasons=after.reasons,
             circling_count=after.circling_count,
-            attempt_id=latest.id,
+            attempt_id=attempts[-1].id if attempts else "",
             session_id=self.session_id,
             at=format_time(self.clock.now()),
         )
@@ -423,8 +453,11 @@ class AttemptLog:
     def assess(
         self, goal_id: str | None = None, *, steps: Sequence[stuck.Step] | None = None
     ) -> monitor.Assessment:
-        """The goal's current level, reasons, circling count, fingerprints and stuck patterns."""
-        return monitor.assess(self.attempts(goal_id), self.config, steps=steps)
+        """The goal's current level, reasons, circling count, fingerprints and stuck patterns
+        (over this session's steps unless ``steps`` are given)."""
+        return monitor.assess(
+            self.attempts(goal_id), self.config, steps=self.steps if steps is None else steps
+        )
 
     def should_block(
         self,
@@ -433,12 +466,14 @@ class AttemptLog:
         goal_id: str | None = None,
     ) -> str | None:
         """For the harness's ``before_tool_call``: a reason to refuse the call, or ``None``."""
-        return monitor.should_block(tool_name, arguments, self.attempts(goal_id), self.config)
+        return monitor.should_block(
+            tool_name, arguments, self.attempts(goal_id), self.config, steps=self.steps
+        )
 
     def note(self, goal_id: str | None = None) -> str:
         """What the prompt should carry for the goal's current level ("" at level 0)."""
         attempts = self.attempts(goal_id)
-        level = monitor.assess(attempts, self.config).level
+        level = monitor.assess(attempts, self.config, steps=self.steps).level
         if level == 0:
             return ""
         if level == 1:
@@ -457,7 +492,7 @@ class AttemptLog:
         gid = self._goal_id(goal_id)
         attempts = self.attempts(gid)
         goal_rows = self.store.fetch(GOALS, scope=self.scope, where={"goal_id": gid})
-        result = monitor.assess(attempts, self.config)
+        result = monitor.assess(attempts, self.config, steps=self.steps)
         return {
             "goal_id": gid,
             "intent": goal_rows[0]["intent"] if goal_rows else None,

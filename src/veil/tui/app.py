@@ -10,29 +10,34 @@ Eviction is not silent: a tool call whose result is no longer in the model's con
 ``/pin``). The set is recomputed from :meth:`VeilHarness.evicted_tool_calls` after every tool
 result, turn end and run end.
 
-Threads: the agent runs in a Textual thread worker (:class:`~veil.tui.driver.AgentDriver`);
+Threads: the agent runs in a Textual thread worker (:class:`~veil.agent.runtime.AgentSession`,
+the same session runtime print mode uses);
 each event is handed to the UI thread with ``call_from_thread``, which blocks the worker until
 the UI has handled it, so the UI reads the harness only while the agent is paused. Commands
 that read or change the harness (/context, /pin, /memory) are refused while a run is going,
 rather than racing it. Permission prompts (``--approve ask``, the default here) block the
-worker on a modal until the user answers.
+worker on a modal until the user answers (allow, deny, or always allow that tool).
+
+A tool-call line shows the call's status as print mode does (``exit N`` for a command that
+failed); clicking it, or ``/output [CALL_ID]``, opens the call's full output.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
-from pathlib import Path
 from typing import Any, ClassVar
 
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
+from textual.message import Message
 from textual.widgets import Input, Static
 
 from veil.agent.events import (
     AgentEnd,
     AgentEvent,
+    LevelChanged,
     MessageEnd,
     MessageUpdate,
     Notice,
@@ -40,14 +45,24 @@ from veil.agent.events import (
     ToolStart,
     TurnEnd,
 )
-from veil.cli.run import Setup
-from veil.llm.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
-from veil.tui.approval import ApprovalScreen
-from veil.tui.driver import AgentDriver, TuiOptions
+from veil.agent.permissions import Answer
+from veil.agent.report import tool_status
+from veil.agent.runtime import AgentSession, RunOptions, Setup
+from veil.llm.messages import AssistantMessage, ToolResultMessage, UserMessage
+from veil.llm.messages import Message as ChatMessage
+from veil.tui.approval import ApprovalScreen, OutputScreen
 from veil.tui.render import HELP, StatusInfo, status_line, tool_line
 
 EVICTED_MARK = "(out of context)"
 """Appended to a dimmed tool-call line: its result is no longer in the model's context."""
+
+
+class OpenOutput(Message):
+    """A tool-call line was clicked: show that call's output."""
+
+    def __init__(self, call_id: str) -> None:
+        super().__init__()
+        self.call_id = call_id
 
 
 class ToolLine(Static):
@@ -66,8 +81,11 @@ class ToolLine(Static):
 
     def set_status(self, status: str) -> None:
         self.status = status
-        self.set_class(status in ("error", "blocked"), "failed")
+        self.set_class(status not in ("ok", "running", "…", "?"), "failed")
         self._render_line()
+
+    def on_click(self) -> None:
+        self.post_message(OpenOutput(self.call_id))
 
     def set_evicted(self, evicted: bool) -> None:
         """Dim the line (CSS class ``evicted``) and say so in words, for terminals where dim
@@ -82,7 +100,7 @@ class ToolLine(Static):
 
 
 class VeilApp(App[int]):
-    """The TUI. Construct with :class:`TuiOptions`; ``model_name`` and ``window`` only fill the
+    """The TUI. Construct with :class:`RunOptions`; ``model_name`` and ``window`` only fill the
     status line until the first message sets the session up."""
 
     TITLE = "veil"
@@ -107,11 +125,11 @@ class VeilApp(App[int]):
     ]
 
     def __init__(
-        self, options: TuiOptions, *, model_name: str | None = None, window: int | None = None
+        self, options: RunOptions, *, model_name: str | None = None, window: int | None = None
     ) -> None:
         super().__init__()
         self.options = options
-        self.driver = AgentDriver(options, ask=self.ask if options.approve == "ask" else None)
+        self.driver = AgentSession(options, ask=self.ask if options.approve == "ask" else None)
         self.model_name = model_name or options.model or "(no model)"
         self.window = window
         self.running = False
@@ -119,6 +137,7 @@ class VeilApp(App[int]):
         self._streaming: Static | None = None
         self._streamed = ""
         self._last_user_line: Static | None = None
+        self._results: dict[str, ToolResultMessage] = {}
         self._leaving = threading.Event()
 
     # ---- layout ----------------------------------------------------------------------
@@ -166,7 +185,7 @@ class VeilApp(App[int]):
         """The transcript line of a tool call (None once ``/clear`` removed it)."""
         return self._tool_lines.get(call_id)
 
-    def show_messages(self, messages: list[Message]) -> None:
+    def show_messages(self, messages: list[ChatMessage]) -> None:
         """Render a stored transcript (a resumed session): the same lines a live run makes."""
         results = {m.tool_call_id: m for m in messages if isinstance(m, ToolResultMessage)}
         for message in messages:
@@ -178,6 +197,11 @@ class VeilApp(App[int]):
                 for call in message.tool_calls:
                     result = results.get(call.id)
                     status = "?" if result is None else ("error" if result.is_error else "ok")
+                    if result is not None:
+                        self._results[call.id] = result
+                        code = _exit_code(result.content)
+                        if status == "ok" and code:
+                            status = f"exit {code}"
                     self.add_tool_call(call.id, call.name, call.arguments, status)
         self.refresh_evicted()
 
@@ -266,8 +290,30 @@ class VeilApp(App[int]):
             self._pin(s, argument)
         elif command == "/memory" and s is not None:
             self._memory(s, argument)
-        else:
+        elif command == "/output":
+            self.open_output(argument or next(reversed(self._results), ""))
+        elif command == "/help":
             self.add_line(HELP, "info")
+        else:
+            self.add_line(f"unknown command {command}; /help lists the commands", "notice")
+
+    def on_open_output(self, event: OpenOutput) -> None:
+        self.open_output(event.call_id)
+
+    def open_output(self, call_id: str) -> None:
+        """Show a tool call's whole output (its full output when the tool truncated it)."""
+        result = self._results.get(call_id)
+        if result is None:
+            known = "no tool call has finished yet" if not self._results else "try /output"
+            self.add_line(f"/output: no finished tool call {call_id!r} ({known})", "info")
+            return
+        text = result.content
+        s = self.driver.setup
+        if s is not None and call_id in s.harness.full_outputs:
+            text = s.harness.engine.item(s.harness.full_outputs[call_id]).content
+        line = self._tool_lines.get(call_id)
+        title = f"{result.name} {line.status if line else ''}".strip()
+        self.push_screen(OutputScreen(title, text))
 
     def _pin(self, s: Setup, ref: str) -> None:
         if not ref:
@@ -332,7 +378,7 @@ class VeilApp(App[int]):
         except RuntimeError:  # the app stopped between the check and the call
             self._leaving.set()
 
-    def _session_ready(self, setup: Setup, earlier: list[Message]) -> None:
+    def _session_ready(self, setup: Setup, earlier: list[ChatMessage]) -> None:
         if earlier:
             # The message that started this run was shown before the session loaded; the
             # resumed transcript goes above it.
@@ -369,13 +415,16 @@ class VeilApp(App[int]):
                 line.set_status("running")
         elif isinstance(event, ToolEnd):
             line = self._tool_lines.get(event.call.id)
-            status = "blocked" if event.blocked else ("error" if event.result.is_error else "ok")
+            self._results[event.call.id] = event.result
             if line is not None:
-                line.set_status(status)
+                line.set_status(tool_status(event))
             self.refresh_evicted()
             self.refresh_status()
         elif isinstance(event, Notice):
             self.add_line(f"veil: {event.text}", "notice")
+        elif isinstance(event, LevelChanged) and event.level > event.previous:
+            why = f": {event.reasons[0]}" if event.reasons else ""
+            self.add_line(f"veil: convergence level {event.level}{why}", "notice")
         elif isinstance(event, TurnEnd | AgentEnd):
             self.refresh_evicted()
             self.refresh_status()
@@ -392,14 +441,15 @@ class VeilApp(App[int]):
 
     # ---- permission prompt (called on the agent's thread) -----------------------------------
 
-    def ask(self, tool_name: str, arguments: dict[str, Any]) -> bool:
-        """Block the agent's thread on the Allow / Deny modal; no answer (closing) is a no."""
+    def ask(self, tool_name: str, arguments: dict[str, Any]) -> Answer:
+        """Block the agent's thread on the Allow / Always / Deny modal; no answer (closing) is a
+        no."""
         answered = threading.Event()
-        answer: list[bool] = []
+        answer: list[Answer] = []
 
         def show() -> None:
-            def done(allowed: bool | None) -> None:
-                answer.append(bool(allowed))
+            def done(allowed: Answer | None) -> None:
+                answer.append(allowed if allowed is not None else False)
                 answered.set()
 
             self.push_screen(ApprovalScreen(tool_name, arguments), done)
@@ -411,16 +461,7 @@ class VeilApp(App[int]):
         return answer[0]
 
 
-def run_tui(
-    *,
-    model: str | None,
-    approve: str = "ask",
-    window: int | None = None,
-    resume: bool = False,
-    session: str | None = None,
-    cwd: Path | None = None,
-    max_turns: int = 50,
-) -> int:
+def run_tui(options: RunOptions) -> int:
     """Run the interactive ``veil`` in the terminal; returns the exit status.
 
     The model is checked before the screen is taken over: when it is not configured (no
@@ -432,19 +473,23 @@ def run_tui(
     from veil.llm.scripted import ScriptError
 
     try:
-        provider = provider_from_spec(model)
+        provider = provider_from_spec(options.model)
     except (ModelNotConfigured, ScriptError) as exc:
         print(f"veil: {exc}", file=sys.stderr)
         return 1
-    options = TuiOptions(
-        model=model,
-        approve=approve,
-        window=window,
-        resume=resume,
-        session=session,
-        max_turns=max_turns,
-        cwd=cwd or Path.cwd(),
+    app = VeilApp(
+        options, model_name=provider.model, window=options.window or provider.context_window
     )
-    app = VeilApp(options, model_name=provider.model, window=window or provider.context_window)
     app.run()
     return app.return_code or 0
+
+
+def _exit_code(content: str) -> int | None:
+    """The ``[exit code N]`` a stored bash result ends with (resumed transcripts)."""
+    tail = content.rstrip().rsplit("\n", 1)[-1]
+    if tail.startswith("[exit code ") and tail.endswith("]"):
+        try:
+            return int(tail[len("[exit code ") : -1])
+        except ValueError:
+            return None
+    return None

@@ -1,15 +1,17 @@
-"""The permission prompt: a modal that shows a mutating tool call and asks Allow / Deny.
+"""Modals: the permission prompt, and the viewer of a tool call's output.
 
-The agent's worker thread blocks until the user answers (see ``VeilApp.ask``); the modal only
-dismisses itself with ``True`` (allow) or ``False`` (deny). Escape, ``n`` and ``d`` deny, ``y``
-and ``a`` allow — denying is the safe default, so every way out that is not an explicit yes is
-a no.
+:class:`ApprovalScreen` shows a mutating tool call and asks Allow / Always / Deny. The agent's
+worker thread blocks until the user answers (see ``VeilApp.ask``); the modal dismisses itself
+with ``True`` (allow once), ``"always"`` (allow this tool for the rest of the session) or
+``False`` (deny). Escape, ``n`` and ``d`` deny, ``y`` allows, ``a`` always allows — denying is
+the safe default, so every way out that is not an explicit yes is a no.
+
+:class:`OutputScreen` shows a call's whole output; escape or ``q`` closes it.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rich.markup import escape
 from textual.app import ComposeResult
@@ -18,26 +20,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-ARGS_LINES = 40
-"""Arguments longer than this many lines are cut in the prompt (the call itself is not)."""
+from veil.agent.permissions import Answer
+from veil.agent.report import describe_arguments
+
+OUTPUT_MAX_CHARS = 200_000
+"""The viewer shows at most this much of an output (the rest stays on the tape)."""
 
 
-def describe_arguments(arguments: dict[str, Any]) -> str:
-    """The arguments as the user should read them before allowing a call: pretty JSON, and a
-    ``command``/``content`` string shown verbatim (multi-line), cut at ``ARGS_LINES`` lines."""
-    lines: list[str] = []
-    for key, value in arguments.items():
-        if isinstance(value, str) and ("\n" in value or key in ("command", "content")):
-            lines.append(f"{key}:")
-            lines.extend(f"  {line}" for line in value.splitlines() or [""])
-        else:
-            lines.append(f"{key}: {json.dumps(value, ensure_ascii=False)}")
-    if len(lines) > ARGS_LINES:
-        lines = [*lines[:ARGS_LINES], f"… ({len(lines) - ARGS_LINES} more lines)"]
-    return "\n".join(lines)
-
-
-class ApprovalScreen(ModalScreen[bool]):
+class ApprovalScreen(ModalScreen[Answer]):
     """Asks whether ``tool_name`` may run with ``arguments``; dismisses with the answer."""
 
     DEFAULT_CSS = """
@@ -51,11 +41,12 @@ class ApprovalScreen(ModalScreen[bool]):
     ApprovalScreen Button { margin-left: 2; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("y,a", "answer(True)", "Allow"),
+        Binding("y", "answer(True)", "Allow"),
+        Binding("a", "always", "Always allow"),
         Binding("n,d,escape", "answer(False)", "Deny"),
     ]
 
-    def __init__(self, tool_name: str, arguments: dict[str, Any]) -> None:
+    def __init__(self, tool_name: str, arguments: dict[str, object]) -> None:
         super().__init__()
         self.tool_name = tool_name
         self.arguments = arguments
@@ -67,13 +58,49 @@ class ApprovalScreen(ModalScreen[bool]):
                 yield Static(describe_arguments(self.arguments), markup=False)
             with Horizontal():
                 yield Button("Allow (y)", variant="success", id="allow")
+                yield Button(f"Always allow {self.tool_name} (a)", id="always")
                 yield Button("Deny (n)", variant="error", id="deny")
 
     def on_mount(self) -> None:
         self.query_one("#deny", Button).focus()
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
-        self.dismiss(event.button.id == "allow")
+        if event.button.id == "always":
+            self.dismiss("always")
+        else:
+            self.dismiss(event.button.id == "allow")
 
     def action_answer(self, allowed: bool) -> None:
         self.dismiss(allowed)
+
+    def action_always(self) -> None:
+        self.dismiss("always")
+
+
+class OutputScreen(ModalScreen[None]):
+    """A tool call's whole output, scrollable; escape or ``q`` closes it."""
+
+    DEFAULT_CSS = """
+    OutputScreen { align: center middle; }
+    OutputScreen > Vertical {
+        width: 95%; height: 90%; border: thick $accent; background: $surface; padding: 0 1;
+    }
+    OutputScreen #output-body { height: 1fr; }
+    """
+    BINDINGS: ClassVar[list[BindingType]] = [Binding("escape,q", "close", "Close")]
+
+    def __init__(self, title: str, text: str) -> None:
+        super().__init__()
+        self.title_text = title
+        if len(text) > OUTPUT_MAX_CHARS:
+            text = text[:OUTPUT_MAX_CHARS] + f"\n… ({len(text) - OUTPUT_MAX_CHARS} more characters)"
+        self.text = text
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(f"[b]{escape(self.title_text)}[/b]  (esc closes)")
+            with VerticalScroll(id="output-body"):
+                yield Static(self.text or "(no output)", markup=False, id="output-text")
+
+    def action_close(self) -> None:
+        self.dismiss(None)

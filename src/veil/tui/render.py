@@ -75,6 +75,7 @@ HELP = """Commands:
   /context       the manifest: what is in the model's context now
   /pin ID        keep an item (id, pointer or tool-call id) in the context
   /memory [Q]    long-term memory on Q (no Q: the session-start briefing)
+  /output [ID]   the full output of a tool call (default: the last one); or click its line
   /model         the model in use
   /clear         clear the transcript view (the session is kept)
   /quit          leave (ctrl+q); esc or ctrl+c aborts a run

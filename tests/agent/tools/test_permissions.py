@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from veil.agent.permissions import APPROVALS, PermissionPolicy
+from veil.agent.permissions import APPROVALS, Answer, PermissionPolicy, is_unattended
 from veil.agent.tools import BashTool, ReadTool
 
 
@@ -18,10 +18,27 @@ def test_deny_refuses_with_a_reason() -> None:
     assert reason is not None and "write was not run" in reason and "--approve deny" in reason
 
 
-def test_ask_without_a_callback_refuses_and_points_to_auto() -> None:
-    allowed, reason = PermissionPolicy("ask").decide("edit", {})
+def test_ask_without_a_callback_refuses_points_to_auto_and_counts_it() -> None:
+    policy = PermissionPolicy("ask")
+    allowed, reason = policy.decide("edit", {})
     assert not allowed
-    assert reason is not None and "--approve auto" in reason and "not interactive" in reason
+    assert reason is not None and "--approve auto" in reason and "nobody is at a terminal" in reason
+    assert is_unattended(reason) and policy.unattended == ["edit"]
+
+
+def test_always_allows_that_tool_for_the_rest_of_the_session() -> None:
+    asked: list[str] = []
+
+    def ask(name: str, arguments: dict[str, Any]) -> Answer:
+        asked.append(name)
+        return "always" if name == "bash" else False
+
+    policy = PermissionPolicy("ask", ask)
+    assert policy.decide("bash", {"command": "ls"}) == (True, None)
+    assert policy.decide("bash", {"command": "make"}) == (True, None)
+    assert policy.decide("write", {"path": "a"})[0] is False
+    assert asked == ["bash", "write"] and policy.always == {"bash"}
+    assert policy.declined == ["write"] and policy.unattended == []
 
 
 def test_ask_calls_the_callback_with_the_call() -> None:

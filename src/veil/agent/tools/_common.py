@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from veil.agent.tool import ToolContext, ToolError, ToolResult
+from veil.agent.tool import NOTHING, ToolContext, ToolError, ToolResult, Touches
 from veil.llm.messages import ToolSpec
 
 MAX_LINES = 2000
@@ -57,6 +57,10 @@ class BaseTool:
 
     def _run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         raise NotImplementedError
+
+    def touches(self, arguments: dict[str, Any]) -> Touches:
+        """What a call with ``arguments`` touches (the default: nothing tracked)."""
+        return NOTHING
 
     def __repr__(self) -> str:
         return f"<tool {self.spec.name}>"

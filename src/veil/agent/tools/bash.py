@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from veil.agent.tool import ToolContext, ToolError, ToolResult
+from veil.agent.tool import ToolContext, ToolError, ToolResult, Touches
 from veil.agent.tools._common import (
     MAX_BYTES,
     MAX_LINES,
@@ -198,6 +198,9 @@ class BashTool(BaseTool):
     )
     mutates = True
     parallel_safe = False
+
+    def touches(self, arguments: dict[str, Any]) -> Touches:
+        return Touches(command=str(arguments.get("command") or "") or None)
 
     def _run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         command = require_str(arguments, "command")

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from veil.agent.tool import ToolContext, ToolError, ToolResult
+from veil.agent.tool import ToolContext, ToolError, ToolResult, Touches
 from veil.agent.tools._common import (
     BaseTool,
     display,
@@ -51,6 +51,11 @@ class FindTool(BaseTool):
     )
     mutates = False
     parallel_safe = True
+
+    def touches(self, arguments: dict[str, Any]) -> Touches:
+        where = str(arguments.get("path") or "")
+        what = " ".join(p for p in (str(arguments.get("pattern") or ""), where) if p)
+        return Touches(looks=True, target=f"find {what}".strip())
 
     def _run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         pattern = require_str(arguments, "pattern").strip()

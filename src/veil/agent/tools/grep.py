@@ -19,7 +19,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from veil.agent.tool import ToolContext, ToolError, ToolResult
+from veil.agent.tool import ToolContext, ToolError, ToolResult, Touches
 from veil.agent.tools._common import (
     BaseTool,
     display,
@@ -80,6 +80,12 @@ class GrepTool(BaseTool):
     )
     mutates = False
     parallel_safe = True
+
+    def touches(self, arguments: dict[str, Any]) -> Touches:
+        where = str(arguments.get("path") or "")
+        glob = str(arguments.get("glob") or "")
+        what = " ".join(p for p in (str(arguments.get("pattern") or ""), where, glob) if p)
+        return Touches(looks=True, target=f"grep {what}".strip())
 
     def _run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         pattern = require_str(arguments, "pattern")

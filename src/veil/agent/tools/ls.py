@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from veil.agent.tool import ToolContext, ToolError, ToolResult
+from veil.agent.tool import ToolContext, ToolError, ToolResult, Touches
 from veil.agent.tools._common import (
     BaseTool,
     display,
@@ -45,6 +45,9 @@ class LsTool(BaseTool):
     )
     mutates = False
     parallel_safe = True
+
+    def touches(self, arguments: dict[str, Any]) -> Touches:
+        return Touches(looks=True, target=f"ls {arguments.get('path') or '.'}")
 
     def _run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         root = project_root(ctx)

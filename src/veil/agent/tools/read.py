@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from veil.agent.tool import ToolContext, ToolError, ToolResult
+from veil.agent.tool import ToolContext, ToolError, ToolResult, Touches
 from veil.agent.tools._common import (
     MAX_BYTES,
     MAX_LINES,
@@ -70,6 +70,15 @@ class ReadTool(BaseTool):
     )
     mutates = False
     parallel_safe = True
+
+    def touches(self, arguments: dict[str, Any]) -> Touches:
+        offset, limit = arguments.get("offset"), arguments.get("limit")
+        partial = bool(offset or limit)
+        return Touches(
+            reads=str(arguments.get("path") or "") or None,
+            partial=partial,
+            range=f"{offset or 0}+{limit or ''}" if partial else None,
+        )
 
     def _run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         root = project_root(ctx)

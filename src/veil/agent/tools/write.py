@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from veil.agent.tool import ToolContext, ToolError, ToolResult
+from veil.agent.tool import ToolContext, ToolError, ToolResult, Touches
 from veil.agent.tools._common import (
     BaseTool,
     atomic_write,
@@ -46,6 +46,9 @@ class WriteTool(BaseTool):
     )
     mutates = True
     parallel_safe = False
+
+    def touches(self, arguments: dict[str, Any]) -> Touches:
+        return Touches(writes=str(arguments.get("path") or "") or None)
 
     def _run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         root = project_root(ctx)

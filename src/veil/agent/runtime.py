@@ -1,0 +1,295 @@
+"""One place that assembles a run of the coding agent; print mode and the TUI both use it.
+
+:func:`assemble` opens the project's stores, the model, long-term memory and the harness, and
+builds the loop's config. :class:`AgentSession` is one interactive session over it: set up on
+the first message (which becomes the session's title and the convergence goal), then
+:meth:`AgentSession.run` appends a user message, runs the loop, persists the transcript after
+every message and tool result, writes the ``--trace`` and ends the session on the tape.
+
+Layout of a project: ``.veil/`` at the repository root holds ``context.db`` (sessions, working
+memory, attempts) and ``memory.db`` (long-term memory). Both contain file contents and command
+output, so ``.veil/`` ignores itself (a ``.gitignore`` containing ``*`` is written on first
+use) and is never committed by accident.
+
+Threading contract: :meth:`AgentSession.run` is called on one thread at a time and calls
+``emit`` there for every event; :meth:`AgentSession.steer` and :meth:`AgentSession.abort` may
+be called from any thread.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import queue
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+from veil.agent.events import AgentEnd, AgentEvent, MessageEnd, RequestSent, ToolEnd
+from veil.agent.harness import VeilHarness
+from veil.agent.instructions import project_instructions
+from veil.agent.loop import AgentLoopConfig, run_agent
+from veil.agent.permissions import Approval, AskCallback, PermissionPolicy
+from veil.agent.project import project_root, project_scope
+from veil.agent.sessions import Sessions
+from veil.agent.tool import ToolContext
+from veil.agent.tools import coding_tools
+from veil.agent.transcript import trace_record
+from veil.llm.messages import Message, UserMessage
+from veil.llm.provider import Provider
+
+SYSTEM_PROMPT = """You are Veil, a coding agent working in the user's project directory.
+Use the tools to read, search, edit and run code; make the smallest change that solves the task
+and check it (run the tests). Reply without tool calls when you are done, with a short summary.
+
+Your context is managed by Veil's memory: tool results you have not used for a while may be
+replaced by a one-line stub with a pointer such as veil://warm/ci_…; call veil_expand with the
+pointer to get the content back exactly. The <veil-manifest> block below lists what is loaded.
+veil_pin keeps something in the context; veil_recall searches long-term memory and earlier
+context; veil_attempts shows what was already tried for this task. If a contradiction is
+listed, settle it with veil_resolve. Never repeat an edit that already failed."""
+
+MIN_ITEM_TOKENS = 1024
+"""``--window`` must leave at least this many tokens for the conversation itself, after the
+system prompt, the tool schemas and the reply's reserve."""
+
+
+class SetupFailed(Exception):
+    """A run could not be set up (no model, an unknown session, a window too small…); the
+    message says what was wrong and how to fix it, in one line."""
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to run: the command line's options (the task is given per run)."""
+
+    model: str | None
+    approve: Approval = "ask"
+    window: int | None = None
+    resume: bool = False
+    session: str | None = None
+    fork: bool = False
+    """With ``resume``/``session``: branch a new session from that one (its transcript copied,
+    its id recorded as the parent) instead of continuing it."""
+    max_turns: int = 50
+    trace: Path | None = None
+    cwd: Path = dataclasses.field(default_factory=Path.cwd)
+
+
+@dataclass
+class Setup:
+    harness: VeilHarness
+    sessions: Sessions
+    session_id: str
+    messages: list[Message]
+    config: AgentLoopConfig
+    provider: Provider
+    policy: PermissionPolicy
+    memory_on: bool
+    """Whether long-term memory extracts facts (it needs a real model: off when scripted)."""
+
+
+def veil_dir(root: Path) -> Path:
+    """The project's ``.veil/``, created on first use with a ``.gitignore`` that ignores it."""
+    path = root / ".veil"
+    path.mkdir(exist_ok=True)
+    ignore = path / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# Veil's stores hold file contents and command output.\n*\n")
+    return path
+
+
+def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) -> Setup:
+    """Everything a run needs. Raises :class:`SetupFailed` with a one-line reason."""
+    from veil.embed import default_embedder
+    from veil.llm import ModelNotConfigured
+    from veil.llm.registry import extraction_complete_from_provider, provider_from_spec
+    from veil.llm.scripted import ScriptError
+    from veil.memory import Memory
+    from veil.tape import open_store
+
+    if options.fork and not (options.resume or options.session):
+        raise SetupFailed("--fork needs -c/--continue or --session ID to branch from")
+    try:
+        provider = provider_from_spec(options.model)
+    except (ModelNotConfigured, ScriptError) as exc:
+        raise SetupFailed(str(exc)) from None
+    root = project_root(options.cwd)
+    scope = project_scope(root)
+    home = veil_dir(root)
+    window = options.window or provider.context_window
+    embedder = default_embedder()
+    store = open_store(f"sqlite:///{home / 'context.db'}?synchronous=normal", embedder=embedder)
+    sessions = Sessions(store, scope=scope)
+    messages: list[Message] = []
+    previous = None
+    if options.session:
+        previous = sessions.get(options.session)
+        if previous is None:
+            raise SetupFailed(f"no session {options.session} in this project (see `veil sessions`)")
+    elif options.resume:
+        previous = sessions.latest()
+        if previous is None:
+            raise SetupFailed("-c: there is no earlier session in this project to continue")
+    if previous is not None and options.fork:
+        messages = sessions.messages(previous.id)
+        session_id = sessions.start(
+            title=task, model=provider.model, parent_id=previous.id, copy_messages=messages
+        )
+    elif previous is not None:
+        session_id = previous.id
+        messages = sessions.messages(session_id)
+    else:
+        session_id = sessions.start(title=task, model=provider.model)
+    memory_on = not provider.model.startswith("scripted")
+    memory = Memory(
+        home / "memory.db",
+        embedder=embedder,
+        complete=extraction_complete_from_provider(provider) if memory_on else None,
+    )
+    reserve = min(max(window // 5, 256), 16_000)
+    from veil.context import ContextConfig
+
+    harness = VeilHarness(
+        store=store,
+        scope=scope,
+        session_id=session_id,
+        project_root=root,
+        memory=memory,
+        embedder=embedder,
+        config=ContextConfig(window_tokens=window, reserve_tokens=reserve),
+    )
+    instructions = project_instructions(root)
+    system = SYSTEM_PROMPT + (f"\n\nProject instructions:\n{instructions}" if instructions else "")
+    tools = [*coding_tools(), *harness.tools()]
+    frame = harness.use_tools(tools, system_prompt=system) + harness.engine.count_tokens(system)
+    needed = frame + reserve + MIN_ITEM_TOKENS
+    if window < needed:
+        raise SetupFailed(
+            f"--window {window} is too small: the system prompt and tool schemas take {frame} "
+            f"tokens and the reply's reserve {reserve}; use at least {needed}"
+        )
+    harness.start(task, messages)
+    policy = PermissionPolicy(mode=options.approve, ask=ask)
+    config = AgentLoopConfig(
+        provider=provider,
+        tools=tools,
+        system_prompt=system,
+        tool_context=ToolContext(cwd=root),
+        permission=policy.decide,
+        max_turns=options.max_turns,
+        **harness.hooks(),
+    )
+    return Setup(harness, sessions, session_id, messages, config, provider, policy, memory_on)
+
+
+Emit = Callable[[AgentEvent], None]
+OnReady = Callable[[Setup, list[Message]], None]
+
+
+class AgentSession:
+    """One session of the coding agent. Setup is lazy: the first message is the session's task
+    (its title and the convergence goal), as ``veil -p TASK`` would make it."""
+
+    def __init__(self, options: RunOptions, *, ask: AskCallback | None = None) -> None:
+        self.options = options
+        self.ask = ask
+        self.setup: Setup | None = None
+        self._persisted = 0
+        self._steering: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    # ---- any thread --------------------------------------------------------------------
+
+    def steer(self, text: str) -> None:
+        """Queue a user message for the running agent; it is added before the next model call
+        (or, if the agent was about to stop, as a follow-up that keeps it working)."""
+        self._steering.put(text)
+
+    def take_queued(self) -> list[str]:
+        """Messages queued but not picked up by a run (it ended first); removes them."""
+        out: list[str] = []
+        while not self._steering.empty():
+            out.append(self._steering.get_nowait())
+        return out
+
+    def abort(self) -> None:
+        """Stop the current run at the next turn boundary (the loop checks before each turn)."""
+        if self.setup is not None:
+            self.setup.config.abort.set()
+
+    # ---- the running thread --------------------------------------------------------------
+
+    def ensure_setup(self, task: str, on_ready: OnReady | None = None) -> Setup:
+        """Set the session up on first use; ``on_ready(setup, earlier_messages)`` then sees the
+        resumed transcript (empty for a new session). Raises :class:`SetupFailed`."""
+        if self.setup is not None:
+            return self.setup
+        s = assemble(self.options, task, ask=self.ask)
+        s.config.steering = self._drain
+        s.config.follow_up = self._drain
+        self.setup = s
+        # Resumed messages are already in the session: persist only what comes after them.
+        self._persisted = len(s.messages)
+        if on_ready is not None:
+            on_ready(s, list(s.messages))
+        return s
+
+    def run(self, text: str, emit: Emit, on_ready: OnReady | None = None) -> AgentEnd:
+        """Run the agent on ``text`` until it stops; returns how it ended.
+
+        Never raises for a failure inside the run: a crash of the plumbing ends the run with
+        reason ``error`` (the UI must survive it), and the transcript so far is persisted
+        either way. A setup failure ends it with ``error`` and the reason."""
+        try:
+            s = self.ensure_setup(text, on_ready)
+        except SetupFailed as exc:
+            return AgentEnd("error", str(exc), 0)
+        harness = s.harness
+        s.config.abort.clear()
+        s.messages.append(UserMessage(text))
+        end: AgentEnd | None = None
+        trace = self.options.trace.open("a", encoding="utf-8") if self.options.trace else None
+        try:
+            if s.memory_on and harness.memory is not None:
+                harness.memory.remember(
+                    text, user_id=harness.scope, author="user", session_id=s.session_id
+                )
+            for event in self.events(s):
+                if isinstance(event, RequestSent) and trace is not None:
+                    _write_trace(trace, event)
+                if isinstance(event, ToolEnd | MessageEnd):
+                    self._persist(s)
+                if isinstance(event, AgentEnd):
+                    end = event
+                emit(event)
+        except KeyboardInterrupt:
+            s.config.abort.set()
+            end = AgentEnd("aborted", "interrupted", 0)
+        except Exception as exc:  # the UI keeps going; the user sees what broke
+            end = AgentEnd("error", f"{type(exc).__name__}: {exc}", 0)
+        finally:
+            if trace is not None:
+                trace.close()
+        self._persist(s)
+        if end is None:
+            end = AgentEnd("error", "the run ended without a result", 0)
+        s.sessions.end(s.session_id, status=end.reason, summary=end.message)
+        harness.engine.flush()
+        return end
+
+    def events(self, s: Setup) -> Iterator[AgentEvent]:
+        """:func:`run_agent` over the setup's config and transcript."""
+        return run_agent(s.config, s.messages, session_id=s.session_id)
+
+    def _persist(self, s: Setup) -> None:
+        s.sessions.append(s.session_id, self._persisted, s.messages[self._persisted :])
+        self._persisted = len(s.messages)
+
+    def _drain(self) -> list[UserMessage]:
+        return [UserMessage(t) for t in self.take_queued()]
+
+
+def _write_trace(out: TextIO, event: RequestSent) -> None:
+    out.write(json.dumps(trace_record(event.request, event.response), ensure_ascii=False) + "\n")
+    out.flush()
