@@ -98,9 +98,7 @@ def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
     started = time.perf_counter()
     for i in range(n_items - 1):
         if i % 4 == 3:
-            engine.capture_turn(
-                "assistant", f"Looking at module_{i % 97} next", calls=["look"]
-            )
+            engine.capture_turn("assistant", f"Looking at module_{i % 97} next", calls=["look"])
             continue
         tool, args, out = output_for(i)
         engine.capture_tool_result(tool_call_id=f"p{i}", tool_name=tool, arguments=args, output=out)

@@ -38,6 +38,7 @@ from veil.agent.tools import coding_tools
 from veil.agent.transcript import trace_record
 from veil.llm.messages import Message, UserMessage
 from veil.llm.provider import Provider
+from veil.tape import new_id
 
 SYSTEM_PROMPT = """You are Veil, a coding agent working in the user's project directory.
 Use the tools to read, search, edit and run code; make the smallest change that solves the task
@@ -132,16 +133,10 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
         previous = sessions.latest()
         if previous is None:
             raise SetupFailed("-c: there is no earlier session in this project to continue")
-    if previous is not None and options.fork:
+    resumed = previous is not None and not options.fork
+    if previous is not None:
         messages = sessions.messages(previous.id)
-        session_id = sessions.start(
-            title=task, model=provider.model, parent_id=previous.id, copy_messages=messages
-        )
-    elif previous is not None:
-        session_id = previous.id
-        messages = sessions.messages(session_id)
-    else:
-        session_id = sessions.start(title=task, model=provider.model)
+    session_id = previous.id if previous is not None and resumed else new_id("s")
     memory_on = not provider.model.startswith("scripted")
     memory = Memory(
         home / "memory.db",
@@ -169,6 +164,16 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
         raise SetupFailed(
             f"--window {window} is too small: the system prompt and tool schemas take {frame} "
             f"tokens and the reply's reserve {reserve}; use at least {needed}"
+        )
+    if previous is None:
+        sessions.start(title=task, model=provider.model, session_id=session_id)
+    elif not resumed:
+        sessions.start(
+            title=task,
+            model=provider.model,
+            parent_id=previous.id,
+            copy_messages=messages,
+            session_id=session_id,
         )
     harness.start(task, messages)
     policy = PermissionPolicy(mode=options.approve, ask=ask)

@@ -141,9 +141,11 @@ class Sessions:
         model: str,
         parent_id: str | None = None,
         copy_messages: list[Message] | None = None,
+        session_id: str | None = None,
     ) -> str:
-        """A new session; with ``parent_id`` and ``copy_messages`` it branches from there."""
-        session_id = new_id("s")
+        """A new session (``session_id`` when the caller chose it, else a fresh id); with
+        ``parent_id`` and ``copy_messages`` it branches from there."""
+        session_id = session_id or new_id("s")
         now = self.clock.now()
         events = [
             Event(

@@ -90,6 +90,9 @@ class AnthropicProvider(SdkProvider):
     Without any key :class:`ModelNotConfigured` is raised here, not at the first request.
     """
 
+    accepts_json_schema = True
+    """``stream`` takes ``json_schema=`` (constrained output where the backend has it)."""
+
     def __init__(
         self,
         model: str,

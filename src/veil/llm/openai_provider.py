@@ -79,6 +79,9 @@ class OpenAIProvider(SdkProvider):
     The SDK client is created once and released by :meth:`close` (or ``with``).
     """
 
+    accepts_json_schema = True
+    """``stream`` takes ``json_schema=`` (constrained output where the backend has it)."""
+
     def __init__(
         self,
         model: str,

@@ -15,6 +15,10 @@ Specs (from ``--model`` or ``$VEIL_MODEL``; everything after the first ``:`` is 
 A missing spec, an unknown provider or a missing key raises :class:`ModelNotConfigured` whose
 message says exactly what to set — checked here, before any network call, so ``veil`` can tell
 the user at start-up rather than after the first turn.
+
+Each provider's module (and with it its SDK: ``openai``, ``anthropic``) is imported only when
+that provider is chosen: a ``scripted:`` run imports neither SDK, which is most of a cold
+start's import time.
 """
 
 from __future__ import annotations
@@ -25,7 +29,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Protocol, cast
 
-from veil.llm.anthropic_provider import AnthropicProvider
 from veil.llm.configure import (
     HOW_TO_CONFIGURE,
     OPENROUTER_BASE_URL,
@@ -41,9 +44,7 @@ from veil.llm.messages import (
     StreamEvent,
     UserMessage,
 )
-from veil.llm.openai_provider import OpenAIProvider
 from veil.llm.provider import Provider
-from veil.llm.scripted import ScriptedProvider
 from veil.llm.structured import with_json_instruction
 
 PROVIDERS = ("openai", "anthropic", "ollama", "openai-compatible", "openrouter", "scripted")
@@ -73,19 +74,44 @@ def provider_from_spec(
     kind, sep, model = spec.partition(":")
     if not sep or not model:
         raise ModelNotConfigured(f"{spec!r} is not provider:model. {HOW_TO_CONFIGURE}")
+    if kind in ("openai", "ollama", "openai-compatible", "openrouter"):
+        return _openai_compatible(kind, model, spec, env, retry, context_window)
+    if kind == "anthropic":
+        from veil.llm.anthropic_provider import AnthropicProvider
+
+        return AnthropicProvider(
+            model,
+            api_key=_require(env, "ANTHROPIC_API_KEY", spec),
+            base_url=env.get("ANTHROPIC_BASE_URL") or None,
+            context_window=context_window,
+            retry=retry,
+        )
+    if kind == "scripted":
+        from veil.llm.scripted import ScriptedProvider
+
+        if context_window is None:
+            return ScriptedProvider(model)
+        return ScriptedProvider(model, context_window=context_window)
+    raise ModelNotConfigured(
+        f"unknown provider {kind!r} (known: {', '.join(PROVIDERS)}). {HOW_TO_CONFIGURE}"
+    )
+
+
+def _openai_compatible(
+    kind: str,
+    model: str,
+    spec: str,
+    env: Mapping[str, str],
+    retry: RetryPolicy | None,
+    context_window: int | None,
+) -> Provider:
+    from veil.llm.openai_provider import OpenAIProvider
+
     if kind == "openai":
         return OpenAIProvider(
             model,
             base_url=env.get("OPENAI_BASE_URL") or None,
             api_key=_require(env, "OPENAI_API_KEY", spec),
-            context_window=context_window,
-            retry=retry,
-        )
-    if kind == "anthropic":
-        return AnthropicProvider(
-            model,
-            api_key=_require(env, "ANTHROPIC_API_KEY", spec),
-            base_url=env.get("ANTHROPIC_BASE_URL") or None,
             context_window=context_window,
             retry=retry,
         )
@@ -101,20 +127,12 @@ def provider_from_spec(
             context_window=context_window,
             retry=retry,
         )
-    if kind == "openrouter":
-        return OpenAIProvider(
-            model,
-            base_url=OPENROUTER_BASE_URL,
-            api_key=_require(env, "OPENROUTER_API_KEY", spec),
-            context_window=context_window,
-            retry=retry,
-        )
-    if kind == "scripted":
-        if context_window is None:
-            return ScriptedProvider(model)
-        return ScriptedProvider(model, context_window=context_window)
-    raise ModelNotConfigured(
-        f"unknown provider {kind!r} (known: {', '.join(PROVIDERS)}). {HOW_TO_CONFIGURE}"
+    return OpenAIProvider(
+        model,
+        base_url=OPENROUTER_BASE_URL,
+        api_key=_require(env, "OPENROUTER_API_KEY", spec),
+        context_window=context_window,
+        retry=retry,
     )
 
 
@@ -147,8 +165,8 @@ class ProviderComplete:
         request = chat_request(messages, max_tokens=self.max_tokens)
         provider = self.provider
         events: Iterator[StreamEvent]
-        if isinstance(provider, OpenAIProvider | AnthropicProvider | ScriptedProvider):
-            events = provider.stream(request, json_schema=json_schema)
+        if getattr(provider, "accepts_json_schema", False):
+            events = cast(Any, provider).stream(request, json_schema=json_schema)
         else:
             system = with_json_instruction(request.system, json_schema)
             events = provider.stream(replace(request, system=system))

@@ -55,6 +55,9 @@ class ScriptError(ValueError):
 class ScriptedProvider:
     """Replays ``script`` (a path to a JSON file, or the parsed dict) one reply per request."""
 
+    accepts_json_schema = True
+    """``stream`` takes ``json_schema=`` (constrained output where the backend has it)."""
+
     def __init__(
         self,
         script: str | Path | Mapping[str, Any],
@@ -129,26 +132,47 @@ class ScriptedProvider:
         yield Done(response)
 
 
+SCRIPT_KEYS = frozenset({"turns"})
+TURN_KEYS = frozenset({"content", "tool_calls", "usage", "stop_reason"})
+CALL_KEYS = frozenset({"name", "arguments"})
+USAGE_KEYS = frozenset({"input_tokens", "output_tokens"})
+
+
+def _unknown(where: str, entry: dict[str, Any], known: frozenset[str]) -> None:
+    extra = sorted(set(entry) - known)
+    if extra:
+        raise ScriptError(
+            f"{where}: unknown field {extra[0]!r} (known: {', '.join(sorted(known))})"
+        )
+
+
 def parse_script(data: object) -> tuple[Response, ...]:
-    """Validate a script and turn each entry into the :class:`Response` it will produce."""
+    """Validate a script and turn each entry into the :class:`Response` it will produce. A
+    misspelt key is an error naming the turn and the field, never silently ignored."""
     if not isinstance(data, dict) or not isinstance(
         turns := cast(dict[str, Any], data).get("turns"), list
     ):
         raise ScriptError('a script is a JSON object {"turns": [...]}')
+    _unknown("the script", cast(dict[str, Any], data), SCRIPT_KEYS)
     out: list[Response] = []
     for turn, raw in enumerate(cast(list[object], turns), start=1):
         if not isinstance(raw, dict):
             raise ScriptError(f"turn {turn}: expected an object, got {type(raw).__name__}")
         entry = cast(dict[str, Any], raw)
+        _unknown(f"turn {turn}", entry, TURN_KEYS)
         content = entry.get("content", "")
         if not isinstance(content, str):
             raise ScriptError(f"turn {turn}: content must be a string")
         calls: list[ToolCall] = []
-        for i, rc in enumerate(cast(list[object], entry.get("tool_calls") or []), start=1):
+        raw_calls: object = entry.get("tool_calls") or []
+        if not isinstance(raw_calls, list):
+            raise ScriptError(f"turn {turn}: tool_calls must be a list")
+        for i, rc in enumerate(cast(list[object], raw_calls), start=1):
             if not isinstance(rc, dict) or not isinstance(
                 name := cast(dict[str, Any], rc).get("name"), str
             ):
                 raise ScriptError(f"turn {turn}, tool call {i}: needs a string 'name'")
+            _unknown(f"turn {turn}, tool call {i}", cast(dict[str, Any], rc), CALL_KEYS)
             arguments: object = cast(dict[str, Any], rc).get("arguments", {})
             if not isinstance(arguments, dict):
                 raise ScriptError(f"turn {turn}, tool call {i}: arguments must be an object")
@@ -156,7 +180,13 @@ def parse_script(data: object) -> tuple[Response, ...]:
         usage = Usage()
         if isinstance(raw_usage := entry.get("usage"), dict):
             u = cast(dict[str, Any], raw_usage)
-            usage = Usage(int(u.get("input_tokens", 0)), int(u.get("output_tokens", 0)))
+            _unknown(f"turn {turn}, usage", u, USAGE_KEYS)
+            counts = (u.get("input_tokens", 0), u.get("output_tokens", 0))
+            if not all(isinstance(c, int) and not isinstance(c, bool) for c in counts):
+                raise ScriptError(f"turn {turn}, usage: token counts must be integers")
+            usage = Usage(int(counts[0]), int(counts[1]))
+        elif raw_usage is not None:
+            raise ScriptError(f"turn {turn}: usage must be an object")
         stop = str(entry.get("stop_reason") or ("tool_calls" if calls else "stop"))
         out.append(
             Response(
