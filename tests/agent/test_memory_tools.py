@@ -141,3 +141,19 @@ def test_docs_list_every_tool() -> None:
     assert len(names) == 19
     for name in names:
         assert f"### `{name}`" in text
+
+
+def test_recall_lists_earlier_context_only_when_it_is_relevant(tmp_path: Path) -> None:
+    """Nearest neighbours always exist; ``veil_recall`` lists only those above a similarity
+    floor (and full-text matches), so an unrelated query lists no earlier context."""
+    store = SQLiteStore(tmp_path / "context.db", embedder=HashEmbedder())
+    harness = VeilHarness(store=store, embedder=HashEmbedder())
+    item = harness.engine.add("tool_output", "database migration failed on the users table")
+    harness.engine.evict(item.id)
+    recall = next(t for t in harness.tools() if t.spec.name == "veil_recall")
+    ctx = ToolContext(cwd=tmp_path)
+    related = recall.run({"query": "database migration users"}, ctx).content
+    assert item.pointer in related
+    unrelated = recall.run({"query": "zebra giraffe savanna"}, ctx).content
+    assert item.pointer not in unrelated and unrelated == "nothing found"
+    store.close()

@@ -29,7 +29,7 @@ from veil.agent.runtime import RunOptions
 from veil.llm.messages import AssistantMessage, Response, ToolCall, UserMessage
 from veil.llm.scripted import ScriptedProvider
 from veil.tui.app import VeilApp, run_tui
-from veil.tui.approval import ApprovalScreen
+from veil.tui.approval import ApprovalScreen, OutputScreen
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "dimmed_tool_call.svg"
 
@@ -268,3 +268,48 @@ def test_run_tui_without_a_model_explains_and_returns_1(
     monkeypatch.delenv("VEIL_MODEL", raising=False)
     assert run_tui(RunOptions(model=None, cwd=tmp_path)) == 1
     assert "VEIL_MODEL" in capsys.readouterr().err
+
+
+def test_exit_codes_output_viewer_always_allow_and_unknown_commands(
+    repo: Path, tmp_path: Path
+) -> None:
+    model = write_script(
+        tmp_path / "shell.json",
+        [
+            {
+                "content": "Shell.",
+                "tool_calls": [{"name": "bash", "arguments": {"command": "echo boom; exit 3"}}],
+            },
+            {
+                "content": "Again.",
+                "tool_calls": [{"name": "bash", "arguments": {"command": "echo fine"}}],
+            },
+            {"content": "Done."},
+        ],
+    )
+    app = make_app(repo, model, approve="ask")
+
+    async def scenario() -> None:
+        async with app.run_test(size=(100, 30)) as pilot:
+            await submit(pilot, "/frobnicate")
+            assert texts(app)[-1] == "unknown command /frobnicate; /help lists the commands"
+            await submit(pilot, "run it")
+            await wait_until(pilot, lambda: isinstance(app.screen, ApprovalScreen))
+            await pilot.press("a")  # always allow bash: the second call is not asked
+            await wait_until(pilot, lambda: not app.running)
+            first, second = app.tool_line("call_1_1"), app.tool_line("call_2_1")
+            assert first is not None and second is not None
+            assert (first.status, second.status) == ("exit 3", "ok")
+            assert first.has_class("failed") and not second.has_class("failed")
+            await submit(pilot, "/output call_1_1")
+            screen = app.screen
+            assert isinstance(screen, OutputScreen)
+            assert "boom" in screen.text and "[exit code 3]" in screen.text
+            await pilot.press("escape")
+            await pilot.pause()
+            assert not isinstance(app.screen, OutputScreen)
+            await pilot.click(second)
+            await pilot.pause()
+            assert isinstance(app.screen, OutputScreen) and "fine" in app.screen.text
+
+    run(scenario())
