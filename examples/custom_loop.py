@@ -50,7 +50,7 @@ def main() -> str:
         task = "What does hello.py do?"
         harness.start(task)
         tools = [*coding_tools(), *harness.tools()]
-        harness.count_tool_tokens(tools)
+        harness.use_tools(tools, system_prompt="You are a helpful coding agent.")
         config = AgentLoopConfig(
             provider=provider,
             tools=tools,

@@ -1,4 +1,4 @@
-"""Working memory (seeds/veil.txt): FSRS-scored context items, an AIMD threshold, three-stage
+"""Working memory (docs/seeds/veil.txt): FSRS-scored context items, an AIMD threshold, three-stage
 eviction live → warm → cold, turns, a manifest and contradictions. No LLM, no agent imports."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Long-term memory (seeds/veracium.txt): facts that change only through evidence."""
+"""Long-term memory (docs/seeds/veracium.txt): facts that change only through evidence."""
 
 from __future__ import annotations
 

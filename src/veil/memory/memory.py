@@ -1,4 +1,4 @@
-"""The long-term memory (seeds/veracium.txt): memory changes only through evidence.
+"""The long-term memory (docs/seeds/veracium.txt): memory changes only through evidence.
 
 ``remember`` records the evidence on the tape first — nothing the caller said can be lost —
 then makes exactly one ``complete`` call (plus at most one repair retry when the output does not
