@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from tests.memory.conftest import extraction, fact
-from veil.memory import Memory, MemoryConfig, NoModel
+from veil.memory import Memory, MemoryConfig, NoModel, UnknownFact
 from veil.testing import FakeClock, HashEmbedder, ScriptedModel
 
 
@@ -306,3 +306,13 @@ def test_complete_none_is_a_memory_that_only_reads(tmp_path: Path) -> None:
         with pytest.raises(NoModel, match="complete"):
             memory.remember("I prefer vim.", user_id="u1")
         assert memory.store.head() == head
+
+
+def test_unknown_fact_reads_plainly(seeded: Seeded) -> None:
+    """KeyError would print its message quoted; UnknownFact prints it as written."""
+    assert str(UnknownFact("no fact x")) == "no fact x"
+    with pytest.raises(UnknownFact) as raised:
+        seeded.memory.confirm("fa_missing", user_id="u1")
+    assert isinstance(raised.value, KeyError)
+    assert str(raised.value) == "no fact 'fa_missing' in the memory of 'u1'"
+    assert f"{raised.value}" == str(raised.value) and not str(raised.value).startswith("'")

@@ -57,7 +57,13 @@ class EvidenceTooLarge(MemoryError, ValueError):
 
 
 class UnknownFact(MemoryError, KeyError):
-    """A fact id that does not exist in this user's memory."""
+    """A fact id that does not exist in this user's memory.
+
+    A ``KeyError`` (lookups by id), but printed as its message: ``KeyError.__str__`` would
+    quote it (``'no fact …'``) in every log line, error body and CLI message."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
 
 
 class NoModel(MemoryError):
