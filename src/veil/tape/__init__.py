@@ -38,6 +38,7 @@ from veil.tape.projection import (
     VectorIndex,
 )
 from veil.tape.store import (
+    BackendUnavailable,
     CheckReport,
     ErasureReceipt,
     Range,
@@ -47,6 +48,7 @@ from veil.tape.store import (
 )
 
 __all__ = [
+    "BackendUnavailable",
     "CheckReport",
     "Column",
     "ErasureReceipt",
@@ -86,7 +88,8 @@ def open_store(
     **options: Any,
 ) -> Store:
     """Open the store named by ``target``: a filesystem path or ``sqlite:///path`` (SQLite),
-    or ``postgresql://…`` (PostgreSQL, needs the ``postgres`` extra)."""
+    or ``postgresql://…`` (PostgreSQL, needs the ``postgres`` extra: without it
+    :class:`BackendUnavailable` says which package is missing and what to ``pip install``)."""
     if isinstance(target, Path):
         from veil.tape.sqlite import SQLiteStore
 

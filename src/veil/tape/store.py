@@ -38,6 +38,12 @@ class UnknownName(TapeError, KeyError):
     """A table, column or index name that no registered projection declares."""
 
 
+class BackendUnavailable(TapeError, ImportError):
+    """The store URL names a backend whose optional extra is not installed (``postgresql://``
+    without ``veil[postgres]``). The message names the missing package and the ``pip install``
+    that fixes it; ``name`` is the module that failed to import, when Python says."""
+
+
 @dataclass(frozen=True)
 class RebuildReport:
     events: int
