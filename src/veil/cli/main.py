@@ -99,7 +99,12 @@ def _add_server_commands(
     embedder_help = "embedder spec: static (default), minilm, hash, ollama:MODEL"
     serve = sub.add_parser("serve", help="HTTP JSON API over the long-term memory")
     serve.add_argument("--db", default=None, help=db_help)
-    serve.add_argument("--model", dest="server_model", help="extraction model (provider:model)")
+    serve.add_argument(
+        "--model",
+        dest="server_model",
+        help="extraction model, provider:model (default $VEIL_MODEL); without one the server "
+        "serves reads and remember answers 503",
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--embedder", default="static", help=embedder_help)
@@ -112,7 +117,12 @@ def _add_server_commands(
     mcp.add_argument("--db", default=None, help=db_help)
     mcp.add_argument("--scope", required=True, help="the memory this server reads and writes")
     mcp.add_argument("--authority", choices=["user", "assistant", "tool"], default="user")
-    mcp.add_argument("--model", dest="server_model", help="extraction model (provider:model)")
+    mcp.add_argument(
+        "--model",
+        dest="server_model",
+        help="extraction model, provider:model (default $VEIL_MODEL); without one the "
+        "remember tool answers with an error and the other tools work",
+    )
     mcp.add_argument("--embedder", default="static", help=embedder_help)
     mcp.set_defaults(run=_run_mcp)
 
