@@ -55,6 +55,42 @@ def test_keys_cli_prints_the_key_alone(tmp_path: Path) -> None:
     assert "revoked" in veil("keys", "list", "--db", db).stdout
 
 
+def test_keys_list_shows_a_header_and_labels(tmp_path: Path) -> None:
+    db = str(tmp_path / "m.db")
+    labelled = veil("keys", "create", "--db", db, "--scope", "user:a", "--label", "ci bot")
+    plain = veil("keys", "create", "--db", db, "--scope", "user:b", "--scope", "team:x")
+    assert labelled.returncode == 0 and plain.returncode == 0, labelled.stderr + plain.stderr
+    revoked_id = plain.stdout.strip().split("_")[1]
+    assert veil("keys", "revoke", revoked_id, "--db", db).returncode == 0
+    listed = veil("keys", "list", "--db", db)
+    assert listed.returncode == 0, listed.stderr
+    header, first, second = listed.stdout.splitlines()
+    assert header.split() == ["KEY", "ID", "GRANT", "CREATED", "(UTC)", "LABEL", "SCOPES"]
+    labelled_id = labelled.stdout.strip().split("_")[1]
+    assert first.startswith(labelled_id) and "  ci bot  " in first and first.endswith("user:a")
+    assert second.startswith(revoked_id) and "user,revoked" in second
+    assert second.endswith("team:x user:b")
+    # the label column: "-" when a key has none, and the columns line up under the header
+    label_at = header.index("LABEL")
+    assert first[label_at:].startswith("ci bot") and second[label_at:].startswith("- ")
+    for token in (labelled.stdout, plain.stdout):
+        assert token.strip().split("_")[2] not in listed.stdout
+
+
+def test_keys_mistakes_are_one_line(tmp_path: Path) -> None:
+    missing = str(tmp_path / "typo.db")
+    for args in (["list", "--db", missing], ["revoke", "abc", "--db", missing]):
+        result = veil("keys", *args)
+        assert (
+            result.returncode == 2
+            and result.stderr.strip() == f"veil keys: no store at {missing} (pass --db PATH_OR_URL)"
+        )
+    assert not Path(missing).exists()
+    db = str(tmp_path / "m.db")
+    bad = veil("keys", "create", "--db", db, "--scope", "user:a", "--label", "two\nlines")
+    assert bad.returncode == 2 and bad.stdout == "" and "--label" in bad.stderr
+
+
 def start_serve(*args: str, env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
     """``veil serve --port 0 ARGS`` as a subprocess; returns it and the URL from the line it
     prints once it listens (the port the system chose). No polling: connections made after

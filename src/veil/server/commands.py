@@ -24,7 +24,7 @@ from veil.embed import EmbedderUnavailable
 from veil.llm.configure import ModelNotConfigured
 from veil.memory import Memory
 from veil.server.keys import Authority, KeyRequestError, KeyRing
-from veil.tape import BackendUnavailable, Store, open_store
+from veil.tape import BackendUnavailable, Store, open_store, sqlite_path
 
 DEFAULT_DB = str(Path(".veil") / "memory.db")
 
@@ -177,8 +177,22 @@ def run_mcp(
     return 0
 
 
-def _open_keys(db: str | None) -> tuple[Store, KeyRing]:
-    store = open_store(db or DEFAULT_DB)
+class KeysCommandError(Exception):
+    """A ``veil keys`` mistake, reported as ``veil keys: <message>`` and exit status 2."""
+
+
+def _open_keys(db: str | None, *, create: bool = False) -> tuple[Store, KeyRing]:
+    """The store and its key ring. Only ``create`` may make a new SQLite file: listing or
+    revoking in a store that does not exist is a mistake (a typo in ``--db``), not an empty
+    list. Raises :class:`KeysCommandError` with a one-line message."""
+    target = db or DEFAULT_DB
+    path = sqlite_path(target)
+    if not create and path is not None and not path.exists():
+        raise KeysCommandError(f"no store at {target} (pass --db PATH_OR_URL)")
+    try:
+        store = open_store(target)
+    except (BackendUnavailable, ValueError) as exc:
+        raise KeysCommandError(str(exc)) from None
     return store, KeyRing(store)
 
 
@@ -190,7 +204,11 @@ def run_keys_create(
     label: str | None,
 ) -> int:
     """Print a new key alone on stdout; its id and grant go to stderr."""
-    store, ring = _open_keys(db)
+    try:
+        store, ring = _open_keys(db, create=True)
+    except KeysCommandError as exc:
+        print(f"veil keys: {exc}", file=sys.stderr)
+        return 2
     try:
         new = ring.create(scopes, authority=authority, admin=admin, label=label)
     except KeyRequestError as exc:
@@ -208,22 +226,43 @@ def run_keys_create(
     return 0
 
 
+KEYS_HEADER: tuple[str, ...] = ("KEY ID", "GRANT", "CREATED (UTC)", "LABEL", "SCOPES")
+
+
 def run_keys_list(db: str | None) -> int:
-    """One line per key: id, authority, admin, revoked, scopes (never a secret)."""
-    store, ring = _open_keys(db)
+    """A table on stdout, never a secret: the header :data:`KEYS_HEADER`, then one row per
+    key, oldest first — id, grant (authority, ``admin``, ``revoked``), creation time, label
+    (``-`` when none) and the scopes, space-separated, last. Columns are padded to line up."""
     try:
-        for key in ring.list():
-            flags = [key.authority, *(["admin"] if key.admin else [])]
-            if key.revoked:
-                flags.append("revoked")
-            print(f"{key.key_id}\t{','.join(flags)}\t{' '.join(sorted(key.scopes))}")
+        store, ring = _open_keys(db)
+    except KeysCommandError as exc:
+        print(f"veil keys: {exc}", file=sys.stderr)
+        return 2
+    try:
+        keys = ring.list()
     finally:
         store.close()
+    rows: list[tuple[str, ...]] = [KEYS_HEADER]
+    for key in keys:
+        flags = [key.authority, *(["admin"] if key.admin else [])]
+        if key.revoked:
+            flags.append("revoked")
+        created = f"{key.created_at:%Y-%m-%d %H:%M}"
+        label = key.label or "-"
+        rows.append((key.key_id, ",".join(flags), created, label, " ".join(sorted(key.scopes))))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(KEYS_HEADER) - 1)]
+    for row in rows:
+        padded = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        print("  ".join([*padded, row[-1]]))
     return 0
 
 
 def run_keys_revoke(db: str | None, key_id: str) -> int:
-    store, ring = _open_keys(db)
+    try:
+        store, ring = _open_keys(db)
+    except KeysCommandError as exc:
+        print(f"veil keys: {exc}", file=sys.stderr)
+        return 2
     try:
         if not ring.revoke(key_id):
             print(f"veil keys: no live key {key_id!r}", file=sys.stderr)

@@ -77,7 +77,21 @@ __all__ = [
     "canonical_json",
     "new_id",
     "open_store",
+    "sqlite_path",
 ]
+
+
+def sqlite_path(target: str | Path) -> Path | None:
+    """The file a SQLite ``target`` (a path or ``sqlite:///path?…``) names; ``None`` for any
+    other URL and for ``:memory:``. Lets a command refuse a store that does not exist instead
+    of creating an empty one."""
+    if isinstance(target, Path):
+        return target
+    if target.startswith("sqlite:///"):
+        target = target[len("sqlite:///") :].split("?", 1)[0]
+    elif "://" in target or target.startswith("sqlite:"):
+        return None
+    return None if target in ("", ":memory:") else Path(target)
 
 
 def open_store(
