@@ -73,19 +73,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     admin = sub.add_parser("admin", help="maintenance of a store")
     admin_sub = admin.add_subparsers(dest="admin_command", metavar="ACTION", required=True)
-    for name, help_text in (
-        ("rebuild", "drop and recreate every projection from the tape"),
-        ("check", "integrity check; projections compared with a rebuild (changes nothing)"),
+    for name, help_text, embedder_help in (
+        (
+            "rebuild",
+            "drop and recreate every projection from the tape (re-embeds with --embedder)",
+            "embedder to build the vector indexes with: static (default), minilm, hash, "
+            "ollama:MODEL",
+        ),
+        (
+            "check",
+            "integrity check of the tape, projections compared with a rebuild that is rolled "
+            "back; never writes (a store built with another embedder is refused: see rebuild)",
+            "the embedder the store was built with: static (default), minilm, hash, ollama:MODEL",
+        ),
     ):
-        action = admin_sub.add_parser(name, help=help_text)
+        action = admin_sub.add_parser(name, help=help_text, description=help_text)
         action.add_argument(
-            "--db", default=None, help="store URL or path (default: .veil/memory.db)"
+            "--db",
+            default=None,
+            help="store URL or path (default: this project's .veil/context.db, else "
+            "./.veil/memory.db)",
         )
-        action.add_argument(
-            "--embedder",
-            default="static",
-            help="embedder spec: static (default), minilm, hash, ollama:MODEL",
-        )
+        action.add_argument("--embedder", default="static", help=embedder_help)
         action.set_defaults(run=_run_admin)
     _add_server_commands(sub)
     return parser

@@ -16,8 +16,10 @@ from collections.abc import Mapping
 from veil.embed.errors import EmbedderUnavailable
 from veil.embed.hashing import HashEmbedder
 from veil.embed.ollama import OllamaEmbedder, ollama_url_from_env
+from veil.embed.onnx import MODEL_NAME as MINILM_NAME
 from veil.embed.onnx import MiniLMEmbedder, require_minilm
 from veil.embed.protocol import Embedder, Vectors
+from veil.embed.static import MODEL_NAME as STATIC_NAME
 from veil.embed.static import StaticEmbedder, default_static_embedder
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "Vectors",
     "default_embedder",
     "embedder_from_spec",
+    "spec_of",
 ]
 
 SPEC_HELP = "static (default), hash, hash:<dim>, minilm, ollama:<model>"
@@ -70,3 +73,20 @@ def embedder_from_spec(spec: str = "static", env: Mapping[str, str] | None = Non
             raise ValueError(f"bad embedder spec {spec!r}: missing model; expected {SPEC_HELP}")
         return OllamaEmbedder(model=arg, base_url=url) if arg else OllamaEmbedder(base_url=url)
     raise ValueError(f"unknown embedder spec {spec!r}; expected {SPEC_HELP}")
+
+
+def spec_of(name: str) -> str | None:
+    """The spec that builds the embedder called ``name`` (an :attr:`Embedder.name`, as a store
+    records it), or ``None`` for an embedder no spec builds: the inverse of
+    :func:`embedder_from_spec`, so a message can say which ``--embedder`` a store needs."""
+    if name == f"hash-{HashEmbedder().dim}":
+        return "hash"
+    if name.startswith("hash-") and name[5:].isdigit():
+        return f"hash:{name[5:]}"
+    if name.startswith(f"{STATIC_NAME}@"):
+        return "static"
+    if name.startswith(f"{MINILM_NAME}@"):
+        return "minilm"
+    if name.startswith("ollama:"):
+        return name
+    return None
