@@ -18,6 +18,7 @@ from veil.embed import (
     StaticEmbedder,
     default_embedder,
     embedder_from_spec,
+    spec_of,
 )
 
 
@@ -33,6 +34,16 @@ def test_specs() -> None:
     assert ollama.model == "mxbai-embed-large" and ollama.url == "http://h:1/api/embed"
     plain = embedder_from_spec("ollama", env={})
     assert isinstance(plain, OllamaEmbedder) and plain.model == "nomic-embed-text"
+
+
+@pytest.mark.parametrize("spec", ["hash", "hash:128", "static", "ollama:nomic-embed-text"])
+def test_spec_of_inverts_embedder_from_spec(spec: str) -> None:
+    """What `veil admin check` uses to name the --embedder a store was built with."""
+    assert spec_of(embedder_from_spec(spec, env={}).name) == spec
+
+
+def test_spec_of_an_unknown_name_is_none() -> None:
+    assert spec_of("my-embedder") is None and spec_of("hash-x") is None
 
 
 @pytest.mark.parametrize("spec", ["bogus", "hash:x", "hash:0", "ollama:", "static:1", "minilm:2"])
