@@ -127,14 +127,14 @@ def _notes_store(path: Path) -> None:
 
 
 def test_admin_defaults_to_the_project_store(tmp_path: Path) -> None:
-    """No --db: the project's .veil/context.db, else ./.veil/memory.db, else a one-line error."""
+    """No --db: the project's .veil/context.db, else its .veil/memory.db, else one line."""
     project = tmp_path / "project"
     (project / ".veil").mkdir(parents=True)
     missing = veil("admin", "check", "--embedder", "hash", cwd=project)
     assert missing.returncode == 2 and missing.stdout == ""
     assert missing.stderr.strip() == (
         f"veil admin check: no store at {project.resolve() / '.veil' / 'context.db'} or "
-        f"{project / '.veil' / 'memory.db'} (pass --db PATH_OR_URL)"
+        f"{project.resolve() / '.veil' / 'memory.db'} (pass --db PATH_OR_URL)"
     )
     _notes_store(project / ".veil" / "memory.db")
     fallback = veil("admin", "check", "--embedder", "hash", cwd=project)

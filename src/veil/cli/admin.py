@@ -12,10 +12,12 @@ refuses it in one line that names the embedder the store was built with and says
 ``veil admin rebuild --embedder X`` is how to change it. ``rebuild`` is the command that writes.
 
 Which store: ``--db``, else the project's ``.veil/context.db`` (the store of ``veil`` itself:
-sessions, working memory, convergence records and the project's memory), else
-``./.veil/memory.db`` (the default of ``veil serve``, ``veil mcp`` and ``veil keys``). The first
-line of output names the store. Exit status: 0 healthy, 1 problems found, 2 could not check (no
-such store, a bad ``--embedder``, a missing extra, a mismatch) — one line on stderr.
+sessions, working memory and convergence records), else the project's ``.veil/memory.db`` (its
+long-term memory; also the default of ``veil serve``, ``veil mcp`` and ``veil keys`` run at the
+project's root). The project is the git repository around the current directory, else the
+directory itself. The first line of output names the store. Exit status: 0 healthy, 1 problems
+found, 2 could not check (no such store, a bad ``--embedder``, a missing extra, a mismatch) —
+one line on stderr.
 """
 
 from __future__ import annotations
@@ -59,9 +61,10 @@ class AdminError(Exception):
 
 
 def default_store(cwd: Path) -> Path:
-    """The project's ``.veil/context.db`` if it exists, else ``cwd/.veil/memory.db`` if that
+    """The project's ``.veil/context.db`` if it exists, else its ``.veil/memory.db`` if that
     does; otherwise :class:`AdminError` naming both."""
-    candidates = (project_root(cwd) / CONTEXT_DB, cwd / MEMORY_DB)
+    root = project_root(cwd)
+    candidates = (root / CONTEXT_DB, root / MEMORY_DB)
     for candidate in candidates:
         if candidate.exists():
             return candidate

@@ -91,8 +91,8 @@ def build_parser() -> argparse.ArgumentParser:
         action.add_argument(
             "--db",
             default=None,
-            help="store URL or path (default: this project's .veil/context.db, else "
-            "./.veil/memory.db)",
+            help="store URL or path (default: this project's .veil/context.db, else its "
+            ".veil/memory.db)",
         )
         action.add_argument("--embedder", default="static", help=embedder_help)
         action.set_defaults(run=_run_admin)
