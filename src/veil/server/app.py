@@ -38,6 +38,7 @@ from veil.memory import EvidenceTooLarge, Memory, MemoryError, NoModel, UnknownF
 from veil.server.keys import ApiKey, KeyRing
 from veil.server.limits import BodyLimit, RateLimiter, retry_after_header
 from veil.server.schemas import (
+    NO_MODEL,
     DisputeBody,
     ErasureOut,
     ErrorBody,
@@ -99,7 +100,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         409: "the fact is not in a state that allows this operation",
         413: "request body or evidence too large",
         429: "rate limit exceeded; see Retry-After",
-        503: "no model configured for extraction",
+        503: "the server was started without a model: remember is unavailable, reads work",
     }
     out: dict[int | str, dict[str, Any]] = {
         code: {"model": ErrorBody, "description": described[code]} for code in codes
@@ -227,7 +228,10 @@ def create_app(memory: Memory, keys: KeyRing, settings: ServerSettings | None = 
         tags=["memory"],
     )
     def remember(access: Scoped, body: RememberBody) -> WriteReportOut:
-        """Record evidence authored by the key's authority; at most one model call."""
+        """Record evidence authored by the key's authority; at most one model call. 503 (and
+        nothing written) on a server started without a model."""
+        if memory.complete is None:
+            raise ApiError(503, NO_MODEL.error, NO_MODEL.message)
         report = _guard(
             lambda: memory.remember(
                 body.text, user_id=access.scope, author=access.key.authority, at=body.at
@@ -346,8 +350,8 @@ def _guard(call: Callable[[], T]) -> T:
         raise ApiError(404, "not_found", "no such fact in this scope") from None
     except EvidenceTooLarge as exc:
         raise ApiError(413, "evidence_too_large", str(exc)) from None
-    except NoModel as exc:
-        raise ApiError(503, "no_model", str(exc)) from None
+    except NoModel:
+        raise ApiError(503, NO_MODEL.error, NO_MODEL.message) from None
     except MemoryError as exc:
         raise ApiError(409, "conflict", str(exc)) from None
     except (ValueError, OverflowError) as exc:

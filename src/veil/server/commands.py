@@ -2,19 +2,29 @@
 
 Each opens what it needs, runs, and closes it. Output contract: ``veil keys create`` prints the
 new key alone on stdout (so ``KEY=$(veil keys create …)`` works) and everything else on stderr;
-``veil mcp`` writes nothing but protocol messages on stdout.
+``veil mcp`` writes nothing but protocol messages on stdout. ``veil serve`` prints the address it
+listens on (the real port when ``--port 0`` let the system choose) once it accepts connections.
+
+Without a model (no ``--model``, no ``$VEIL_MODEL``) both servers start and serve reads; their
+``remember`` answers that no model is configured (HTTP 503, an MCP error result). A model that
+*is* named but unusable — unknown provider, missing key, bad script file — is a start-up error:
+one line on stderr, exit status 2, as are a bad ``--embedder`` and a missing extra.
 """
 
 from __future__ import annotations
 
+import os
+import socket
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from veil.embed import EmbedderUnavailable
+from veil.llm.configure import ModelNotConfigured
 from veil.memory import Memory
 from veil.server.keys import Authority, KeyRequestError, KeyRing
-from veil.tape import Store, open_store
+from veil.tape import BackendUnavailable, Store, open_store, sqlite_path
 
 DEFAULT_DB = str(Path(".veil") / "memory.db")
 
@@ -31,18 +41,37 @@ class ServeOptions:
     max_body_bytes: int = 1_000_000
 
 
-def _open_memory(db: str | None, model: str | None, embedder_spec: str) -> Memory:
-    """A Memory with the model's ``complete``; raises ModelNotConfigured with how-to text."""
+STARTUP_ERRORS = (ModelNotConfigured, ValueError, BackendUnavailable, EmbedderUnavailable)
+"""Predictable start-up mistakes: a named model that cannot be used, a bad script or embedder
+spec, a missing extra. Each is reported as one line and exit status 2."""
+
+
+def _open_memory(
+    db: str | None, model: str | None, embedder_spec: str, env: Mapping[str, str] = os.environ
+) -> Memory:
+    """A Memory for a server. ``model`` (else ``$VEIL_MODEL``) gives its ``complete``; with
+    neither it has none and can only read. Raises one of :data:`STARTUP_ERRORS`."""
     from veil.embed import embedder_from_spec
     from veil.llm.registry import extraction_complete_from_spec
 
-    complete = extraction_complete_from_spec(model)
-    return Memory(
-        db or DEFAULT_DB,
-        complete=complete,
-        embedder=embedder_from_spec(embedder_spec),
-        actor="server",
-    )
+    embedder = embedder_from_spec(embedder_spec)
+    spec = model or env.get("VEIL_MODEL") or None
+    complete = extraction_complete_from_spec(spec, env=env) if spec else None
+    return Memory(db or DEFAULT_DB, complete=complete, embedder=embedder, actor="server")
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening socket on ``host:port`` (``port`` 0: the system picks a free one)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 M_ARENA_MAX = -8
@@ -77,13 +106,12 @@ def run_serve(options: ServeOptions) -> int:
     """Serve the HTTP API until interrupted."""
     import uvicorn
 
-    from veil.llm.configure import ModelNotConfigured
     from veil.server.app import ServerSettings, create_app
 
     limit_malloc_arenas()
     try:
         memory = _open_memory(options.db, options.model, options.embedder)
-    except (ModelNotConfigured, ValueError) as exc:  # no model, bad script or embedder spec
+    except STARTUP_ERRORS as exc:
         print(f"veil serve: {exc}", file=sys.stderr)
         return 2
     try:
@@ -94,11 +122,27 @@ def run_serve(options: ServeOptions) -> int:
             burst=options.burst,
         )
         app = create_app(memory, keys, settings)
+        try:
+            sock = _listen(options.host, options.port)
+        except OSError as exc:
+            print(
+                f"veil serve: cannot listen on {options.host}:{options.port}: {exc}",
+                file=sys.stderr,
+            )
+            return 2
+        host, port = sock.getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        note = "" if memory.complete else " (no model: remember answers 503; reads work)"
         print(
-            f"veil serve: http://{options.host}:{options.port} over {memory.store.dialect}",
-            file=sys.stderr,
+            f"veil serve: http://{shown}:{port} over {memory.store.dialect}{note}", file=sys.stderr
         )
-        uvicorn.run(app, host=options.host, port=options.port, log_level="warning")
+        server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+        try:
+            server.run(sockets=[sock])
+        except KeyboardInterrupt:  # uvicorn re-raises the SIGINT it shut down on
+            pass
+        finally:
+            sock.close()
     finally:
         memory.close()
     return 0
@@ -108,7 +152,6 @@ def run_mcp(
     db: str | None, scope: str, authority: Authority, model: str | None, embedder: str
 ) -> int:
     """Serve MCP over stdio, bound to ``scope`` and ``authority``."""
-    from veil.llm.configure import ModelNotConfigured
     from veil.server.mcp_server import Binding, run_stdio
 
     try:
@@ -118,9 +161,15 @@ def run_mcp(
         return 2
     try:
         memory = _open_memory(db, model, embedder)
-    except (ModelNotConfigured, ValueError) as exc:  # no model, bad script or embedder spec
+    except STARTUP_ERRORS as exc:
         print(f"veil mcp: {exc}", file=sys.stderr)
         return 2
+    if memory.complete is None:
+        print(
+            "veil mcp: no model configured: the remember tool answers with an error; "
+            "recall, history, confirm and dispute work (set VEIL_MODEL or pass --model)",
+            file=sys.stderr,
+        )
     try:
         run_stdio(memory, binding)
     finally:
@@ -128,8 +177,22 @@ def run_mcp(
     return 0
 
 
-def _open_keys(db: str | None) -> tuple[Store, KeyRing]:
-    store = open_store(db or DEFAULT_DB)
+class KeysCommandError(Exception):
+    """A ``veil keys`` mistake, reported as ``veil keys: <message>`` and exit status 2."""
+
+
+def _open_keys(db: str | None, *, create: bool = False) -> tuple[Store, KeyRing]:
+    """The store and its key ring. Only ``create`` may make a new SQLite file: listing or
+    revoking in a store that does not exist is a mistake (a typo in ``--db``), not an empty
+    list. Raises :class:`KeysCommandError` with a one-line message."""
+    target = db or DEFAULT_DB
+    path = sqlite_path(target)
+    if not create and path is not None and not path.exists():
+        raise KeysCommandError(f"no store at {target} (pass --db PATH_OR_URL)")
+    try:
+        store = open_store(target)
+    except (BackendUnavailable, ValueError) as exc:
+        raise KeysCommandError(str(exc)) from None
     return store, KeyRing(store)
 
 
@@ -141,7 +204,11 @@ def run_keys_create(
     label: str | None,
 ) -> int:
     """Print a new key alone on stdout; its id and grant go to stderr."""
-    store, ring = _open_keys(db)
+    try:
+        store, ring = _open_keys(db, create=True)
+    except KeysCommandError as exc:
+        print(f"veil keys: {exc}", file=sys.stderr)
+        return 2
     try:
         new = ring.create(scopes, authority=authority, admin=admin, label=label)
     except KeyRequestError as exc:
@@ -159,22 +226,43 @@ def run_keys_create(
     return 0
 
 
+KEYS_HEADER: tuple[str, ...] = ("KEY ID", "GRANT", "CREATED (UTC)", "LABEL", "SCOPES")
+
+
 def run_keys_list(db: str | None) -> int:
-    """One line per key: id, authority, admin, revoked, scopes (never a secret)."""
-    store, ring = _open_keys(db)
+    """A table on stdout, never a secret: the header :data:`KEYS_HEADER`, then one row per
+    key, oldest first — id, grant (authority, ``admin``, ``revoked``), creation time, label
+    (``-`` when none) and the scopes, space-separated, last. Columns are padded to line up."""
     try:
-        for key in ring.list():
-            flags = [key.authority, *(["admin"] if key.admin else [])]
-            if key.revoked:
-                flags.append("revoked")
-            print(f"{key.key_id}\t{','.join(flags)}\t{' '.join(sorted(key.scopes))}")
+        store, ring = _open_keys(db)
+    except KeysCommandError as exc:
+        print(f"veil keys: {exc}", file=sys.stderr)
+        return 2
+    try:
+        keys = ring.list()
     finally:
         store.close()
+    rows: list[tuple[str, ...]] = [KEYS_HEADER]
+    for key in keys:
+        flags = [key.authority, *(["admin"] if key.admin else [])]
+        if key.revoked:
+            flags.append("revoked")
+        created = f"{key.created_at:%Y-%m-%d %H:%M}"
+        label = key.label or "-"
+        rows.append((key.key_id, ",".join(flags), created, label, " ".join(sorted(key.scopes))))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(KEYS_HEADER) - 1)]
+    for row in rows:
+        padded = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        print("  ".join([*padded, row[-1]]))
     return 0
 
 
 def run_keys_revoke(db: str | None, key_id: str) -> int:
-    store, ring = _open_keys(db)
+    try:
+        store, ring = _open_keys(db)
+    except KeysCommandError as exc:
+        print(f"veil keys: {exc}", file=sys.stderr)
+        return 2
     try:
         if not ring.revoke(key_id):
             print(f"veil keys: no live key {key_id!r}", file=sys.stderr)

@@ -43,6 +43,7 @@ RESERVED_SCOPE_PREFIX = "veil:"
 KEY_PREFIX = "vk_"
 _KEY = re.compile(r"^vk_([0-9a-f]{12})_([0-9a-f]{64})$")
 KEYS_TABLE = "api_keys"
+MAX_LABEL_CHARS = 100
 
 
 class KeyRequestError(ValueError):
@@ -182,6 +183,14 @@ class KeyRing:
                 )
         if authority not in AUTHORITIES:
             raise KeyRequestError(f"authority must be one of {', '.join(AUTHORITIES)}")
+        if label is not None and (
+            not label.strip()
+            or len(label) > MAX_LABEL_CHARS
+            or any(ord(ch) < 32 or ord(ch) == 127 for ch in label)
+        ):
+            raise KeyRequestError(
+                f"--label must be one line of at most {MAX_LABEL_CHARS} printable characters"
+            )
         key_id = secrets.token_hex(6)
         token = f"{KEY_PREFIX}{key_id}_{secrets.token_hex(32)}"
         payload: dict[str, JSONValue] = {

@@ -7,6 +7,9 @@ cannot claim to be someone else or reach another tenant's memory — the known f
 implementations ("trust taken from whatever the caller claims over MCP").
 
 Tool results are the same wire types as the HTTP API (:mod:`veil.server.schemas`), as JSON.
+A server started without a model answers ``remember`` with an error result
+(:data:`~veil.server.schemas.NO_MODEL`'s message); the other tools work. The initialize result
+names the server ``veil`` with Veil's version.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from typing import Any
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 
+from veil import __version__
 from veil.memory import Memory, MemoryError, UnknownFact
 from veil.server.keys import Authority, is_reserved
-from veil.server.schemas import MAX_TOKEN_BUDGET, fact_out, recall_out, report_out
+from veil.server.schemas import MAX_TOKEN_BUDGET, NO_MODEL, fact_out, recall_out, report_out
 from veil.tape.events import validate_scope
 
 
@@ -53,6 +57,7 @@ def build_server(memory: Memory, binding: Binding) -> MCPServer:
     """The MCP server; the caller owns ``memory``."""
     server = MCPServer(
         "veil",
+        version=__version__,
         instructions=(
             "Long-term memory. remember() records what was said; recall() answers from it. "
             "Everything you write is attributed to this server's configured author."
@@ -64,9 +69,11 @@ def build_server(memory: Memory, binding: Binding) -> MCPServer:
     def remember(text: str, at: str | None = None) -> dict[str, Any]:
         """Record evidence (what was said or observed) in long-term memory. ``at`` is an
         optional ISO-8601 time with offset (default: now). Returns what was extracted."""
+        if memory.complete is None:
+            raise ToolError(NO_MODEL.message)
         try:
             report = memory.remember(text, user_id=scope, author=author, at=_time(at))
-        except (ValueError, MemoryError) as exc:
+        except (ValueError, TypeError, MemoryError) as exc:
             raise ToolError(str(exc)) from None
         return report_out(report).model_dump(mode="json")
 

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 
 from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
 
+from veil.llm.configure import HOW_TO_CONFIGURE
 from veil.memory import Episode, Fact, Recall, WriteReport
 from veil.tape import ErasureReceipt
 
@@ -56,6 +57,17 @@ class ErrorBody(BaseModel):
 
     error: str
     message: str
+
+
+NO_MODEL = ErrorBody(
+    error="no_model",
+    message=(
+        "no model is configured, so this server cannot remember; reads work (recall, facts, "
+        f"history, export, confirm, dispute). {HOW_TO_CONFIGURE} Then restart the server."
+    ),
+)
+"""``remember`` on a server started without a model: HTTP 503 with this body; over MCP an
+error result with this message."""
 
 
 class ValidationErrorBody(BaseModel):

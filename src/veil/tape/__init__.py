@@ -38,8 +38,10 @@ from veil.tape.projection import (
     VectorIndex,
 )
 from veil.tape.store import (
+    BackendUnavailable,
     CheckReport,
     ErasureReceipt,
+    ProjectionMismatch,
     Range,
     RebuildReport,
     Store,
@@ -47,6 +49,7 @@ from veil.tape.store import (
 )
 
 __all__ = [
+    "BackendUnavailable",
     "CheckReport",
     "Column",
     "ErasureReceipt",
@@ -61,6 +64,7 @@ __all__ = [
     "Op",
     "Patch",
     "Projection",
+    "ProjectionMismatch",
     "Put",
     "Range",
     "RebuildReport",
@@ -75,7 +79,21 @@ __all__ = [
     "canonical_json",
     "new_id",
     "open_store",
+    "sqlite_path",
 ]
+
+
+def sqlite_path(target: str | Path) -> Path | None:
+    """The file a SQLite ``target`` (a path or ``sqlite:///path?…``) names; ``None`` for any
+    other URL and for ``:memory:``. Lets a command refuse a store that does not exist instead
+    of creating an empty one."""
+    if isinstance(target, Path):
+        return target
+    if target.startswith("sqlite:///"):
+        target = target[len("sqlite:///") :].split("?", 1)[0]
+    elif "://" in target or target.startswith("sqlite:"):
+        return None
+    return None if target in ("", ":memory:") else Path(target)
 
 
 def open_store(
@@ -86,7 +104,8 @@ def open_store(
     **options: Any,
 ) -> Store:
     """Open the store named by ``target``: a filesystem path or ``sqlite:///path`` (SQLite),
-    or ``postgresql://…`` (PostgreSQL, needs the ``postgres`` extra)."""
+    or ``postgresql://…`` (PostgreSQL, needs the ``postgres`` extra: without it
+    :class:`BackendUnavailable` says which package is missing and what to ``pip install``)."""
     if isinstance(target, Path):
         from veil.tape.sqlite import SQLiteStore
 

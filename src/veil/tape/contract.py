@@ -21,7 +21,7 @@ from veil.tape.projection import (
     TextIndex,
     VectorIndex,
 )
-from veil.tape.store import Store, UnknownName
+from veil.tape.store import ProjectionMismatch, Store, UnknownName
 
 # ---- a small projection used by the contract suite and the demo ---------------------------
 
@@ -429,6 +429,27 @@ class StoreContract:
         hits = again.search_vector("notes_vec", scope="u1", query="alpha beta")
         assert [h.doc_id for h in hits] == ["a"]
         assert again.check().ok
+
+    def test_attach_reads_and_checks_without_writing(self) -> None:
+        store = self.make_store("attach", embedder=HashEmbedder(dim=64), clock=FakeClock())
+        store.register(NotesProjection())
+        store.append([note_event("u1", "note.added", note="a", body="alpha beta")])
+        before = store.snapshot()
+        store.close()
+        same = self.make_store("attach", embedder=HashEmbedder(dim=64), clock=FakeClock())
+        same.attach(NotesProjection())
+        assert [r["note"] for r in same.fetch("notes", scope="u1")] == ["a"]
+        assert same.check().ok and same.snapshot() == before
+        same.close()
+        other = self.make_store("attach", embedder=HashEmbedder(dim=32), clock=FakeClock())
+        try:
+            other.attach(NotesProjection())
+        except ProjectionMismatch as exc:
+            assert (exc.recorded_embedder, exc.embedder) == ("hash-64:64", "hash-32:32")
+        else:
+            raise AssertionError("attach accepted vectors built with another embedder")
+        other.register(NotesProjection())  # the writing twin re-embeds
+        assert other.snapshot() != before
 
     def test_check_passes_on_a_healthy_store(self) -> None:
         store = self.open_notes()

@@ -38,14 +38,20 @@ from veil.tape.events import Event
 from veil.tape.migrations import Migration
 from veil.tape.projection import Hit, Row, Table
 from veil.tape.sql import Cursor, SqlStore
-from veil.tape.store import Dialect, fts_query
+from veil.tape.store import BackendUnavailable, Dialect, fts_query
 
 try:
     import psycopg
     from psycopg_pool import ConnectionPool
-except ImportError as exc:  # pragma: no cover - exercised only without the extra
-    raise ImportError(
-        "the PostgreSQL backend needs the postgres extra: pip install 'veil[postgres]'"
+except ImportError as exc:  # tests/tape/test_missing_extras.py simulates this
+    _why = (
+        f"{exc.name.replace('_', '-')} is not installed"
+        if exc.name
+        else f"psycopg does not load: {exc}"
+    )
+    raise BackendUnavailable(
+        f"the PostgreSQL backend needs the `postgres` extra ({_why}): pip install 'veil[postgres]'",
+        name=exc.name,
     ) from exc
 
 _TYPES = {

@@ -49,6 +49,7 @@ from veil.tape.store import (
     CheckReport,
     Dialect,
     ErasureReceipt,
+    ProjectionMismatch,
     Range,
     RebuildReport,
     UnknownName,
@@ -207,25 +208,7 @@ class SqlStore(ABC):
 
     def register(self, *projections: Projection) -> None:
         """Add projections; create their schema, and rebuild any whose version changed."""
-        known = {p.name for p in self._projections.projections}
-        tables = self._projections.tables()
-        for projection in projections:
-            check_identifier(projection.name)
-            if projection.name in known:
-                raise ValueError(f"projection {projection.name!r} registered twice")
-            for table in projection.tables:
-                self._check_table(table)
-                if table.name in tables:
-                    raise ValueError(f"table {table.name!r} declared by two projections")
-                tables[table.name] = table
-            for index in (*projection.text_indexes, *projection.vector_indexes):
-                check_identifier(index.name)
-            if projection.vector_indexes and self._embedder is None:
-                raise ValueError(
-                    f"projection {projection.name!r} has vector indexes: open the store "
-                    "with an embedder"
-                )
-            known.add(projection.name)
+        self._check_new(projections)
         stale: list[Projection] = []
         with self._write() as cur:
             for projection in projections:
@@ -246,6 +229,57 @@ class SqlStore(ABC):
             if stale:
                 self._replay(cur, ProjectionSet(list(stale)))
         self._projections.projections.extend(projections)
+
+    def attach(self, *projections: Projection) -> None:
+        """Add projections that this database already holds, for reading and checking, and
+        write nothing: the read-only twin of :meth:`register`. Each must be recorded with the
+        signature it has here (same version, schema and embedder), else
+        :class:`~veil.tape.store.ProjectionMismatch` says what differs."""
+        self._check_new(projections)
+        with self._read() as cur:
+            cur.execute("SELECT name, signature FROM tape_projections")
+            recorded = {str(r[0]): str(r[1]) for r in cur.fetchall()}
+        for projection in projections:
+            signature = self._signature(projection)
+            found = recorded.get(projection.name)
+            if found == signature:
+                continue
+            if found is None:
+                raise ProjectionMismatch(
+                    projection.name, "", "", f"projection {projection.name!r} is not in this store"
+                )
+            ours, theirs = _embedder_of(signature), _embedder_of(found)
+            what = (
+                f"its vector indexes were built with embedder {theirs}, not {ours}"
+                if ours != theirs
+                else "it was built by another version of its schema"
+            )
+            raise ProjectionMismatch(
+                projection.name, theirs, ours, f"projection {projection.name!r}: {what}"
+            )
+        self._projections.projections.extend(projections)
+
+    def _check_new(self, projections: Sequence[Projection]) -> None:
+        """Names and tables of projections about to join this handle: valid and not taken."""
+        known = {p.name for p in self._projections.projections}
+        tables = self._projections.tables()
+        for projection in projections:
+            check_identifier(projection.name)
+            if projection.name in known:
+                raise ValueError(f"projection {projection.name!r} registered twice")
+            for table in projection.tables:
+                self._check_table(table)
+                if table.name in tables:
+                    raise ValueError(f"table {table.name!r} declared by two projections")
+                tables[table.name] = table
+            for index in (*projection.text_indexes, *projection.vector_indexes):
+                check_identifier(index.name)
+            if projection.vector_indexes and self._embedder is None:
+                raise ValueError(
+                    f"projection {projection.name!r} has vector indexes: open the store "
+                    "with an embedder"
+                )
+            known.add(projection.name)
 
     def _check_table(self, table: Table) -> None:
         check_identifier(table.name)
@@ -811,6 +845,15 @@ class SqlStore(ABC):
 
 class _RollBack(Exception):
     """Raised inside a write transaction to discard it on purpose."""
+
+
+def _embedder_of(signature: str) -> str:
+    """The ``name:dim`` of the embedder a projection signature records (``""``: none)."""
+    try:
+        value = json.loads(signature).get("embedder", "")
+    except (ValueError, AttributeError):
+        return ""
+    return "" if value in ("", ":0") else str(value)
 
 
 def canonical_sort_key(row: tuple[Any, ...]) -> str:

@@ -38,6 +38,25 @@ class UnknownName(TapeError, KeyError):
     """A table, column or index name that no registered projection declares."""
 
 
+class ProjectionMismatch(TapeError):
+    """:meth:`Store.attach` found a projection recorded differently from how this handle
+    would build it: another version or schema, or vector indexes built with another embedder.
+    ``recorded_embedder`` / ``embedder`` are the ``name:dim`` of each side (``""`` when the
+    projection has no vector index); nothing was written."""
+
+    def __init__(self, projection: str, recorded_embedder: str, embedder: str, message: str):
+        super().__init__(message)
+        self.projection = projection
+        self.recorded_embedder = recorded_embedder
+        self.embedder = embedder
+
+
+class BackendUnavailable(TapeError, ImportError):
+    """The store URL names a backend whose optional extra is not installed (``postgresql://``
+    without ``veil[postgres]``). The message names the missing package and the ``pip install``
+    that fixes it; ``name`` is the module that failed to import, when Python says."""
+
+
 @dataclass(frozen=True)
 class RebuildReport:
     events: int
@@ -73,6 +92,7 @@ class Store(Protocol):
     url: str
 
     def register(self, *projections: Projection) -> None: ...
+    def attach(self, *projections: Projection) -> None: ...
     def append(self, events: Sequence[Event], *, keep_recorded_at: bool = False) -> list[Event]: ...
     def read(
         self,
