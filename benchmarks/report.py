@@ -705,7 +705,19 @@ def _soak_section(loaded: Loaded, other: Loaded | None) -> str:
     return text
 
 
+def _startup_section(loaded: Loaded, other: Loaded | None) -> str:
+    from benchmarks.startup import render_section
+
+    return render_section(loaded.data)
+
+
 SECTIONS: tuple[Section, ...] = (
+    Section(
+        "startup",
+        "Start-up: `veil -p`, `veil mcp` and the TUI, from a cold process",
+        "python -m benchmarks.startup",
+        _startup_section,
+    ),
     Section(
         "embedders",
         "Embedders: load, throughput, size, LoCoMo evidence recall",

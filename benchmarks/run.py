@@ -24,6 +24,7 @@ from benchmarks import report
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS: tuple[str, ...] = (
+    "startup",
     "embedders",
     "write_overhead",
     "recall_latency",

@@ -48,6 +48,22 @@ def run_quick(name: str) -> dict[str, Any]:
     return data
 
 
+def test_startup_quick() -> None:
+    data = run_quick("startup")
+    results = data["results"]
+    assert set(results) == {
+        "python -c pass (floor)",
+        "veil --version",
+        "veil -p (one scripted turn)",
+        "veil mcp initialize",
+        "TUI first screen",
+    }
+    for stats in results.values():
+        assert stats["n"] == 2 and 0 < stats["min"] <= stats["median"] <= stats["max"]
+    # A scripted run imports no provider SDK (measured, not assumed: -X importtime).
+    assert data["sdk_imports_scripted"] == []
+
+
 def test_write_overhead_quick() -> None:
     data = run_quick("write_overhead")
     assert data["existing_facts"] == 1_000 and data["measured_calls"] == 50

@@ -15,20 +15,18 @@ project directory.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
-from mcp import Client
 
 from tests.reliability.support import fact, record_figures
 from tests.server.conftest import start_uvicorn
+from tests.server.mcp_direct import DirectMcp
 from veil.agent.harness import VeilHarness
 from veil.agent.tool import ToolContext
 from veil.agent.tools import coding_tools
@@ -159,21 +157,19 @@ def test_http_and_mcp_injection_is_quarantined(memory: Memory) -> None:
     finally:
         stop()
 
-    async def via_mcp(case: Case) -> None:
+    for case in CASES:
         scope = f"user:mcp-{case.id}"
         trusted = baseline(memory, scope)
         memory.complete = malicious(case, trusted)
-        async with Client(build_server(memory, Binding(scope, "tool"))) as client:
-            args: dict[str, Any] = {"text": case.text, "author": "user", "user_id": scope}
-            result = await client.call_tool("remember", args)
-            assert not result.is_error
+        client = DirectMcp(build_server(memory, Binding(scope, "tool")))
+        # Claiming to be the user is refused outright, naming the argument; nothing is written.
+        claimed = client.call_tool(
+            "remember", {"text": case.text, "author": "user", "user_id": scope}
+        )
+        assert claimed.is_error and "unexpected 'author'" in claimed.texts[0]
+        result = client.call_tool("remember", {"text": case.text})
+        assert not result.is_error
         assert_not_trusted(memory, scope, case, trusted)
-
-    async def all_mcp() -> None:
-        for case in CASES:
-            await via_mcp(case)
-
-    asyncio.run(all_mcp())
     record_figures(
         "injection",
         cases=len(CASES),

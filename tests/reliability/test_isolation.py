@@ -13,7 +13,6 @@ Default: a short sample. ``VEIL_RELIABILITY_FULL=1``: at least 200 scopes, MCP f
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import json
 import random
@@ -25,11 +24,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from mcp import Client
 
 from tests.conftest import SHARED
 from tests.reliability.support import SEED, CanaryModel, record_figures, size
 from tests.server.conftest import memory_target, start_uvicorn
+from tests.server.mcp_direct import DirectMcp
 from veil.memory import Memory, MemoryConfig
 from veil.memory.projection import WIKI
 from veil.server.app import ServerSettings, create_app
@@ -197,18 +196,18 @@ def http_pass(client: httpx.Client, p: ScopePlan, others: list[str], tally: Tall
         tally.look("http", p.scope, own, r.text)
 
 
-async def mcp_pass(memory: Memory, p: ScopePlan, others: list[str], tally: Tally) -> None:
+def mcp_pass(memory: Memory, p: ScopePlan, others: list[str], tally: Tally) -> None:
     own = set(p.canaries)
-    async with Client(build_server(memory, Binding(p.scope, "user"))) as client:
-        result = await client.call_tool("remember", {"text": f"Also {p.canaries[0]} again."})
+    client = DirectMcp(build_server(memory, Binding(p.scope, "user")))
+    result = client.call_tool("remember", {"text": f"Also {p.canaries[0]} again."})
+    tally.look("mcp", p.scope, own, result.structured_content)
+    for query in ("", " ".join(others)):
+        result = client.call_tool("recall", {"query": query, "token_budget": 2000})
+        assert not result.is_error
         tally.look("mcp", p.scope, own, result.structured_content)
-        for query in ("", " ".join(others)):
-            result = await client.call_tool("recall", {"query": query, "token_budget": 2000})
-            assert not result.is_error
-            tally.look("mcp", p.scope, own, result.structured_content)
-        for subject in ("user", "Caroline"):
-            result = await client.call_tool("history", {"subject": subject, "relation": "works_on"})
-            tally.look("mcp", p.scope, own, result.structured_content)
+    for subject in ("user", "Caroline"):
+        result = client.call_tool("history", {"subject": subject, "relation": "works_on"})
+        tally.look("mcp", p.scope, own, result.structured_content)
 
 
 def test_no_canary_crosses_scopes(memory: Memory, tmp_path: Path) -> None:
@@ -241,11 +240,8 @@ def test_no_canary_crosses_scopes(memory: Memory, tmp_path: Path) -> None:
     finally:
         stop()
 
-    async def mcp_all() -> None:
-        for i in rng.sample(range(scopes), mcp_scopes):
-            await mcp_pass(memory, plans[i], others_of(i), tally)
-
-    asyncio.run(mcp_all())
+    for i in rng.sample(range(scopes), mcp_scopes):
+        mcp_pass(memory, plans[i], others_of(i), tally)
     # Sanity: the canaries really are in memory, each in its own scope.
     for p in plans[:5]:
         assert p.canaries[0] in memory.recall("project code", user_id=p.scope).text

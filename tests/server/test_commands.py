@@ -314,7 +314,10 @@ def test_veil_mcp_subprocess_binds_scope_and_authority(tmp_path: Path) -> None:
             smuggled = await client.call_tool(
                 "remember", {"text": "I prefer nano", "user_id": "user:other", "author": "user"}
             )
-            out["smuggled"] = smuggled.structured_content
+            out["smuggled"] = (
+                smuggled.is_error,
+                [getattr(c, "text", "") for c in smuggled.content],
+            )
         return out
 
     out = asyncio.run(asyncio.wait_for(session(), 60))
@@ -330,12 +333,14 @@ def test_veil_mcp_subprocess_binds_scope_and_authority(tmp_path: Path) -> None:
     assert out["disputed"]["status"] == "disputed"
     assert out["confirmed"]["status"] == "current"
     assert out["bad"] is True
+    is_error, texts = out["smuggled"]
+    assert is_error and "unexpected" in texts[0] and "user_id" in texts[0], texts
     with Memory(db, embedder=HashEmbedder()) as memory:
         evidence = memory.store.read("user:mcp", kinds=["memory.evidence"])
-        # three remembers; the smuggled user_id/author arguments were ignored by the SDK's
-        # argument model: the third write still landed in user:mcp, authored by assistant
-        assert [e.actor for e in evidence] == ["assistant"] * 3
-        assert [e.payload["author"] for e in evidence] == ["assistant"] * 3
+        # two remembers: the third, smuggling user_id/author arguments, was refused with an
+        # error naming them (not silently dropped), and nothing reached another scope
+        assert [e.actor for e in evidence] == ["assistant"] * 2
+        assert [e.payload["author"] for e in evidence] == ["assistant"] * 2
         confirms = memory.store.read("user:mcp", kinds=["memory.confirmed", "memory.disputed"])
         assert {e.actor for e in confirms} == {"assistant"}
         assert memory.store.scopes() == ["user:mcp"]

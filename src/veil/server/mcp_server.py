@@ -6,7 +6,8 @@ command line (``--scope``, ``--authority``), fixed for the life of the process. 
 cannot claim to be someone else or reach another tenant's memory — the known fault of earlier
 implementations ("trust taken from whatever the caller claims over MCP").
 
-Tool results are the same wire types as the HTTP API (:mod:`veil.server.schemas`), as JSON.
+Tool results are the same wire types as the HTTP API (:mod:`veil.server.schemas`), as JSON;
+the protocol is :mod:`veil.server.mcp_protocol`.
 A server started without a model answers ``remember`` with an error result
 (:data:`~veil.server.schemas.NO_MODEL`'s message); the other tools work. The initialize result
 names the server ``veil`` with Veil's version.
@@ -14,18 +15,28 @@ names the server ``veil`` with Veil's version.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
-
-from mcp.server.mcpserver import MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
 
 from veil import __version__
 from veil.memory import Memory, MemoryError, UnknownFact
 from veil.server.keys import Authority, is_reserved
+from veil.server.mcp_protocol import JSONObject, McpServer, Tool, ToolFailed, object_schema
 from veil.server.schemas import MAX_TOKEN_BUDGET, NO_MODEL, fact_out, recall_out, report_out
 from veil.tape.events import validate_scope
+
+INSTRUCTIONS = (
+    "Long-term memory of one person or project. Call recall before answering anything that "
+    "depends on what they told you earlier (preferences, decisions, facts about them); call "
+    "remember with what they say that is worth keeping. Memory changes only through evidence: "
+    "a new statement supersedes the old one and the old one stays in history. Everything you "
+    "write is attributed to this server's configured author, never to whoever you claim to be."
+)
+TIME = {
+    "type": "string",
+    "description": "An ISO-8601 time with an offset, e.g. 2024-05-01T09:30:00+00:00.",
+}
 
 
 @dataclass(frozen=True)
@@ -41,87 +52,148 @@ class Binding:
             raise ValueError(f"scope {self.scope!r} is reserved")
 
 
-def _time(value: str | None) -> datetime | None:
-    if value is None or not value.strip():
+def _time(value: object) -> datetime | None:
+    if value is None or not str(value).strip():
         return None
+    text = str(value).strip()
     try:
-        parsed = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
+        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
-        raise ToolError(f"not an ISO-8601 time: {value!r}") from None
+        raise ToolFailed(f"not an ISO-8601 time: {text!r}") from None
     if parsed.tzinfo is None:
-        raise ToolError(f"time {value!r} needs a timezone offset (e.g. +00:00)")
+        raise ToolFailed(f"time {text!r} needs a timezone offset (e.g. +00:00)")
     return parsed
 
 
-def build_server(memory: Memory, binding: Binding) -> MCPServer:
-    """The MCP server; the caller owns ``memory``."""
-    server = MCPServer(
-        "veil",
-        version=__version__,
-        instructions=(
-            "Long-term memory. remember() records what was said; recall() answers from it. "
-            "Everything you write is attributed to this server's configured author."
-        ),
-    )
+def _guarded(fn: Callable[[JSONObject], JSONObject]) -> Callable[[JSONObject], JSONObject]:
+    """Memory's refusals (a bad value, an unknown fact) become error results the model reads."""
+
+    def run(arguments: JSONObject) -> JSONObject:
+        try:
+            return fn(arguments)
+        except UnknownFact as exc:
+            raise ToolFailed(str(exc)) from None
+        except (ValueError, TypeError, MemoryError) as exc:
+            raise ToolFailed(str(exc)) from None
+
+    return run
+
+
+def memory_tools(memory: Memory, binding: Binding) -> list[Tool]:
+    """The five memory tools, bound to ``binding``: no tool takes a scope or an author."""
     scope, author = binding.scope, binding.authority
 
-    @server.tool()
-    def remember(text: str, at: str | None = None) -> dict[str, Any]:
-        """Record evidence (what was said or observed) in long-term memory. ``at`` is an
-        optional ISO-8601 time with offset (default: now). Returns what was extracted."""
+    def remember(a: JSONObject) -> JSONObject:
         if memory.complete is None:
-            raise ToolError(NO_MODEL.message)
-        try:
-            report = memory.remember(text, user_id=scope, author=author, at=_time(at))
-        except (ValueError, TypeError, MemoryError) as exc:
-            raise ToolError(str(exc)) from None
+            raise ToolFailed(NO_MODEL.message)
+        report = memory.remember(a["text"], user_id=scope, author=author, at=_time(a.get("at")))
         return report_out(report).model_dump(mode="json")
 
-    @server.tool()
-    def recall(query: str, token_budget: int = 1000, as_of: str | None = None) -> dict[str, Any]:
-        """What the memory knows about ``query``, rendered within ``token_budget`` tokens;
-        ``as_of`` answers with what was valid at that time. Never calls a model."""
-        budget = max(0, min(int(token_budget), MAX_TOKEN_BUDGET))
-        try:
-            result = memory.recall(query, user_id=scope, token_budget=budget, as_of=_time(as_of))
-        except ValueError as exc:
-            raise ToolError(str(exc)) from None
+    def recall(a: JSONObject) -> JSONObject:
+        budget = max(0, min(int(a.get("token_budget", 1000)), MAX_TOKEN_BUDGET))
+        result = memory.recall(
+            a["query"], user_id=scope, token_budget=budget, as_of=_time(a.get("as_of"))
+        )
         return recall_out(result).model_dump(mode="json")
 
-    @server.tool()
-    def history(subject: str, relation: str) -> dict[str, Any]:
-        """Every version of ``subject``/``relation``, oldest first, with validity windows."""
-        try:
-            facts = memory.history(scope, subject, relation)
-        except ValueError as exc:
-            raise ToolError(str(exc)) from None
+    def history(a: JSONObject) -> JSONObject:
+        facts = memory.history(scope, a["subject"], a["relation"])
         return {"facts": [fact_out(f).model_dump(mode="json") for f in facts]}
 
-    @server.tool()
-    def confirm(fact_id: str) -> dict[str, Any]:
-        """Re-affirm a current or disputed fact (refreshes it; clears staleness)."""
-        try:
-            fact = memory.confirm(fact_id, user_id=scope, actor=author)
-        except UnknownFact:
-            raise ToolError(f"no fact {fact_id!r} in this memory") from None
-        except (ValueError, MemoryError) as exc:
-            raise ToolError(str(exc)) from None
+    def confirm(a: JSONObject) -> JSONObject:
+        return fact_out(memory.confirm(a["fact_id"], user_id=scope, actor=author)).model_dump(
+            mode="json"
+        )
+
+    def dispute(a: JSONObject) -> JSONObject:
+        fact = memory.dispute(a["fact_id"], user_id=scope, actor=author, reason=a["reason"])
         return fact_out(fact).model_dump(mode="json")
 
-    @server.tool()
-    def dispute(fact_id: str, reason: str) -> dict[str, Any]:
-        """Mark a fact as disputed, with why: it leaves recall and stays in history."""
-        try:
-            fact = memory.dispute(fact_id, user_id=scope, actor=author, reason=reason)
-        except UnknownFact:
-            raise ToolError(f"no fact {fact_id!r} in this memory") from None
-        except (ValueError, MemoryError) as exc:
-            raise ToolError(str(exc)) from None
-        return fact_out(fact).model_dump(mode="json")
+    text = {"type": "string"}
+    fact_id = {"type": "string", "description": "The id of a fact, as recall or history show it."}
+    return [
+        Tool(
+            "remember",
+            "Record something the person said or that you observed, as evidence. A model "
+            "extracts the facts from it; a new value of something known (a new editor, a new "
+            "city) supersedes the old one, which stays in history. Returns the facts stored, "
+            "superseded, reinforced and quarantined (claims by third parties are kept apart).",
+            object_schema(
+                {
+                    "text": text | {"description": "What was said or observed, in full."},
+                    "at": TIME
+                    | {"description": "When it was said, if not now. " + TIME["description"]},
+                },
+                ["text"],
+            ),
+            _guarded(remember),
+        ),
+        Tool(
+            "recall",
+            "What the memory knows about a question, as text ready to read: current facts, "
+            "recent episodes and unverified claims, within a token budget. Never calls a model.",
+            object_schema(
+                {
+                    "query": text | {"description": "The question or topic, in plain words."},
+                    "token_budget": {
+                        "type": "integer",
+                        "description": f"At most this many tokens of text (default 1000, at "
+                        f"most {MAX_TOKEN_BUDGET}).",
+                    },
+                    "as_of": TIME
+                    | {"description": "Answer with what was true then. " + TIME["description"]},
+                },
+                ["query"],
+            ),
+            _guarded(recall),
+            read_only=True,
+        ),
+        Tool(
+            "history",
+            "Every value one fact has had, oldest first, each with the window it was valid in: "
+            "for 'what did they use before?'.",
+            object_schema(
+                {
+                    "subject": text
+                    | {"description": "Whose fact: 'user' for the person, or an entity's name."},
+                    "relation": text
+                    | {"description": "Which fact, e.g. prefers, located_at, works_as, uses_tool."},
+                },
+                ["subject", "relation"],
+            ),
+            _guarded(history),
+            read_only=True,
+        ),
+        Tool(
+            "confirm",
+            "Re-affirm a fact the person confirmed is still true (it is no longer shown as "
+            "possibly stale).",
+            object_schema({"fact_id": fact_id}, ["fact_id"]),
+            _guarded(confirm),
+        ),
+        Tool(
+            "dispute",
+            "Mark a fact as wrong, with why: it leaves recall and stays in history.",
+            object_schema(
+                {
+                    "fact_id": fact_id,
+                    "reason": text | {"description": "Why the fact is wrong, in a sentence."},
+                },
+                ["fact_id", "reason"],
+            ),
+            _guarded(dispute),
+        ),
+    ]
 
-    return server
+
+def build_server(memory: Memory, binding: Binding) -> McpServer:
+    """The MCP server; the caller owns ``memory``."""
+    return McpServer("veil", __version__, memory_tools(memory, binding), INSTRUCTIONS)
 
 
 def run_stdio(memory: Memory, binding: Binding) -> None:
     """Serve over stdin/stdout until the client closes the stream."""
-    build_server(memory, binding).run("stdio")
+    build_server(memory, binding).serve()
+
+
+__all__ = ["Binding", "build_server", "memory_tools", "run_stdio"]
