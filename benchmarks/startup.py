@@ -68,10 +68,11 @@ def env() -> dict[str, str]:
     return out | {"TERM": "xterm-256color", "COLUMNS": "100", "LINES": "30"}
 
 
-def time_print(root: Path) -> float:
-    t0 = time.perf_counter()
-    done = subprocess.run(
-        veil("-p", "say done", "--model", f"scripted:{root / 'script.json'}"),
+def one_turn(root: Path, *python_flags: str) -> subprocess.CompletedProcess[str]:
+    """``veil -p`` with a one-turn script, in ``root``."""
+    argv = veil("-p", "say done", "--model", f"scripted:{root / 'script.json'}")
+    return subprocess.run(
+        [argv[0], *python_flags, *argv[1:]],
         cwd=root,
         env=env(),
         capture_output=True,
@@ -79,6 +80,11 @@ def time_print(root: Path) -> float:
         timeout=120,
         check=False,
     )
+
+
+def time_print(root: Path) -> float:
+    t0 = time.perf_counter()
+    done = one_turn(root)
     seconds = time.perf_counter() - t0
     if done.returncode != 0 or "Done." not in done.stdout:
         raise RuntimeError(f"veil -p failed: {done.returncode}\n{done.stderr}")
@@ -166,20 +172,7 @@ def time_tui(root: Path) -> float:
 
 def sdk_imports(root: Path) -> list[str]:
     """Provider SDK modules a one-turn scripted run imports."""
-    done = subprocess.run(
-        [
-            sys.executable,
-            "-X",
-            "importtime",
-            *veil("-p", "say done", "--model", f"scripted:{root / 'script.json'}")[1:],
-        ],
-        cwd=root,
-        env=env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    done = one_turn(root, "-X", "importtime")
     found = {
         line.split("|")[-1].strip().split(".")[0]
         for line in done.stderr.splitlines()
