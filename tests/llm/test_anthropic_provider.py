@@ -168,7 +168,10 @@ def test_request_wire_format(wire: WireServer, provider: AnthropicProvider) -> N
     assert "anthropic-version" in seen.headers
     body = seen.body
     assert body["model"] == MODEL and body["stream"] is True
-    assert body["system"] == "You are Veil."
+    # The system prompt and the conversation's stable prefix carry cache breakpoints.
+    assert body["system"] == [
+        {"type": "text", "text": "You are Veil.", "cache_control": {"type": "ephemeral"}}
+    ]
     assert body["max_tokens"] == 8_192
     assert body["tools"] == [
         {"name": "read", "description": "Read a file.", "input_schema": READ.parameters}
@@ -202,7 +205,12 @@ def test_request_wire_format(wire: WireServer, provider: AnthropicProvider) -> N
             ],
         },
         {"role": "assistant", "content": [{"type": "text", "text": "(no content)"}]},
-        {"role": "user", "content": [{"type": "text", "text": "go on"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "go on", "cache_control": {"type": "ephemeral"}}
+            ],
+        },
     ]
 
 
@@ -216,8 +224,9 @@ def test_json_schema_is_asked_for_in_the_system_prompt(
         )
     )
     body = wire.seen[0].body
-    assert body["system"].startswith("Reply with a single JSON object")
-    assert '{"type": "object"}' in body["system"] and body["max_tokens"] == 100
+    system = body["system"][0]["text"]
+    assert system.startswith("Reply with a single JSON object")
+    assert '{"type": "object"}' in system and body["max_tokens"] == 100
 
 
 def test_overloaded_then_success_is_retried(

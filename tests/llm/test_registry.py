@@ -152,7 +152,7 @@ def test_extraction_over_anthropic_asks_in_the_system_prompt(wire: WireServer) -
             json_schema={"type": "object"},
         )
     assert out == "Hello! How can I help?"
-    system = wire.seen[0].body["system"]
+    system = wire.seen[0].body["system"][0]["text"]
     assert system.startswith("S\n\nReply with a single JSON object")
 
 

@@ -6,9 +6,13 @@
 - ``transform_context``, before every model call (the turn boundary): new transcript messages
   become turn items, the engine scores everything and evicts (``step``, once per turn, with
   the request's overhead passed in), and evicted tool results and turns become stubs with
-  pointers — the request really shrinks.
-- ``transform_system``: the long-term memory briefing, the convergence note and the manifest go
-  into the system prompt.
+  pointers — the request really shrinks. The manifest and the convergence note, which change
+  every turn, are a system message at the *end* of the request: everything before them (the
+  system prompt, the tool schemas, the conversation so far) stays byte-identical from one turn
+  to the next unless an eviction rewrote it, so provider prompt caches (OpenAI, Anthropic,
+  llama.cpp) reuse it.
+- ``transform_system``: the system prompt and the long-term memory briefing (both fixed for the
+  session).
 - ``before_tool_call``: an identical re-run of a failed edit is refused at level 2.
 - ``after_tool_call``: the result is captured (what the call touched comes from the tool's own
   declaration, :mod:`veil.agent.capture`), an attempt is recorded for edits and commands, and a
@@ -52,6 +56,7 @@ from veil.embed.protocol import Embedder
 from veil.llm.messages import (
     AssistantMessage,
     Message,
+    SystemMessage,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -118,6 +123,7 @@ class VeilHarness:
         self._turn = 0
         self._frame_tokens = 0
         self._prompt_tokens: int | None = None
+        self._tail_tokens = 0
         self._level = 0
         self._checked_tick = self.engine.tick
         self._procedural: dict[str, Fact] = {}
@@ -209,12 +215,13 @@ class VeilHarness:
 
     def request_overhead(self) -> int:
         """What the next request costs besides the items: the system prompt as last sent (or
-        the base prompt and briefing before the first request) plus the tool schemas."""
+        the base prompt and briefing before the first request), the tool schemas, and the
+        manifest at the end as last rendered."""
         if self._prompt_tokens is not None:
             prompt = self._prompt_tokens
         else:
             prompt = self._frame_tokens + self.engine.count_tokens(self._briefing)
-        return prompt + self.tool_tokens
+        return prompt + self.tool_tokens + self._tail_tokens
 
     def transform_context(self, messages: list[Message]) -> list[Message]:
         """The turn boundary and the eviction point: capture the new turns, score and evict
@@ -225,8 +232,15 @@ class VeilHarness:
         self.reports.append(report)
         self._report_moves(report)
         out = [self._render(index, message) for index, message in enumerate(messages)]
+        tail = self.tail_context()
+        self._tail_tokens = self.engine.count_tokens(tail)
         self.engine.flush()
-        return out
+        return [*out, SystemMessage(tail)]
+
+    def tail_context(self) -> str:
+        """What goes at the end of every request: the manifest, with the convergence note."""
+        note = self.attempts.note() if self.attempts.goal is not None else ""
+        return self.engine.manifest(notes=[note] if note else [])
 
     def _render(self, index: int, message: Message) -> Message:
         if isinstance(message, ToolResultMessage):
@@ -254,8 +268,6 @@ class VeilHarness:
                 "<veil-memory>\nWhat long-term memory holds for this project:\n"
                 f"{self._briefing}\n</veil-memory>"
             )
-        note = self.attempts.note() if self.attempts.goal is not None else ""
-        parts.append(self.engine.manifest(notes=[note] if note else []))
         prompt = "\n\n".join(p for p in parts if p)
         self._frame_tokens = self.engine.count_tokens(system)
         self._prompt_tokens = self.engine.count_tokens(prompt)

@@ -49,7 +49,6 @@ from veil.agent.hooks import (
     TransformContext,
     TransformSystem,
 )
-from veil.agent.schema import validate_arguments
 from veil.agent.tool import Tool, ToolContext, ToolError, ToolResult
 from veil.llm.messages import (
     AssistantMessage,
@@ -64,6 +63,7 @@ from veil.llm.messages import (
     UserMessage,
 )
 from veil.llm.provider import Provider
+from veil.llm.tool_schema import validate_arguments
 
 Decide = Callable[[str, dict[str, Any]], tuple[bool, str | None]]
 """Permission decision for mutating tools: (allowed, reason when refused)."""

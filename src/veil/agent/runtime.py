@@ -46,7 +46,8 @@ and check it (run the tests). Reply without tool calls when you are done, with a
 
 Your context is managed by Veil's memory: tool results you have not used for a while may be
 replaced by a one-line stub with a pointer such as veil://warm/ci_…; call veil_expand with the
-pointer to get the content back exactly. The <veil-manifest> block below lists what is loaded.
+pointer to get the content back exactly. The <veil-manifest> note at the end of the
+conversation lists what is loaded now.
 veil_pin keeps something in the context; veil_recall searches long-term memory and earlier
 context; veil_attempts shows what was already tried for this task. If a contradiction is
 listed, settle it with veil_resolve. Never repeat an edit that already failed."""

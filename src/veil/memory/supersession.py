@@ -8,7 +8,9 @@ Rules (SPEC 4, issue 2):
   subject and relation) is superseded, under the same authority rule; otherwise the value is added;
 - evidence older than the current value (backfill, import) does not displace it: the new fact is
   recorded as already superseded by the newer one, so history stays in order;
-- quarantined claims never supersede and are never superseded.
+- quarantined claims never supersede and are never superseded;
+- a value the evidence does not contain (``grounded=False``, see :mod:`veil.memory.guardrails`)
+  supersedes no trusted fact — it is contested with it — and does not reinforce one.
 """
 
 from __future__ import annotations
@@ -37,11 +39,15 @@ class Candidate:
     functional: bool
     target: str | None = None
     """The model's ``supersedes`` id; used only if it names one of the current facts."""
+    grounded: bool = True
+    """False when the value is not in the evidence: such a fact supersedes nothing with trust
+    (it is contested with it instead) and a restatement of a current value does not reinforce
+    it — reinforcement needs support in the evidence."""
 
 
 @dataclass(frozen=True)
 class Decision:
-    action: Literal["add", "reinforce"]
+    action: Literal["add", "reinforce", "ignore"]
     reinforce: str | None = None
     supersede: tuple[str, ...] = ()
     contest: tuple[str, ...] = ()
@@ -52,6 +58,12 @@ class Decision:
 
 def decide(candidate: Candidate, current: Sequence[CurrentFact]) -> Decision:
     same = [f for f in current if f.value_key == candidate.value_key]
+    if same and not candidate.grounded:
+        best = max(same, key=lambda f: f.trust)
+        return Decision(
+            "ignore",
+            notes=(f"not a reinforcement of {best.id}: the evidence does not mention its value",),
+        )
     if same:
         return Decision("reinforce", reinforce=max(same, key=lambda f: f.trust).id)
     notes: list[str] = []
@@ -73,6 +85,13 @@ def decide(candidate: Candidate, current: Sequence[CurrentFact]) -> Decision:
                 superseded_by=latest.id,
                 notes=(*notes, "older evidence than the current value"),
             )
+    if not candidate.grounded:
+        trusted = [f for f in rivals if f.trust > 0]
+        supersede = tuple(f.id for f in rivals if f.trust <= 0 and f.valid_from <= candidate.at)
+        contest = tuple(f.id for f in trusted)
+        if trusted:
+            notes.append("an ungrounded value does not supersede a trusted fact: contested")
+        return Decision("add", supersede=supersede, contest=contest, notes=tuple(notes))
     supersede = tuple(
         f.id for f in rivals if f.trust <= candidate.trust and f.valid_from <= candidate.at
     )

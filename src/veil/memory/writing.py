@@ -8,14 +8,14 @@ outcome as one atomic batch.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import date
 from typing import Any, cast
 
 from veil.clock import format_time, parse_time
 from veil.memory.config import MemoryConfig, Relation
 from veil.memory.entities import USER, entity_key, value_key
-from veil.memory.extraction import EpisodeItem, FactItem
+from veil.memory.extraction import EpisodeItem, FactItem, PromptFact
 from veil.memory.grounding import ungrounded_specifics
 from veil.memory.model import AUTHORITY, Author, InvalidItem, Volatility, WriteReport
 from veil.memory.projection import FACTS
@@ -40,6 +40,8 @@ class Prepared:
     messages: list[dict[str, str]]
     roles: tuple[tuple[Author, str], ...]
     calendar: frozenset[date]
+    shown: tuple[PromptFact, ...] = ()
+    """The current facts the prompt showed the model (with ids)."""
 
 
 @dataclass
@@ -83,6 +85,7 @@ class Writer:
         episodes: list[EpisodeItem],
         invalid: list[InvalidItem],
         calls: int,
+        vetting_notes: Sequence[str] = (),
     ) -> WriteReport:
         evidence = prepared.evidence
         user_id = evidence.scope
@@ -94,7 +97,7 @@ class Writer:
         quarantined: list[str] = []
         contested: list[str] = []
         ungrounded: list[str] = []
-        notes: list[str] = []
+        notes: list[str] = list(vetting_notes)
         # Facts decided in this batch are visible to later items of the same batch.
         pending: dict[tuple[str, str], list[CurrentFact]] = {}
         pending_rows: dict[str, dict[str, JSONValue]] = {}
@@ -131,9 +134,14 @@ class Writer:
             volatility: Volatility = item.volatility or (
                 relation.volatility if relation else "durable"
             )
-            missing = ungrounded_specifics(
-                f"{item.object} {item.statement}", prepared.text, calendar=set(prepared.calendar)
-            )
+            if self.config.guardrails:
+                missing = list(item.missing)
+            else:
+                missing = ungrounded_specifics(
+                    f"{item.object} {item.statement}",
+                    prepared.text,
+                    calendar=set(prepared.calendar),
+                )
             flags: list[str] = ["ungrounded"] if missing else []
             fact_id = new_id("f")
             row: dict[str, JSONValue] = {
@@ -211,10 +219,15 @@ class Writer:
                     at=at,
                     functional=functional,
                     target=item.supersedes,
+                    grounded=item.grounded,
                 ),
                 current,
             )
             notes.extend(decision.notes)
+            if decision.action == "ignore":
+                reason = decision.notes[0] if decision.notes else "not supported by the evidence"
+                invalid.append(InvalidItem(item=item.__dict__, reason=f"fact: {reason}"))
+                continue
             if decision.action == "reinforce" and decision.reinforce:
                 if decision.reinforce in pending_rows:
                     continue  # restated twice in one piece of evidence
@@ -250,6 +263,15 @@ class Writer:
                 )
                 superseded.append(old_id)
                 closed.add(old_id)
+            opposed = self._opposed(user_id, subject_key, relation, item, pending, closed)
+            if opposed is not None:
+                rival, same_batch = opposed
+                if same_batch or not item.grounded or rival.trust > trust:
+                    decision = replace(decision, contest=(*decision.contest, rival.id))
+                    current = [*current, rival]
+                    notes.append(f"{fact_id} contradicts {rival.id}: contested")
+                else:
+                    decision = replace(decision, supersede=(*decision.supersede, rival.id))
             if decision.contest:
                 mine = sorted(decision.contest)
                 emit("memory.contested", {"fact_id": fact_id, "contested_with": list(mine)})
@@ -299,6 +321,28 @@ class Writer:
             llm_calls=calls,
             ungrounded=tuple(ungrounded),
         )
+
+    def _opposed(
+        self,
+        user_id: str,
+        subject_key: str,
+        relation: Relation | None,
+        item: FactItem,
+        pending: Mapping[tuple[str, str], list[CurrentFact]],
+        closed: set[str],
+    ) -> tuple[CurrentFact, bool] | None:
+        """A current fact of the opposite relation with the same value (``uses_tool vim``
+        against ``avoids_tool vim``), and whether it came from this same evidence."""
+        if relation is None or relation.opposite is None:
+            return None
+        key = value_key(item.object)
+        for fact in pending.get((subject_key, relation.opposite), []):
+            if fact.value_key == key and fact.id not in closed:
+                return fact, True
+        for fact in self._current(user_id, subject_key, relation.opposite, value=key):
+            if fact.id not in closed:
+                return fact, False
+        return None
 
     def _author_for(self, prepared: Prepared, item: FactItem) -> Author:
         """In a conversation, the author of a fact is the author of the message its value came

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO, cast
 
-from veil.agent.schema import validate_arguments
+from veil.llm.tool_schema import validate_arguments
 
 PROTOCOL_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
 """The handshake revisions this server speaks, newest first."""

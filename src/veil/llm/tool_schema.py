@@ -1,5 +1,9 @@
 """Validating tool arguments against their JSON schemas (the subset tools use). Pure.
 
+In ``llm`` because a tool schema is part of a request (:class:`~veil.llm.messages.ToolSpec`):
+the loop checks calls against it, a provider checks tool calls it recovers from text, and
+``veil mcp`` checks its own tools' arguments.
+
 Checks required properties, types (string, integer, number, boolean, object, array, null and
 unions), ``enum`` and ``additionalProperties: false``. A failed validation becomes an error
 result the model reads, never an exception in the loop.
