@@ -235,11 +235,17 @@ class VeilHarness:
         tail = self.tail_context()
         self._tail_tokens = self.engine.count_tokens(tail)
         self.engine.flush()
-        return [*out, SystemMessage(tail)]
+        return [*out, SystemMessage(tail)] if tail else out
 
     def tail_context(self) -> str:
-        """What goes at the end of every request: the manifest, with the convergence note."""
+        """What goes at the end of a request: the manifest with the convergence note — once
+        there is something to say (an item was evicted, a contradiction or a convergence note
+        exists). Before that it would only repeat the conversation, cost tokens every turn,
+        and small models take a trailing note for a pattern to continue."""
         note = self.attempts.note() if self.attempts.goal is not None else ""
+        evicted = any(i.tier != "live" for i in self.engine.items())
+        if not (note or evicted or self.engine.conflicts()):
+            return ""
         return self.engine.manifest(notes=[note] if note else [])
 
     def _render(self, index: int, message: Message) -> Message:

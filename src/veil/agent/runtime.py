@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import queue
+import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TextIO
+from typing import Any, Literal, TextIO
 
 from veil.agent.events import AgentEnd, AgentEvent, MessageEnd, RequestSent, ToolEnd
 from veil.agent.harness import VeilHarness
@@ -33,11 +35,13 @@ from veil.agent.loop import AgentLoopConfig, run_agent
 from veil.agent.permissions import Approval, AskCallback, PermissionPolicy
 from veil.agent.project import project_root, project_scope
 from veil.agent.sessions import Sessions
-from veil.agent.tool import ToolContext
+from veil.agent.tool import Tool, ToolContext, ToolResult, Touches, touches_of
 from veil.agent.tools import coding_tools
 from veil.agent.transcript import trace_record
-from veil.llm.messages import Message, UserMessage
+from veil.context import ContextConfig
+from veil.llm.messages import Message, ToolSpec, UserMessage
 from veil.llm.provider import Provider
+from veil.memory import MemoryConfig
 from veil.tape import new_id
 
 SYSTEM_PROMPT = """You are Veil, a coding agent working in the user's project directory.
@@ -51,6 +55,55 @@ conversation lists what is loaded now.
 veil_pin keeps something in the context; veil_recall searches long-term memory and earlier
 context; veil_attempts shows what was already tried for this task. If a contradiction is
 listed, settle it with veil_resolve. Never repeat an edit that already failed."""
+
+SMALL_SYSTEM_PROMPT = """You are a coding agent in the user's project. Use the tools: read and
+grep to look, edit or write to change files, bash to run commands and tests. Make the smallest
+change that fixes the task, run the tests, then answer briefly without calling a tool.
+An old tool result may be replaced by a stub with a veil:// pointer: veil_expand brings it back."""
+
+Profile = Literal["default", "small"]
+PROFILES: tuple[Profile, ...] = ("default", "small")
+
+
+@dataclass(frozen=True)
+class ProfileSettings:
+    """What a profile changes. ``small`` is for local models of a few billion parameters:
+    fewer tools with one-sentence descriptions (a shorter prompt to process on a CPU, fewer
+    ways to go wrong), a long model timeout, and no extraction call on the task text."""
+
+    system_prompt: str
+    tools: frozenset[str] | None
+    """The tools offered (None: all)."""
+    brief: bool
+    """Cut each tool's description to its first sentence."""
+    timeout_s: float
+    extract_task: bool
+
+
+PROFILE_SETTINGS: dict[Profile, ProfileSettings] = {
+    "default": ProfileSettings(SYSTEM_PROMPT, None, False, 120.0, True),
+    "small": ProfileSettings(
+        SMALL_SYSTEM_PROMPT,
+        frozenset({"read", "write", "edit", "bash", "grep", "ls", "veil_expand", "veil_recall"}),
+        True,
+        600.0,
+        False,
+    ),
+}
+
+_REMEMBERABLE = re.compile(
+    r"\b(i|i'm|i've|my|mine|we|we're|our|ours|prefer\w*|always|never|from now on|remember|"
+    r"note that|don't|do not|avoid|use)\b",
+    re.IGNORECASE,
+)
+
+
+def worth_remembering(task: str) -> bool:
+    """Whether a task's text may hold something for long-term memory (a preference, a rule,
+    a fact about the person or the project) rather than only an instruction: extracting from
+    "make the failing test pass" costs a model call and stores nothing true."""
+    return bool(_REMEMBERABLE.search(task))
+
 
 MIN_ITEM_TOKENS = 1024
 """``--window`` must leave at least this many tokens for the conversation itself, after the
@@ -77,6 +130,16 @@ class RunOptions:
     max_turns: int = 50
     trace: Path | None = None
     cwd: Path = dataclasses.field(default_factory=Path.cwd)
+    profile: Profile | None = None
+    """None: ``$VEIL_PROFILE``, else ``default``."""
+    context: ContextConfig | None = None
+    """Working-memory settings instead of the ones derived from the window (benchmarks)."""
+
+    def settings(self) -> ProfileSettings:
+        name = self.profile or os.environ.get("VEIL_PROFILE") or "default"
+        if name not in PROFILE_SETTINGS:
+            raise SetupFailed(f"unknown profile {name!r} (known: {', '.join(PROFILES)})")
+        return PROFILE_SETTINGS[name]
 
 
 @dataclass
@@ -90,6 +153,9 @@ class Setup:
     policy: PermissionPolicy
     memory_on: bool
     """Whether long-term memory extracts facts (it needs a real model: off when scripted)."""
+    profile: ProfileSettings = dataclasses.field(
+        default_factory=lambda: PROFILE_SETTINGS["default"]
+    )
 
 
 def veil_dir(root: Path) -> Path:
@@ -113,8 +179,9 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
 
     if options.fork and not (options.resume or options.session):
         raise SetupFailed("--fork needs -c/--continue or --session ID to branch from")
+    profile = options.settings()
     try:
-        provider = provider_from_spec(options.model)
+        provider = provider_from_spec(options.model, timeout=profile.timeout_s)
     except (ModelNotConfigured, ScriptError) as exc:
         raise SetupFailed(str(exc)) from None
     root = project_root(options.cwd)
@@ -143,10 +210,9 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
         home / "memory.db",
         embedder=embedder,
         complete=extraction_complete_from_provider(provider) if memory_on else None,
+        config=MemoryConfig(llm_timeout_s=profile.timeout_s),
     )
     reserve = min(max(window // 5, 256), 16_000)
-    from veil.context import ContextConfig
-
     harness = VeilHarness(
         store=store,
         scope=scope,
@@ -154,11 +220,17 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
         project_root=root,
         memory=memory,
         embedder=embedder,
-        config=ContextConfig(window_tokens=window, reserve_tokens=reserve),
+        config=options.context or ContextConfig(window_tokens=window, reserve_tokens=reserve),
     )
     instructions = project_instructions(root)
-    system = SYSTEM_PROMPT + (f"\n\nProject instructions:\n{instructions}" if instructions else "")
-    tools = [*coding_tools(), *harness.tools()]
+    system = profile.system_prompt + (
+        f"\n\nProject instructions:\n{instructions}" if instructions else ""
+    )
+    tools: list[Tool] = [
+        brief(t) if profile.brief else t
+        for t in (*coding_tools(), *harness.tools())
+        if profile.tools is None or t.spec.name in profile.tools
+    ]
     frame = harness.use_tools(tools, system_prompt=system) + harness.engine.count_tokens(system)
     needed = frame + reserve + MIN_ITEM_TOKENS
     if window < needed:
@@ -187,7 +259,40 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
         max_turns=options.max_turns,
         **harness.hooks(),
     )
-    return Setup(harness, sessions, session_id, messages, config, provider, policy, memory_on)
+    return Setup(
+        harness, sessions, session_id, messages, config, provider, policy, memory_on, profile
+    )
+
+
+@dataclass(frozen=True)
+class Brief:
+    """A tool offered with the first sentence of its description only (the small profile)."""
+
+    tool: Tool
+
+    @property
+    def spec(self) -> ToolSpec:
+        spec = self.tool.spec
+        first = re.split(r"(?<=[.!?])\s", spec.description, maxsplit=1)[0]
+        return replace(spec, description=first)
+
+    @property
+    def mutates(self) -> bool:
+        return self.tool.mutates
+
+    @property
+    def parallel_safe(self) -> bool:
+        return self.tool.parallel_safe
+
+    def run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
+        return self.tool.run(arguments, ctx)
+
+    def touches(self, arguments: dict[str, Any]) -> Touches:
+        return touches_of(self.tool, arguments)
+
+
+def brief(tool: Tool) -> Tool:
+    return Brief(tool)
 
 
 Emit = Callable[[AgentEvent], None]
@@ -257,7 +362,12 @@ class AgentSession:
         end: AgentEnd | None = None
         trace = self.options.trace.open("a", encoding="utf-8") if self.options.trace else None
         try:
-            if s.memory_on and harness.memory is not None:
+            if (
+                s.memory_on
+                and harness.memory is not None
+                and s.profile.extract_task
+                and worth_remembering(text)
+            ):
                 harness.memory.remember(
                     text, user_id=harness.scope, author="user", session_id=s.session_id
                 )

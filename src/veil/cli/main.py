@@ -77,6 +77,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="with -c/--session: branch a new session from it instead",
     )
     parser.add_argument("--max-turns", type=_positive_int, default=50)
+    parser.add_argument(
+        "--profile",
+        choices=["default", "small"],
+        default=None,
+        help="small: fewer tools, one-line descriptions and a long timeout, for local models "
+        "of a few billion parameters (default $VEIL_PROFILE, else default)",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     sessions = sub.add_parser("sessions", help="list this project's sessions")
@@ -206,6 +213,7 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
         fork=args.fork,
         max_turns=args.max_turns,
         trace=args.trace,
+        profile=args.profile,
     )
 
 

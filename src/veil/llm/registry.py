@@ -63,11 +63,15 @@ def provider_from_spec(
     env: Mapping[str, str] = os.environ,
     retry: RetryPolicy | None = None,
     context_window: int | None = None,
+    timeout: float | None = None,
 ) -> Provider:
     """Build the provider a spec names (``None``: ``$VEIL_MODEL``). See the module doc.
 
-    ``context_window`` overrides the catalog's window (the harness passes ``--window``).
+    ``context_window`` overrides the catalog's window (the harness passes ``--window``);
+    ``timeout`` is the seconds one model call may take (default 120; a local model's first
+    call on a cold CPU needs more).
     """
+    extra: dict[str, Any] = {} if timeout is None else {"timeout": timeout}
     spec = spec or env.get("VEIL_MODEL")
     if not spec:
         raise ModelNotConfigured(f"no model configured. {HOW_TO_CONFIGURE}")
@@ -75,7 +79,7 @@ def provider_from_spec(
     if not sep or not model:
         raise ModelNotConfigured(f"{spec!r} is not provider:model. {HOW_TO_CONFIGURE}")
     if kind in ("openai", "ollama", "openai-compatible", "openrouter"):
-        return _openai_compatible(kind, model, spec, env, retry, context_window)
+        return _openai_compatible(kind, model, spec, env, retry, context_window, extra)
     if kind == "anthropic":
         from veil.llm.anthropic_provider import AnthropicProvider
 
@@ -85,6 +89,7 @@ def provider_from_spec(
             base_url=env.get("ANTHROPIC_BASE_URL") or None,
             context_window=context_window,
             retry=retry,
+            **extra,
         )
     if kind == "scripted":
         from veil.llm.scripted import ScriptedProvider
@@ -104,6 +109,7 @@ def _openai_compatible(
     env: Mapping[str, str],
     retry: RetryPolicy | None,
     context_window: int | None,
+    extra: dict[str, Any],
 ) -> Provider:
     from veil.llm.openai_provider import OpenAIProvider
 
@@ -114,10 +120,15 @@ def _openai_compatible(
             api_key=_require(env, "OPENAI_API_KEY", spec),
             context_window=context_window,
             retry=retry,
+            **extra,
         )
     if kind == "ollama":
         return OpenAIProvider(
-            model, base_url=ollama_base_url(env), context_window=context_window, retry=retry
+            model,
+            base_url=ollama_base_url(env),
+            context_window=context_window,
+            retry=retry,
+            **extra,
         )
     if kind == "openai-compatible":
         return OpenAIProvider(
@@ -126,6 +137,7 @@ def _openai_compatible(
             api_key=env.get("VEIL_API_KEY") or None,
             context_window=context_window,
             retry=retry,
+            **extra,
         )
     return OpenAIProvider(
         model,
@@ -133,6 +145,7 @@ def _openai_compatible(
         api_key=_require(env, "OPENROUTER_API_KEY", spec),
         context_window=context_window,
         retry=retry,
+        **extra,
     )
 
 

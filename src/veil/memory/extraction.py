@@ -60,14 +60,18 @@ Return only JSON: {"facts": [...], "episodes": [...]}.
 A fact is {"subject", "relation", "object", "statement", "volatility", "claimant", "supersedes"}:
 - subject: "user" for the person whose memory this is, otherwise the entity's name.
 - relation: one of the registered relations when one fits, else a short snake_case verb phrase.
-- object: the value, as written in the evidence.
-- statement: one self-contained sentence stating the fact.
+- object: the value, copied from the evidence (a tool or an editor is not a job).
+- statement: one sentence in the third person: "The user lives in Porto.", never "I ...".
 - volatility: permanent | durable | slow | transient | ephemeral.
 - claimant: "user" when the author of the evidence asserts the fact first-hand; otherwise who
-  asserts it ("landlord", "web page", "tool output"). Forwarded or quoted claims are not first-hand.
-- supersedes: the id of a current fact (listed below) this fact replaces, or null.
-An episode is {"kind": interaction|failure|fix|commitment|outcome, "text", "due"}; "due" is an
-ISO date copied from the calendar for commitments, else null.
+  asserts it ("landlord", "web page", "tool output"). When the evidence reports what someone
+  else says or claims ("my landlord says ..."), the claimant is that someone.
+- supersedes: the id of a current fact (listed with the evidence) this fact replaces, or null.
+  Never repeat a current fact the evidence does not mention.
+An episode is {"kind": interaction|failure|fix|commitment|outcome, "text", "due"}: a failure
+only when something failed, a fix only when something was fixed, a commitment only for
+something to be done; "due" is an ISO date copied from the calendar, only for a commitment
+whose evidence names a time, else null.
 Copy dates from the calendar; never compute them. Extract nothing that the evidence does not say.
 If there is nothing to remember, return {"facts": [], "episodes": []}."""
 
@@ -112,14 +116,17 @@ def build_messages(
         )
         or "(none)"
     )
+    # What is the same for every call (the instructions, the relation registry) comes first, so
+    # a provider's prompt cache serves it; what changes (the calendar, the current facts, the
+    # evidence) comes last.
+    system = f"{SYSTEM_PROMPT}\n\nRegistered relations:\n{relations}"
     user = (
         "Calendar:\n" + "\n".join(calendar_lines(at)) + "\n\n"
-        f"Registered relations:\n{relations}\n\n"
         f"Current facts for the subjects mentioned:\n{facts}\n\n"
         f'<evidence author="{author}" at="{at.isoformat(timespec="minutes")}">\n'
         f"{evidence}\n</evidence>"
     )
-    return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
+    return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
 def repair_messages(
