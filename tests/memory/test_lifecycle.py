@@ -68,7 +68,9 @@ def test_consolidation_keeps_first_failures_fixes_commitments_verbatim(
         ]
     )
     memory.remember(
-        "a long month of chats; the deploy failed; fixed with lock_timeout", user_id="u1"
+        "a long month of chats about hiking trips 0 to 5; the deploy failed on the migration "
+        "lock; fixed: set lock_timeout before migrating",
+        user_id="u1",
     )
     clock.advance(days=1)
     memory.remember("the deploy failed again: migration lock", user_id="u1")

@@ -83,6 +83,7 @@ class RunSummary:
 
     turns: int = 0
     tokens_in: int = 0
+    tokens_cached: int = 0
     tokens_out: int = 0
     evictions: int = 0
     evicted_tokens: int = 0
@@ -100,6 +101,7 @@ class RunSummary:
             self.turns = max(self.turns, event.turn)
         elif isinstance(event, RequestSent):
             self.tokens_in += event.response.usage.input_tokens
+            self.tokens_cached += event.response.usage.cached_input_tokens
             self.tokens_out += event.response.usage.output_tokens
         elif isinstance(event, Evicted):
             self.evictions += len(event.items)
@@ -123,7 +125,9 @@ class RunSummary:
         files = ", ".join(list(self.files)[:8]) + (" …" if len(self.files) > 8 else "")
         parts = [
             f"{self.turns} turn{'s' if self.turns != 1 else ''}",
-            f"tokens {self.tokens_in} in / {self.tokens_out} out",
+            f"tokens {self.tokens_in} in"
+            + (f" ({self.tokens_cached} from the prompt cache)" if self.tokens_cached else "")
+            + f" / {self.tokens_out} out",
             f"{self.evictions} evicted ({self.evicted_tokens} tokens)"
             + (f", {self.expansions} expanded" if self.expansions else ""),
             f"files written: {files or 'none'}",

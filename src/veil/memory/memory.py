@@ -347,8 +347,10 @@ class Memory:
                 evidence=prepared.text,
                 shown=prepared.shown,
                 calendar=prepared.calendar,
+                today=prepared.evidence.at.date(),
             )
             facts, episodes, notes = list(vetted.facts), list(vetted.episodes), vetted.notes
+            invalid.extend(vetted.invalid)
         return self._writer.apply(prepared, facts, episodes, invalid, calls, notes)
 
     def facts(

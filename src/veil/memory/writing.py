@@ -192,7 +192,11 @@ class Writer:
                 quarantined.append(fact_id)
                 continue
             slot = (subject_key, item.relation)
-            functional = bool(relation and relation.functional)
+            # A value for now ("I'm at the airport") of a lasting functional relation sits
+            # beside the lasting value instead of closing it.
+            passing = self.config.guardrails and volatility in ("transient", "ephemeral")
+            lasting = relation is not None and relation.volatility not in ("transient", "ephemeral")
+            functional = bool(relation and relation.functional) and not (passing and lasting)
             if functional:
                 # One current value per subject: the whole slot is small, cache it.
                 if slot not in pending:

@@ -1,0 +1,6 @@
+"""Greetings."""
+
+
+def greet(name, greeting="Helo"):
+    """A greeting for name, e.g. "Hello, Ana!"."""
+    return f"{greeting}, {name}!"
