@@ -85,8 +85,13 @@ class Recorder:
         return out
 
 
-def scenarios() -> list[Json]:
-    return cast(list[Json], json.loads((DATA / "statements.json").read_text())["scenarios"])
+SETS = {"tuning": "statements.json", "held-out": "statements_holdout.json"}
+"""The guardrails were refined on the model's outputs for the tuning set; the held-out set was
+written afterwards and recorded once, and no rule was changed for it."""
+
+
+def scenarios(which: str = "tuning") -> list[Json]:
+    return cast(list[Json], json.loads((DATA / SETS[which]).read_text())["scenarios"])
 
 
 def step_times(scenario: Json) -> list[datetime]:
@@ -94,7 +99,7 @@ def step_times(scenario: Json) -> list[datetime]:
     return [start + timedelta(days=i) for i in range(len(scenario["steps"]))]
 
 
-def record_extraction(model: str) -> list[Json]:
+def record_extraction(model: str, which: str = "tuning") -> list[Json]:
     """Remember every statement with the real model; returns one record per scenario."""
     from veil.llm.registry import extraction_complete_from_spec
     from veil.memory import Memory, MemoryConfig
@@ -102,7 +107,7 @@ def record_extraction(model: str) -> list[Json]:
 
     complete = extraction_complete_from_spec(model)
     out: list[Json] = []
-    for scenario in scenarios():
+    for scenario in scenarios(which):
         recorder = Recorder(complete, [], [])
         times = step_times(scenario)
         with tempfile.TemporaryDirectory(prefix="veil-real-") as tmp:
@@ -132,14 +137,14 @@ def record_extraction(model: str) -> list[Json]:
     return out
 
 
-def replay(recording: list[Json], *, guardrails: bool) -> list[Json]:
+def replay(recording: list[Json], *, guardrails: bool, which: str = "tuning") -> list[Json]:
     """Replay recorded outputs into fresh memories; the stored state after every step."""
     from veil.memory import Memory, MemoryConfig
     from veil.testing import FakeClock, HashEmbedder, ScriptedModel
 
     by_id = {r["scenario"]: r for r in recording}
     out: list[Json] = []
-    for scenario in scenarios():
+    for scenario in scenarios(which):
         rec = by_id[scenario["id"]]
         times = step_times(scenario)
         with tempfile.TemporaryDirectory(prefix="veil-replay-") as tmp:
@@ -207,14 +212,14 @@ def _match(label: Json, fact: Json) -> bool:
     return bool(subject_ok and relation_ok and _match_object(label, fact["object"]))
 
 
-def score(replayed: list[Json]) -> Json:
+def score(replayed: list[Json], which: str = "tuning") -> Json:
     """The extraction table's numbers for one replay (see the module docstring)."""
     labelled = found = correct = wrong = unlabelled = 0
     sup_expected = sup_done = sup_wrong = 0
     claims_expected = claims_ok = 0
     due_expected = due_ok = due_spurious = 0
     ungrounded = invalid = errors = 0
-    by_scenario = {s["id"]: s for s in scenarios()}
+    by_scenario = {s["id"]: s for s in scenarios(which)}
     for run in replayed:
         scenario = by_scenario[run["scenario"]]
         for label, state in zip(scenario["steps"], run["steps"], strict=True):
@@ -426,6 +431,48 @@ def model_info(model: str) -> Json:
     return info
 
 
+def extraction_table(which: str, ext: Json) -> list[str]:
+    """One set's extraction table: raw (guardrails off) beside guarded, same model output."""
+    raw, guarded = ext["raw"], ext["guarded"]
+    lines: list[str] = []
+    rows = [
+        ("fact precision", "precision", "{:.2f}"),
+        ("fact recall", "recall", "{:.2f}"),
+        ("facts correct / wrong / unlabelled", None, ""),
+        ("supersessions done / expected", None, ""),
+        ("wrong supersessions", "supersessions_wrong", "{}"),
+        ("claims kept out of user facts / expected", None, ""),
+        ("due dates right / expected", None, ""),
+        ("spurious due dates", "due_spurious", "{}"),
+        ("ungrounded flags", "ungrounded_flags", "{}"),
+        ("invalid items", "invalid_items", "{}"),
+    ]
+    lines += [
+        "",
+        f"Extraction, {which} set: {ext['statements']} statements, {ext['llm_calls']} model calls, "
+        f"{ext['seconds_per_remember']:.1f} s per remember (median {ext['median_s']:.1f} s).",
+        "",
+        "| | raw (guardrails off) | guarded |",
+        "| --- | ---: | ---: |",
+    ]
+    for name, key, fmt in rows:
+        if key is not None:
+            lines.append(f"| {name} | {fmt.format(raw[key])} | {fmt.format(guarded[key])} |")
+            continue
+
+        def pair(r: Json, name: str = name) -> str:
+            if name.startswith("facts"):
+                return f"{r['correct']} / {r['wrong']} / {r['unlabelled']}"
+            if name.startswith("supersessions"):
+                return f"{r['supersessions_done']} / {r['supersessions_expected']}"
+            if name.startswith("claims"):
+                return f"{r['claims_kept_out']} / {r['claims_expected']}"
+            return f"{r['due_correct']} / {r['due_expected']}"
+
+        lines.append(f"| {name} | {pair(raw)} | {pair(guarded)} |")
+    return lines
+
+
 def render_section(data: Json) -> str:
     info = data["model"]
     lines = [
@@ -434,44 +481,8 @@ def render_section(data: Json) -> str:
         + f". Machine: {data['machine']['platform']}, {data['machine']['cpus']} CPUs, load "
         f"{data['machine']['load']} at the start.",
     ]
-    ext = data.get("extraction")
-    if ext:
-        raw, guarded = ext["raw"], ext["guarded"]
-        rows = [
-            ("fact precision", "precision", "{:.2f}"),
-            ("fact recall", "recall", "{:.2f}"),
-            ("facts correct / wrong / unlabelled", None, ""),
-            ("supersessions done / expected", None, ""),
-            ("wrong supersessions", "supersessions_wrong", "{}"),
-            ("claims kept out of user facts / expected", None, ""),
-            ("due dates right / expected", None, ""),
-            ("spurious due dates", "due_spurious", "{}"),
-            ("ungrounded flags", "ungrounded_flags", "{}"),
-            ("invalid items", "invalid_items", "{}"),
-        ]
-        lines += [
-            "",
-            f"Extraction: {ext['statements']} statements, {ext['llm_calls']} model calls, "
-            f"{ext['seconds_per_remember']:.1f} s per remember (median {ext['median_s']:.1f} s).",
-            "",
-            "| | raw (guardrails off) | guarded |",
-            "| --- | ---: | ---: |",
-        ]
-        for name, key, fmt in rows:
-            if key is not None:
-                lines.append(f"| {name} | {fmt.format(raw[key])} | {fmt.format(guarded[key])} |")
-                continue
-
-            def pair(r: Json, name: str = name) -> str:
-                if name.startswith("facts"):
-                    return f"{r['correct']} / {r['wrong']} / {r['unlabelled']}"
-                if name.startswith("supersessions"):
-                    return f"{r['supersessions_done']} / {r['supersessions_expected']}"
-                if name.startswith("claims"):
-                    return f"{r['claims_kept_out']} / {r['claims_expected']}"
-                return f"{r['due_correct']} / {r['due_expected']}"
-
-            lines.append(f"| {name} | {pair(raw)} | {pair(guarded)} |")
+    for which, ext in (data.get("extraction") or {}).items():
+        lines += extraction_table(which, ext)
     agent = data.get("agent")
     if agent:
         lines += [
@@ -508,6 +519,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--extraction", action="store_true")
     parser.add_argument("--agent", action="store_true")
     parser.add_argument("--save-fixtures", action="store_true")
+    parser.add_argument(
+        "--sets",
+        nargs="+",
+        choices=list(SETS),
+        default=list(SETS),
+        help="statement sets to run (default both)",
+    )
+    parser.add_argument(
+        "--reuse-fixtures",
+        action="store_true",
+        help="score a set from its recording in tests/data/recorded/ instead of calling the model",
+    )
     parser.add_argument("--window", type=int, default=8192)
     args = parser.parse_args(argv)
     model = os.environ.get("VEIL_MODEL")
@@ -520,19 +543,16 @@ def main(argv: list[str] | None = None) -> int:
     data |= {"benchmark": "real_model", "quick": False, "model": model_info(model)}
     data["machine"] = machine()
     if args.extraction or both:
-        recording = record_extraction(model)
-        seconds = [s for r in recording for s in r["seconds"]]
-        statements = sum(len(s["steps"]) for s in scenarios())
-        data["extraction"] = {
-            "statements": statements,
-            "llm_calls": len(seconds),
-            "seconds_per_remember": sum(seconds) / statements,
-            "median_s": sorted(seconds)[len(seconds) // 2],
-            "raw": score(replay(recording, guardrails=False)),
-            "guarded": score(replay(recording, guardrails=True)),
-        }
-        if args.save_fixtures:
-            save_fixture("extraction", model, {"recording": recording})
+        data.setdefault("extraction", {})
+        for which in args.sets:
+            fixture = FIXTURES / f"extraction-{which}.json"
+            if args.reuse_fixtures and fixture.exists():
+                recording = cast(list[Json], json.loads(fixture.read_text())["recording"])
+            else:
+                recording = record_extraction(model, which)
+            data["extraction"][which] = extraction_report(recording, which)
+            if args.save_fixtures and not (args.reuse_fixtures and fixture.exists()):
+                save_fixture(f"extraction-{which}", model, {"set": which, "recording": recording})
     if args.agent or both:
         rows: list[Json] = []
         for repo in repos():
@@ -548,10 +568,25 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+def extraction_report(recording: list[Json], which: str) -> Json:
+    """Scores of one recorded set, raw and guarded, and the model's speed."""
+    seconds = [t for r in recording for t in r["seconds"]]
+    statements = sum(len(s["steps"]) for s in scenarios(which))
+    return {
+        "statements": statements,
+        "llm_calls": len(seconds),
+        "seconds_per_remember": sum(seconds) / statements,
+        "median_s": sorted(seconds)[len(seconds) // 2],
+        "raw": score(replay(recording, guardrails=False, which=which), which),
+        "guarded": score(replay(recording, guardrails=True, which=which), which),
+    }
+
+
 def save_fixture(name: str, model: str, body: Json) -> Path:
     FIXTURES.mkdir(parents=True, exist_ok=True)
     path = FIXTURES / f"{name}.json"
-    statements = (DATA / "statements.json").read_bytes()
+    which = str(body.get("set", "tuning"))
+    statements = (DATA / SETS[which]).read_bytes()
     path.write_text(
         json.dumps(
             {
