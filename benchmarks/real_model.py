@@ -543,6 +543,8 @@ def main(argv: list[str] | None = None) -> int:
     data |= {"benchmark": "real_model", "quick": False, "model": model_info(model)}
     data["machine"] = machine()
     if args.extraction or both:
+        if "raw" in data.get("extraction", {}):  # the layout before the held-out set
+            data["extraction"] = {}
         data.setdefault("extraction", {})
         for which in args.sets:
             fixture = FIXTURES / f"extraction-{which}.json"
