@@ -329,7 +329,11 @@ TASK = (
 )
 
 
-def run_agent_task(repo: Path, model: str, *, keep_all: bool, window: int) -> Json:
+def run_agent_task(
+    repo: Path, model: str, *, keep_all: bool, window: int, record: list[Json] | None = None
+) -> Json:
+    """One task in a fresh git copy of ``repo``; ``record`` collects every model reply as the
+    server sent it (content, native tool calls, the calls recovered from text)."""
     from veil.agent.events import AgentEvent, RequestSent, ToolEnd
     from veil.agent.runtime import AgentSession, RunOptions
     from veil.context import ContextConfig
@@ -372,6 +376,27 @@ def run_agent_task(repo: Path, model: str, *, keep_all: bool, window: int) -> Js
                 raw = event.response.raw
                 stats["from_text"] += int(raw.get("tool_calls_from_text", 0))
                 stats["call_problems"] += len(raw.get("tool_call_problems", []))
+                if record is not None:
+                    message = event.response.message
+                    from_text = int(raw.get("tool_calls_from_text", 0))
+                    record.append(
+                        {
+                            "content": raw.get("content_as_sent", message.content),
+                            "tool_calls": []
+                            if from_text
+                            else [
+                                {"name": c.name, "arguments": c.arguments}
+                                for c in message.tool_calls
+                            ],
+                            "recovered": [
+                                {"name": c.name, "arguments": c.arguments}
+                                for c in message.tool_calls
+                            ]
+                            if from_text
+                            else [],
+                            "problems": list(raw.get("tool_call_problems", [])),
+                        }
+                    )
             elif isinstance(event, ToolEnd) and event.result.content.startswith(
                 ("invalid arguments", "unknown tool")
             ):
@@ -557,13 +582,20 @@ def main(argv: list[str] | None = None) -> int:
                 save_fixture(f"extraction-{which}", model, {"set": which, "recording": recording})
     if args.agent or both:
         rows: list[Json] = []
+        recorded: list[Json] = []
         for repo in repos():
             for keep_all in (False, True):
-                row = run_agent_task(repo, model, keep_all=keep_all, window=args.window)
+                turns: list[Json] = []
+                row = run_agent_task(
+                    repo, model, keep_all=keep_all, window=args.window, record=turns
+                )
                 print(json.dumps(row), file=sys.stderr, flush=True)
                 rows.append(row)
+                recorded.append({"repo": repo.name, "mode": row["mode"], "row": row, "turns": turns})
         data["agent"] = rows
         data["window"] = args.window
+        if args.save_fixtures:
+            save_fixture("agent", model, {"task": TASK, "window": args.window, "runs": recorded})
     RESULTS.mkdir(exist_ok=True)
     out_path.write_text(json.dumps(data, indent=1) + "\n")
     print(render_section(data))
@@ -587,14 +619,17 @@ def extraction_report(recording: list[Json], which: str) -> Json:
 def save_fixture(name: str, model: str, body: Json) -> Path:
     FIXTURES.mkdir(parents=True, exist_ok=True)
     path = FIXTURES / f"{name}.json"
-    which = str(body.get("set", "tuning"))
-    statements = (DATA / SETS[which]).read_bytes()
+    head: Json = {
+        "recorded_with": model_info(model),
+        "recorded_at": datetime.now().astimezone().isoformat(timespec="seconds"),
+    }
+    if "set" in body:
+        statements = (DATA / SETS[str(body["set"])]).read_bytes()
+        head["statements_sha256"] = hashlib.sha256(statements).hexdigest()
     path.write_text(
         json.dumps(
             {
-                "recorded_with": model_info(model),
-                "recorded_at": datetime.now().astimezone().isoformat(timespec="seconds"),
-                "statements_sha256": hashlib.sha256(statements).hexdigest(),
+                **head,
                 **body,
             },
             indent=1,

@@ -553,6 +553,8 @@ class Section:
     title: str
     command: str
     render: Callable[[Loaded, Loaded | None], str]
+    note: str = ""
+    """What the commands block says after the command (default: its JSON and --quick)."""
 
 
 def _embedders_section(loaded: Loaded, other: Loaded | None) -> str:
@@ -705,6 +707,17 @@ def _soak_section(loaded: Loaded, other: Loaded | None) -> str:
     return text
 
 
+def _real_model_section(loaded: Loaded, other: Loaded | None) -> str:
+    from benchmarks.real_model import render_section
+
+    return (
+        "Opt-in (needs a model; not in `make bench`): the local lane of docs/local-model.md, "
+        "or any `VEIL_MODEL`. Extraction is scored raw (guardrails off) and guarded on the "
+        "same recorded output; the held-out set was written and recorded after the guardrails "
+        "and changed none of them.\n\n" + render_section(loaded.data)
+    )
+
+
 def _startup_section(loaded: Loaded, other: Loaded | None) -> str:
     from benchmarks.startup import render_section
 
@@ -772,6 +785,13 @@ SECTIONS: tuple[Section, ...] = (
         "python -m benchmarks.soak",
         _soak_section,
     ),
+    Section(
+        "real_model",
+        "A real model: extraction and the agent on a local 1.5B model",
+        "python -m benchmarks.real_model",
+        _real_model_section,
+        note="real_model.json; opt-in, needs VEIL_MODEL (docs/local-model.md)",
+    ),
 )
 
 
@@ -793,7 +813,8 @@ def render(results: Path = RESULTS) -> str:
         "python -m benchmarks.report              # re-render this page from the JSON only",
     ]
     out += [
-        f"{s.command:<40} # {s.name}.json; --quick writes {s.name}-quick.json" for s in SECTIONS
+        f"{s.command:<40} # {s.note or f'{s.name}.json; --quick writes {s.name}-quick.json'}"
+        for s in SECTIONS
     ]
     out += ["```", "", "## Machine", ""]
     machines: dict[str, list[str]] = {}

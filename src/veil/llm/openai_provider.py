@@ -22,7 +22,8 @@ prompt tokens come from ``prompt_tokens_details.cached_tokens`` (OpenAI) or ``ti
 
 When the server returns no tool calls but the text holds some (local models write them as JSON
 in the content), :mod:`veil.llm.text_tool_calls` recovers those naming an offered tool with
-valid arguments; ``Response.raw["tool_calls_from_text"]`` counts them.
+valid arguments; ``Response.raw["tool_calls_from_text"]`` counts them (and
+``raw["content_as_sent"]`` keeps the text as the server sent it).
 """
 
 from __future__ import annotations
@@ -265,6 +266,7 @@ class OpenAIProvider(SdkProvider):
         if not tool_calls and offered:
             found = recover(content, offered, id_prefix=f"call_{reply_id or 'text'}")
             if found.calls:
+                raw["content_as_sent"] = content  # what the server sent, calls included
                 tool_calls, content = found.calls, found.content
                 stop_reason = "tool_calls"
                 raw["tool_calls_from_text"] = len(found.calls)
