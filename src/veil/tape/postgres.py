@@ -28,15 +28,15 @@ from __future__ import annotations
 import threading
 from collections.abc import Collection, Generator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 import numpy as np
 
 from veil.clock import Clock
 from veil.embed.protocol import Embedder, Vectors
-from veil.tape.events import Event
+from veil.tape.events import Event, JSONValue
 from veil.tape.migrations import Migration
-from veil.tape.projection import Hit, Row, Table
+from veil.tape.projection import Hit, Table
 from veil.tape.sql import Cursor, SqlStore
 from veil.tape.store import BackendUnavailable, Dialect, fts_query
 
@@ -63,6 +63,7 @@ _TYPES = {
     "bool": "SMALLINT",
 }
 _WRITE_LOCK_KEY = 0x7665696C  # "veil"
+_Item = TypeVar("_Item", bound=tuple[Any, ...])
 
 
 def _m001_tape(cur: Any) -> None:
@@ -155,8 +156,14 @@ class _Cursor:
     def execute(self, sql: str, params: Any = ()) -> Any:
         return self._cur.execute(sql, [_clean(p) for p in params] if params else None)
 
+    def executemany(self, sql: str, params: Any) -> Any:
+        return self._cur.executemany(sql, [[_clean(p) for p in row] for row in params])
+
     def fetchall(self) -> list[Any]:
         return list(self._cur.fetchall())
+
+    def fetchmany(self, size: int) -> list[Any]:
+        return list(self._cur.fetchmany(size))
 
     def fetchone(self) -> Any:
         return self._cur.fetchone()
@@ -232,7 +239,7 @@ class PostgresStore(SqlStore):
         with self._scoped(scope):
             return super().read(scope, after=after, kinds=kinds, limit=limit)
 
-    def fetch(
+    def fetch_values(
         self,
         table: str,
         *,
@@ -240,9 +247,11 @@ class PostgresStore(SqlStore):
         where: Mapping[str, object] | None = None,
         order_by: Sequence[str] = (),
         limit: int | None = None,
-    ) -> list[Row]:
+    ) -> list[tuple[JSONValue, ...]]:
         with self._scoped(scope):
-            return super().fetch(table, scope=scope, where=where, order_by=order_by, limit=limit)
+            return super().fetch_values(
+                table, scope=scope, where=where, order_by=order_by, limit=limit
+            )
 
     def search_text(self, index: str, *, scope: str, query: str, limit: int = 10) -> list[Hit]:
         with self._scoped(scope):
@@ -305,31 +314,43 @@ class PostgresStore(SqlStore):
 
     # ---- indexes ------------------------------------------------------------------------
 
-    def _write_text(self, cur: Cursor, index: str, scope: str, doc_id: str, text: str) -> None:
-        if not text:
-            cur.execute(
-                f"DELETE FROM fts_{index} WHERE scope = %s AND doc_id = %s", (scope, doc_id)
-            )
-            return
-        cur.execute(
+    def _write_texts(self, cur: Cursor, index: str, items: Sequence[tuple[str, str, str]]) -> None:
+        upsert = (
             f"INSERT INTO fts_{index} (scope, doc_id, body) VALUES (%s, %s, %s) "
-            "ON CONFLICT (scope, doc_id) DO UPDATE SET body = EXCLUDED.body",
-            (scope, doc_id, text),
+            "ON CONFLICT (scope, doc_id) DO UPDATE SET body = EXCLUDED.body"
         )
+        delete = f"DELETE FROM fts_{index} WHERE scope = %s AND doc_id = %s"
+        run: list[tuple[str, str, str]] = []
+        for scope, doc_id, text in _last_per_doc(items):
+            if text:
+                run.append((scope, doc_id, text))
+                continue
+            if run:
+                cur.executemany(upsert, run)
+                run = []
+            cur.execute(delete, (scope, doc_id))
+        if run:
+            cur.executemany(upsert, run)
 
-    def _write_vector(
-        self, cur: Cursor, index: str, scope: str, doc_id: str, vector: Vectors | None
+    def _write_vectors(
+        self, cur: Cursor, index: str, items: Sequence[tuple[int, str, str, Vectors | None]]
     ) -> None:
-        if vector is None:
-            cur.execute(
-                f"DELETE FROM vec_{index} WHERE scope = %s AND doc_id = %s", (scope, doc_id)
-            )
-            return
-        cur.execute(
+        upsert = (
             f"INSERT INTO vec_{index} (scope, doc_id, embedding) VALUES (%s, %s, %s::vector) "
-            "ON CONFLICT (scope, doc_id) DO UPDATE SET embedding = EXCLUDED.embedding",
-            (scope, doc_id, _vector_literal(vector)),
+            "ON CONFLICT (scope, doc_id) DO UPDATE SET embedding = EXCLUDED.embedding"
         )
+        delete = f"DELETE FROM vec_{index} WHERE scope = %s AND doc_id = %s"
+        run: list[tuple[str, str, str]] = []
+        for _, scope, doc_id, vector in _last_per_doc(items):
+            if vector is not None:
+                run.append((scope, doc_id, _vector_literal(vector)))
+                continue
+            if run:
+                cur.executemany(upsert, run)
+                run = []
+            cur.execute(delete, (scope, doc_id))
+        if run:
+            cur.executemany(upsert, run)
 
     def _search_text(
         self, cur: Cursor, index: str, scope: str, query: str, limit: int
@@ -397,6 +418,17 @@ class PostgresStore(SqlStore):
         if not self._closed:
             self._closed = True
             self._pool.close()
+
+
+def _last_per_doc(items: Sequence[_Item]) -> list[_Item]:
+    """Each (scope, doc_id)'s last write only, in the order of those last writes: a batch
+    that indexes a document twice must not upsert the same row twice in one statement."""
+    last: dict[tuple[str, str], _Item] = {}
+    for item in items:
+        key = (str(item[-3]), str(item[-2]))
+        last.pop(key, None)
+        last[key] = item
+    return list(last.values())
 
 
 def _vector_literal(vector: Vectors) -> str:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import replace
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol, cast
 
 import numpy as np
@@ -62,7 +62,9 @@ class Cursor(Protocol):
     """The slice of a DB-API cursor the shared code uses."""
 
     def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
+    def executemany(self, sql: str, params: Sequence[Sequence[Any]]) -> Any: ...
     def fetchall(self) -> list[Any]: ...
+    def fetchmany(self, size: int) -> list[Any]: ...
     def fetchone(self) -> Any: ...
 
 
@@ -77,11 +79,16 @@ class SqlStore(ABC):
         self._clock: Clock = clock or SystemClock()
         self._projections = ProjectionSet()
         self._closed = False
+        self._codecs: dict[Table, TableCodec] = {}
 
     COLUMN_TYPES: Mapping[str, str]
     """Portable column type → the dialect's SQL type."""
     MIGRATIONS: Sequence[Migration]
     """The backend's named migrations, applied in order and recorded in ``tape_migrations``."""
+    INDEX_LAYOUT: int = 1
+    """Version of the backend's full-text and vector index layout. It is part of the
+    signature of every projection with such indexes, so a new layout makes ``register``
+    rebuild them from the tape (and ``attach`` refuse them) instead of reading the old one."""
 
     def _migrate(self) -> None:
         """Apply pending named migrations, each recorded in the same transaction."""
@@ -164,12 +171,15 @@ class SqlStore(ABC):
         return column
 
     @abstractmethod
-    def _write_text(self, cur: Cursor, index: str, scope: str, doc_id: str, text: str) -> None: ...
+    def _write_texts(self, cur: Cursor, index: str, items: Sequence[tuple[str, str, str]]) -> None:
+        """Index ``(scope, doc_id, text)`` in order; empty text removes the document."""
 
     @abstractmethod
-    def _write_vector(
-        self, cur: Cursor, index: str, scope: str, doc_id: str, vector: Vectors | None
-    ) -> None: ...
+    def _write_vectors(
+        self, cur: Cursor, index: str, items: Sequence[tuple[int, str, str, Vectors | None]]
+    ) -> None:
+        """Store ``(seq, scope, doc_id, vector)`` in order (``seq``: the tape seq of the event
+        the write comes from); ``None`` removes the document's vector."""
 
     @abstractmethod
     def _search_text(
@@ -201,6 +211,11 @@ class SqlStore(ABC):
     def _integrity(self, cur: Cursor) -> list[str]:
         """Backend-level integrity problems (empty when healthy)."""
 
+    def _index_problems(self, cur: Cursor) -> list[str]:
+        """Problems of index structures kept outside the projection tables (in-process
+        indexes, sidecar files); reads only. None by default."""
+        return []
+
     @abstractmethod
     def close(self) -> None: ...
 
@@ -229,6 +244,8 @@ class SqlStore(ABC):
             if stale:
                 self._replay(cur, ProjectionSet(list(stale)))
         self._projections.projections.extend(projections)
+        if stale:
+            self._after_rebuild([i for p in stale for i in _vector_names(p)])
 
     def attach(self, *projections: Projection) -> None:
         """Add projections that this database already holds, for reading and checking, and
@@ -303,6 +320,8 @@ class SqlStore(ABC):
             "vector": [i.name for i in projection.vector_indexes],
             "embedder": f"{name}:{dim}",
         }
+        if self.INDEX_LAYOUT > 1 and (projection.text_indexes or projection.vector_indexes):
+            spec["layout"] = self.INDEX_LAYOUT
         return canonical_json(spec)
 
     def _record_signature(self, cur: Cursor, name: str, signature: str, new: bool) -> None:
@@ -373,7 +392,7 @@ class SqlStore(ABC):
         with self._write() as cur:
             existing = self._existing(cur, [s.event.id for s in batch])
             recorded_at = self._clock.now()
-            ops: list[Op] = []
+            ops: list[tuple[int, Op]] = []
             for sealed in batch:
                 event = sealed.event
                 if event.id in existing:
@@ -387,11 +406,32 @@ class SqlStore(ABC):
                 stamp = event.recorded_at if keep_recorded_at and event.recorded_at else recorded_at
                 seq = self._insert_event(cur, sealed, format_time(stamp))
                 on_tape = replace(event, seq=seq, recorded_at=stamp)
-                ops.extend(self._projections.ops_for(on_tape))
+                ops.extend((seq, op) for op in self._projections.ops_for(on_tape))
                 stored.append(on_tape)
             # One pass over the batch's ops: vectors of the whole batch embed in one call.
             self._apply(cur, ops)
         return stored
+
+    def bulk_append(
+        self, batches: Iterable[Sequence[Event]], *, keep_recorded_at: bool = False
+    ) -> int:
+        """Append many batches, each atomically in its own transaction exactly as
+        :meth:`append` (through the tape and the projections: batched inserts, one embedding
+        call per batch), then bring the derived indexes up to date so the first search after
+        an import does not pay for them. Returns the number of events appended."""
+        count = 0
+        for events in batches:
+            count += len(self.append(events, keep_recorded_at=keep_recorded_at))
+        self._after_bulk()
+        return count
+
+    def _after_rebuild(self, vector_indexes: Sequence[str]) -> None:
+        """Backend hook after these vector indexes were rebuilt and committed."""
+        return None
+
+    def _after_bulk(self) -> None:
+        """Backend hook after :meth:`bulk_append` (SQLite: build and save vector indexes)."""
+        return None
 
     def _existing(self, cur: Cursor, ids: list[str]) -> dict[str, tuple[int, str, str]]:
         found: dict[str, tuple[int, str, str]] = {}
@@ -483,37 +523,73 @@ class SqlStore(ABC):
 
     # ---- projections --------------------------------------------------------------------
 
-    def _apply(self, cur: Cursor, ops: Sequence[Op]) -> None:
+    def _apply(self, cur: Cursor, ops: Sequence[tuple[int, Op]]) -> None:
+        """Execute a batch's ops, each with the seq of the event it comes from.
+
+        Ops on different targets (a table, a text index, a vector index) commute, so the batch
+        is split by target, keeping each target's order, and each target's ops run as a few
+        ``executemany`` statements; every vector of the batch is embedded in one call."""
         tables = self._projections.tables()
-        pending: list[IndexVector] = [op for op in ops if isinstance(op, IndexVector) and op.text]
+        pending = [op for _, op in ops if isinstance(op, IndexVector) and op.text]
         vectors: dict[int, Vectors] = {}
         if pending:
             assert self._embedder is not None
             matrix = self._embedder.embed([op.text for op in pending])
             # Text with no known token embeds to zeros: such a document has no direction, so
             # it is not indexed (cosine against it is undefined).
-            vectors = {
-                id(op): matrix[i]
-                for i, op in enumerate(pending)
-                if float(np.abs(matrix[i]).sum()) > 0.0
-            }
+            nonzero = np.abs(np.asarray(matrix)).sum(axis=1) > 0.0
+            vectors = {id(op): matrix[i] for i, op in enumerate(pending) if nonzero[i]}
+        by_target: dict[tuple[str, str], list[tuple[int, Op]]] = {}
+        for seq, op in ops:
+            if isinstance(op, IndexText):
+                target = ("text", op.index)
+            elif isinstance(op, IndexVector):
+                target = ("vector", op.index)
+            else:
+                target = ("table", op.table)
+            by_target.setdefault(target, []).append((seq, op))
+        text_names = self._projections.text_indexes()
+        vector_names = self._projections.vector_indexes()
+        for (kind, name), items in by_target.items():
+            if kind == "table":
+                self._apply_table(cur, self._table(tables, name), [op for _, op in items])
+            elif kind == "text":
+                self._known_index(name, text_names)
+                texts = [cast(IndexText, op) for _, op in items]
+                self._write_texts(cur, name, [(o.scope, o.doc_id, o.text) for o in texts])
+            else:
+                self._known_index(name, vector_names)
+                self._write_vectors(
+                    cur,
+                    name,
+                    [
+                        (seq, o.scope, o.doc_id, vectors.get(id(o)))
+                        for seq, o in ((seq, cast(IndexVector, op)) for seq, op in items)
+                    ],
+                )
+
+    def _apply_table(self, cur: Cursor, table: Table, ops: Sequence[Op]) -> None:
+        """One table's ops in order; runs of puts become one ``executemany``."""
+        run: list[list[Any]] = []
+        run_keep: bool | None = None
         for op in ops:
+            if isinstance(op, Put) and (run_keep is None or op.keep_existing == run_keep):
+                run.append(self._encode_row(table, op.row))
+                run_keep = op.keep_existing
+                continue
+            if run:
+                cur.executemany(self._put_sql(table, bool(run_keep)), run)
+                run, run_keep = [], None
             if isinstance(op, Put):
-                table = self._table(tables, op.table)
-                cur.execute(self._put_sql(table, op.keep_existing), self._encode_row(table, op.row))
+                run.append(self._encode_row(table, op.row))
+                run_keep = op.keep_existing
             elif isinstance(op, Patch):
-                table = self._table(tables, op.table)
                 self._patch(cur, table, op)
             elif isinstance(op, Remove):
-                table = self._table(tables, op.table)
                 where, params = self._key_clause(table, op.key)
                 cur.execute(self._sql(f"DELETE FROM {table.name} WHERE {where}"), params)
-            elif isinstance(op, IndexText):
-                self._known_index(op.index, self._projections.text_indexes())
-                self._write_text(cur, op.index, op.scope, op.doc_id, op.text)
-            else:
-                self._known_index(op.index, self._projections.vector_indexes())
-                self._write_vector(cur, op.index, op.scope, op.doc_id, vectors.get(id(op)))
+        if run:
+            cur.executemany(self._put_sql(table, bool(run_keep)), run)
 
     def _patch(self, cur: Cursor, table: Table, op: Patch) -> None:
         types = {c.name: c.type for c in table.columns}
@@ -541,14 +617,25 @@ class SqlStore(ABC):
         return clause, params
 
     def _encode_row(self, table: Table, row: Row) -> list[Any]:
-        unknown = set(row) - set(table.column_names())
-        if unknown:
+        codec = self._codec(table)
+        if not row.keys() <= codec.names:
+            unknown = set(row) - codec.names
             raise UnknownName(f"{table.name}: unknown columns {sorted(unknown)}")
         scope = row.get("scope")
         if not isinstance(scope, str):
             raise InvalidEvent(f"{table.name}: every row needs a scope")
-        types = {c.name: c.type for c in table.columns}
-        return [scope, *(self._encode(types[c.name], row.get(c.name)) for c in table.columns)]
+        encode = self._encode
+        return [
+            scope,
+            *(encode(type_, row.get(name)) for name, type_ in codec.columns[1:]),
+        ]
+
+    def _codec(self, table: Table) -> TableCodec:
+        codec = self._codecs.get(table)
+        if codec is None:
+            codec = TableCodec.of(table)
+            self._codecs[table] = codec
+        return codec
 
     def _encode(self, type_: str, value: JSONValue) -> Any:
         if value is None:
@@ -560,19 +647,6 @@ class SqlStore(ABC):
         if type_ == "time" and isinstance(value, str):
             return format_time(parse_time(value))
         return value
-
-    def _decode(self, type_: str, value: Any) -> JSONValue:
-        if value is None:
-            return None
-        if type_ == "json":
-            return json.loads(value)
-        if type_ == "bool":
-            return bool(value)
-        if type_ == "int":
-            return int(value)
-        if type_ == "real":
-            return float(value)
-        return str(value)
 
     @staticmethod
     def _table(tables: dict[str, Table], name: str) -> Table:
@@ -601,9 +675,10 @@ class SqlStore(ABC):
                 rows = cur.fetchall()
                 if not rows:
                     return count
-                ops: list[Op] = []
+                ops: list[tuple[int, Op]] = []
                 for row in rows:
-                    ops.extend(projections.ops_for(self._event(row)))
+                    event = self._event(row)
+                    ops.extend((event.seq or 0, op) for op in projections.ops_for(event))
                 self._apply(cur, ops)
                 count += len(rows)
                 after = int(rows[-1][0])
@@ -615,6 +690,7 @@ class SqlStore(ABC):
         self._ensure_open()
         with self._write() as cur:
             count = self._rebuild_in(cur)
+        self._after_rebuild([i for p in self._projections.projections for i in _vector_names(p)])
         snapshot = self.snapshot()
         return RebuildReport(
             events=count,
@@ -641,6 +717,26 @@ class SqlStore(ABC):
     ) -> list[Row]:
         """Rows of one scope, filtered by column equality (a list value means "one of");
         ``order_by`` names columns (prefix ``-`` for descending)."""
+        names = self._table(self._projections.tables(), table).column_names()
+        return [
+            dict(zip(names, values, strict=True))
+            for values in self.fetch_values(
+                table, scope=scope, where=where, order_by=order_by, limit=limit
+            )
+        ]
+
+    def fetch_values(
+        self,
+        table: str,
+        *,
+        scope: str,
+        where: Mapping[str, object] | None = None,
+        order_by: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> list[tuple[JSONValue, ...]]:
+        """:meth:`fetch` by position: each row is a tuple in ``Table.column_names()`` order
+        (``scope`` first), decoded by the table's codec. For callers that build values by
+        position and do not need a dict per row."""
         self._ensure_open()
         validate_scope(scope)
         spec = self._table(self._projections.tables(), table)
@@ -685,12 +781,7 @@ class SqlStore(ABC):
         with self._read() as cur:
             cur.execute(self._sql(sql), params)
             rows = cur.fetchall()
-        names = spec.column_names()
-        all_types = {"scope": "text", **types}
-        return [
-            {n: self._decode(all_types[n], v) for n, v in zip(names, row, strict=True)}
-            for row in rows
-        ]
+        return self._codec(spec).decode_rows(rows)
 
     def search_text(self, index: str, *, scope: str, query: str, limit: int = 10) -> list[Hit]:
         """Full-text search in one scope; the query is free text (operators are neutralised)."""
@@ -770,6 +861,8 @@ class SqlStore(ABC):
         for name in sorted(set(before) | set(after)):
             if before.get(name) != after.get(name):
                 problems.append(f"projection {name} differs from a rebuild from the tape")
+        with self._read() as cur:
+            problems.extend(self._index_problems(cur))
         details["projections"] = ", ".join(p.name for p in self._projections.projections)
         return CheckReport(
             ok=not problems, events=count, head=head, problems=tuple(problems), details=details
@@ -843,8 +936,52 @@ class SqlStore(ABC):
         self.close()
 
 
+@dataclass(frozen=True)
+class TableCodec:
+    """How one table's values cross the SQL boundary, computed once per table.
+
+    Both backends return ``text``, ``time``, ``int`` and ``real`` columns as the Python value
+    itself (SQLite's column affinity and PostgreSQL's column types see to it), so only
+    ``json`` (parsed) and ``bool`` (0/1 → False/True) columns are decoded per cell."""
+
+    names: frozenset[str]
+    columns: tuple[tuple[str, str], ...]
+    """``(name, type)`` in ``Table.column_names()`` order, ``scope`` first."""
+    decoded: tuple[tuple[int, str], ...]
+    """Positions and types of the columns that need decoding."""
+
+    @classmethod
+    def of(cls, table: Table) -> TableCodec:
+        columns = (("scope", "text"), *((c.name, str(c.type)) for c in table.columns))
+        decoded = tuple((i, t) for i, (_, t) in enumerate(columns) if t in ("json", "bool"))
+        return cls(frozenset(n for n, _ in columns), columns, decoded)
+
+    def decode_rows(self, rows: Sequence[Sequence[Any]]) -> list[tuple[JSONValue, ...]]:
+        if not self.decoded:
+            return [tuple(row) for row in rows]
+        out: list[tuple[JSONValue, ...]] = []
+        for row in rows:
+            values = list(row)
+            for i, type_ in self.decoded:
+                value = values[i]
+                if value is None:
+                    continue
+                if type_ == "bool":
+                    values[i] = bool(value)
+                elif value == "[]":
+                    values[i] = []
+                else:
+                    values[i] = json.loads(value)
+            out.append(tuple(values))
+        return out
+
+
 class _RollBack(Exception):
     """Raised inside a write transaction to discard it on purpose."""
+
+
+def _vector_names(projection: Projection) -> list[str]:
+    return [i.name for i in projection.vector_indexes]
 
 
 def _embedder_of(signature: str) -> str:

@@ -2,9 +2,10 @@
 
 One file in WAL mode; writers serialise on ``BEGIN IMMEDIATE`` with a busy timeout, so many
 processes can append to the same file safely while readers never block. ``seq`` is an
-``AUTOINCREMENT`` key: strictly increasing and never reused. Full-text search is FTS5 (a
-contentless index whose rows carry a hashed scope token, so the scope filter runs inside the
-index), vectors live in sqlite-vec ``vec0`` tables partitioned by scope.
+``AUTOINCREMENT`` key: strictly increasing and never reused. Full-text search is FTS5 with
+each scope a rowid range (:mod:`veil.tape.sqlite_text`); vectors live in a plain table and are
+searched through in-process indexes, exact or HNSW, persisted as sidecar files
+(:mod:`veil.tape.sqlite_vectors`).
 
 Durability: ``synchronous=FULL`` by default — a write acknowledged by ``append`` survives a
 process crash and a power loss. ``?synchronous=normal`` in the URL trades the power-loss
@@ -14,23 +15,24 @@ guarantee for speed (still safe against process crashes).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import threading
-from collections.abc import Generator
+from collections.abc import Generator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import parse_qs, urlparse
 
-import numpy as np
-
 from veil.clock import Clock
 from veil.embed.protocol import Embedder, Vectors
+from veil.tape import sqlite_text
+from veil.tape.events import new_id
 from veil.tape.migrations import Migration
 from veil.tape.projection import Hit, Table
 from veil.tape.sql import Cursor, SqlStore
 from veil.tape.sqlite_driver import connect
-from veil.tape.store import Dialect, fts_query
+from veil.tape.sqlite_vectors import SQLiteVectors
+from veil.tape.store import Dialect, ErasureReceipt
+from veil.tape.vectors import VectorIndexConfig
 
 _TYPES = {
     "text": "TEXT",
@@ -80,17 +82,13 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
-def scope_token(scope: str) -> str:
-    """A single FTS token standing for a scope (scopes may contain any characters)."""
-    return "s" + hashlib.sha256(scope.encode()).hexdigest()[:24]
-
-
 class SQLiteStore(SqlStore):
     """The embedded store. ``path`` may be ``":memory:"`` for throwaway use."""
 
     dialect: Dialect = "sqlite"
     COLUMN_TYPES = _TYPES
     MIGRATIONS = MIGRATIONS
+    INDEX_LAYOUT = 2  # 2: FTS5 scoped by rowid range; vectors in a plain table
 
     def __init__(
         self,
@@ -100,9 +98,12 @@ class SQLiteStore(SqlStore):
         clock: Clock | None = None,
         synchronous: Literal["full", "normal"] = "full",
         busy_timeout_s: float = 30.0,
+        vector_index: VectorIndexConfig | None = None,
     ) -> None:
         super().__init__(embedder=embedder, clock=clock)
         self.path = str(path)
+        self._commits = 0
+        self._vectors = SQLiteVectors(self.path, vector_index or VectorIndexConfig(), embedder)
         self.url = f"sqlite:///{self.path}"
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -145,6 +146,7 @@ class SQLiteStore(SqlStore):
                 raise
             else:
                 cur.execute("COMMIT")
+                self._commits += 1
             finally:
                 cur.close()
 
@@ -168,27 +170,22 @@ class SQLiteStore(SqlStore):
     # ---- schema -------------------------------------------------------------------------
 
     def _text_index_ddl(self, name: str) -> list[str]:
-        return [
-            f"CREATE TABLE IF NOT EXISTS fts_{name}_docs (id INTEGER PRIMARY KEY, "
-            "scope TEXT NOT NULL, doc_id TEXT NOT NULL, body TEXT NOT NULL, "
-            "UNIQUE (scope, doc_id))",
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS fts_{name} USING fts5(body, scopekey, "
-            "content='', tokenize='porter unicode61 remove_diacritics 2')",
-        ]
+        return sqlite_text.ddl(name)
 
     def _vector_index_ddl(self, name: str, dim: int) -> list[str]:
         return [
-            f"CREATE VIRTUAL TABLE IF NOT EXISTS vec_{name} USING vec0(key TEXT PRIMARY KEY, "
-            f"scope TEXT PARTITION KEY, embedding float[{dim}] distance_metric=cosine, "
-            "+doc_id TEXT)"
+            *SQLiteVectors.ddl(name),
+            # A new epoch: every in-process index and sidecar of the old table is stale.
+            "INSERT OR REPLACE INTO tape_vector_epochs (name, epoch) "
+            f"VALUES ('{name}', '{new_id('ve')}')",
         ]
 
     def _drop_ddl(self, kind: Literal["table", "text", "vector"], name: str) -> list[str]:
         if kind == "table":
             return [f"DROP TABLE IF EXISTS {name}"]
         if kind == "text":
-            return [f"DROP TABLE IF EXISTS fts_{name}", f"DROP TABLE IF EXISTS fts_{name}_docs"]
-        return [f"DROP TABLE IF EXISTS vec_{name}"]
+            return sqlite_text.drop_ddl(name)
+        return SQLiteVectors.drop_ddl(name)
 
     def _no_index(self, column: str) -> str:
         return f"+{column}"
@@ -203,92 +200,60 @@ class SQLiteStore(SqlStore):
 
     # ---- indexes ------------------------------------------------------------------------
 
-    def _write_text(self, cur: Cursor, index: str, scope: str, doc_id: str, text: str) -> None:
-        cur.execute(
-            f"SELECT id, body FROM fts_{index}_docs WHERE scope = ? AND doc_id = ?",
-            (scope, doc_id),
-        )
-        old = cur.fetchone()
-        token = scope_token(scope)
-        if old is not None:
-            cur.execute(
-                f"INSERT INTO fts_{index} (fts_{index}, rowid, body, scopekey) "
-                "VALUES ('delete', ?, ?, ?)",
-                (old[0], old[1], token),
-            )
-            cur.execute(f"DELETE FROM fts_{index}_docs WHERE id = ?", (old[0],))
-        if not text:
-            return
-        cur.execute(
-            f"INSERT INTO fts_{index}_docs (scope, doc_id, body) VALUES (?, ?, ?) RETURNING id",
-            (scope, doc_id, text),
-        )
-        rowid = int(cur.fetchone()[0])
-        cur.execute(
-            f"INSERT INTO fts_{index} (rowid, body, scopekey) VALUES (?, ?, ?)",
-            (rowid, text, token),
-        )
+    def _write_texts(self, cur: Cursor, index: str, items: Sequence[tuple[str, str, str]]) -> None:
+        sqlite_text.write(cur, index, items)
 
-    def _write_vector(
-        self, cur: Cursor, index: str, scope: str, doc_id: str, vector: Vectors | None
+    def _write_vectors(
+        self, cur: Cursor, index: str, items: Sequence[tuple[int, str, str, Vectors | None]]
     ) -> None:
-        key = f"{scope}\n{doc_id}"
-        cur.execute(f"DELETE FROM vec_{index} WHERE key = ?", (key,))
-        if vector is None:
-            return
-        cur.execute(
-            f"INSERT INTO vec_{index} (key, scope, embedding, doc_id) VALUES (?, ?, ?, ?)",
-            (key, scope, np.asarray(vector, dtype=np.float32).tobytes(), doc_id),
-        )
+        SQLiteVectors.write(cur, index, items)
 
     def _search_text(
         self, cur: Cursor, index: str, scope: str, query: str, limit: int
     ) -> list[Hit]:
-        match = f"scopekey : {scope_token(scope)} AND body : ({fts_query(query)})"
-        cur.execute(
-            f"SELECT d.doc_id, bm25(fts_{index}, 1.0, 0.0) AS rank FROM fts_{index} "
-            f"JOIN fts_{index}_docs d ON d.id = fts_{index}.rowid "
-            f"WHERE fts_{index} MATCH ? AND d.scope = ? ORDER BY rank LIMIT ?",
-            (match, scope, limit),
-        )
-        return [Hit(str(r[0]), -float(r[1])) for r in cur.fetchall()]
+        return sqlite_text.search(cur, index, scope, query, limit)
 
     def _search_vector(
         self, cur: Cursor, index: str, scope: str, vector: Vectors, limit: int
     ) -> list[Hit]:
-        cur.execute(
-            f"SELECT doc_id, distance FROM vec_{index} WHERE embedding MATCH ? AND k = ? "
-            "AND scope = ? ORDER BY distance",
-            (np.asarray(vector, dtype=np.float32).tobytes(), min(limit, 4096), scope),
-        )
-        return [Hit(str(r[0]), 1.0 - float(r[1])) for r in cur.fetchall()]
+        return self._vectors.search(cur, index, scope, vector, limit, seen=self._seen(cur))
+
+    def _seen(self, cur: Cursor) -> tuple[int, int]:
+        """What this handle has seen of the file: another connection's commit changes
+        ``PRAGMA data_version``, this handle's own commits its counter."""
+        cur.execute("PRAGMA data_version")
+        return int(cur.fetchone()[0]), self._commits
 
     def _dump_text(self, cur: Cursor, index: str) -> list[tuple[Any, ...]]:
-        cur.execute(f"SELECT scope, doc_id, body FROM fts_{index}_docs")
-        return [tuple(r) for r in cur.fetchall()]
+        return sqlite_text.dump(cur, index)
 
     def _dump_vector(self, cur: Cursor, index: str) -> list[tuple[Any, ...]]:
-        cur.execute(f"SELECT scope, doc_id, embedding FROM vec_{index}")
-        return [
-            (r[0], r[1], tuple(np.round(np.frombuffer(r[2], dtype=np.float32), 5).tolist()))
-            for r in cur.fetchall()
-        ]
+        return SQLiteVectors.dump(cur, index)
 
     def _erase_text(self, cur: Cursor, index: str, scope: str) -> None:
-        cur.execute(f"SELECT id, body FROM fts_{index}_docs WHERE scope = ?", (scope,))
-        token = scope_token(scope)
-        for rowid, body in cur.fetchall():
-            cur.execute(
-                f"INSERT INTO fts_{index} (fts_{index}, rowid, body, scopekey) "
-                "VALUES ('delete', ?, ?, ?)",
-                (rowid, body, token),
-            )
-        cur.execute(f"DELETE FROM fts_{index}_docs WHERE scope = ?", (scope,))
-        # Merge segments so deleted terms are dropped from the index, not just masked.
-        cur.execute(f"INSERT INTO fts_{index} (fts_{index}) VALUES ('optimize')")
+        sqlite_text.erase(cur, index, scope)
 
     def _erase_vector(self, cur: Cursor, index: str, scope: str) -> None:
-        cur.execute(f"DELETE FROM vec_{index} WHERE scope = ?", (scope,))
+        SQLiteVectors.erase(cur, index, scope)
+
+    def erase(self, scope: str) -> ErasureReceipt:
+        receipt = super().erase(scope)
+        self._vectors.forget_scope(scope)
+        return receipt
+
+    def _after_rebuild(self, vector_indexes: Sequence[str]) -> None:
+        self._vectors.reset(vector_indexes)
+        with self._read() as cur:
+            self._vectors.sync_all(cur, vector_indexes, seen=self._seen(cur))
+        self._vectors.persist(only_dirty=False)
+
+    def _after_bulk(self) -> None:
+        with self._read() as cur:
+            self._vectors.sync_all(cur, self._projections.vector_indexes(), seen=self._seen(cur))
+        self._vectors.persist()
+
+    def _index_problems(self, cur: Cursor) -> list[str]:
+        return self._vectors.problems(cur, self._projections.vector_indexes())
 
     def _after_erase(self) -> None:
         if self.path == ":memory:":
@@ -306,6 +271,7 @@ class SQLiteStore(SqlStore):
         with self._lock:
             if not self._closed:
                 self._closed = True
+                self._vectors.persist()
                 with contextlib.suppress(Exception):  # statistics are an optimisation only
                     self._conn.execute("PRAGMA optimize")
                 self._conn.close()

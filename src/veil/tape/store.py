@@ -12,7 +12,7 @@ rebuild, export and checks.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -94,6 +94,9 @@ class Store(Protocol):
     def register(self, *projections: Projection) -> None: ...
     def attach(self, *projections: Projection) -> None: ...
     def append(self, events: Sequence[Event], *, keep_recorded_at: bool = False) -> list[Event]: ...
+    def bulk_append(
+        self, batches: Iterable[Sequence[Event]], *, keep_recorded_at: bool = False
+    ) -> int: ...
     def read(
         self,
         scope: str,
@@ -116,6 +119,15 @@ class Store(Protocol):
         order_by: Sequence[str] = (),
         limit: int | None = None,
     ) -> list[Row]: ...
+    def fetch_values(
+        self,
+        table: str,
+        *,
+        scope: str,
+        where: Mapping[str, object] | None = None,
+        order_by: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> list[tuple[JSONValue, ...]]: ...
     def search_text(self, index: str, *, scope: str, query: str, limit: int = 10) -> list[Hit]: ...
     def search_vector(
         self, index: str, *, scope: str, query: str | Vectors, limit: int = 10
