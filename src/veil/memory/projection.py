@@ -68,6 +68,18 @@ FACT_COLUMNS = (
     Column("recorded_seq", "int"),
 )
 FACT_FIELDS = tuple(c.name for c in FACT_COLUMNS)
+EPISODE_COLUMNS = (
+    Column("episode_id", "text", nullable=False),
+    Column("kind", "text"),
+    Column("text", "text"),
+    Column("at", "time"),
+    Column("due", "text"),
+    Column("event_id", "text"),
+    Column("session_id", "text"),
+    Column("recorded_seq", "int"),
+    Column("derived_from", "json"),
+    Column("consolidated_into", "text"),
+)
 
 
 def fact_search_text(fact: dict[str, Any]) -> str:
@@ -100,12 +112,13 @@ class MemoryProjection:
             FACT_COLUMNS,
             key=("fact_id",),
             indexes=(
-                ("subject_key", "relation", "state"),
+                ("subject_key", "relation", "state", "last_confirmed_at"),
                 ("subject_key", "state", "last_confirmed_at"),
                 ("state", "valid_from"),
                 ("relation", "state"),
                 ("object_key", "state"),
                 ("state", "trust", "last_confirmed_at"),
+                ("state", "recorded_seq"),
             ),
         ),
         Table(
@@ -119,18 +132,7 @@ class MemoryProjection:
         ),
         Table(
             EPISODES,
-            (
-                Column("episode_id", "text", nullable=False),
-                Column("kind", "text"),
-                Column("text", "text"),
-                Column("at", "time"),
-                Column("due", "text"),
-                Column("event_id", "text"),
-                Column("session_id", "text"),
-                Column("recorded_seq", "int"),
-                Column("derived_from", "json"),
-                Column("consolidated_into", "text"),
-            ),
+            EPISODE_COLUMNS,
             key=("episode_id",),
             indexes=(("at",), ("kind", "due")),
         ),

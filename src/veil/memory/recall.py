@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from veil.embed.protocol import Embedder, Vectors
+from veil.memory.asked import relations_asked
 from veil.memory.config import MemoryConfig
 from veil.memory.entities import USER, candidate_mentions, entity_key
 from veil.memory.model import Episode, Fact
@@ -33,10 +34,40 @@ from veil.memory.projection import (
     WIKI,
 )
 from veil.memory.render import Rendered, Section, render
-from veil.memory.rows import episode_from_row, fact_from_row
-from veil.tape import Range, Row, Store
+from veil.memory.rows import (
+    EPISODE_CONSOLIDATED,
+    EPISODE_ID,
+    FACT_ID,
+    FACT_LAST_CONFIRMED,
+    FACT_OBJECT_KEY,
+    episode_from_values,
+    fact_from_values,
+)
+from veil.tape import JSONValue, Range, Store
 
 CANDIDATES = 50
+"""Hits taken from each full-text and vector search."""
+TOKENS_PER_LINE = 20
+"""About what one rendered fact line costs; sizes the candidate lists to the budget."""
+MAX_GRAPH_FACTS = 200
+HOP_FROM = 8
+"""One hop is taken from the objects of this many of the first direct facts."""
+
+Values = tuple[JSONValue, ...]
+
+
+def candidate_cap(token_budget: int) -> int:
+    """Graph candidates worth reading for ``token_budget``: about twice what it can render,
+    at most :data:`MAX_GRAPH_FACTS`."""
+    return max(4, min(MAX_GRAPH_FACTS, 2 * (token_budget // TOKENS_PER_LINE)))
+
+
+def _unique(rows: Iterable[Values]) -> list[Values]:
+    """Rows in order, the first of each fact id."""
+    seen: dict[str, Values] = {}
+    for row in rows:
+        seen.setdefault(str(row[FACT_ID]), row)
+    return list(seen.values())
 
 
 @dataclass(frozen=True)
@@ -116,8 +147,10 @@ class Recaller:
         if not query.strip():
             return self._briefing(user_id, token_budget, when, as_of, include_claims)
         weights = self.config.recall_weights
+        cap = candidate_cap(token_budget)
         entities = self._entities(user_id, query)
-        graph = self._graph_facts(user_id, entities, as_of)
+        asked = relations_asked(query, self.config.relations)
+        graph = self._graph_facts(user_id, entities, asked, as_of, cap)
         # Embed the query once for both vector searches.
         vector: str | Vectors = (
             self.embedder.embed([query])[0] if self.embedder is not None else query
@@ -134,15 +167,20 @@ class Recaller:
                 FACTS_VEC, scope=user_id, query=vector, limit=CANDIDATES
             )
         ]
-        rows = {str(r["fact_id"]): r for r in graph}
-        missing = [i for i in (*text_hits, *vector_hits) if i not in rows]
+        rows = {str(r[FACT_ID]): r for r in graph}
+        missing = [i for i in dict.fromkeys((*text_hits, *vector_hits)) if i not in rows]
         if missing:
-            for row in self.store.fetch(FACTS, scope=user_id, where={"fact_id": missing}):
-                rows[str(row["fact_id"])] = row
-        facts = {fid: fact_from_row(row, when, self.config) for fid, row in rows.items()}
+            for row in self.store.fetch_values(FACTS, scope=user_id, where={"fact_id": missing}):
+                rows[str(row[FACT_ID])] = row
+        facts = {fid: fact_from_values(row, when, self.config) for fid, row in rows.items()}
+        wanted = set(asked)
         graph_order = sorted(
-            (str(r["fact_id"]) for r in graph),
-            key=lambda i: (-facts[i].trust, -facts[i].last_confirmed_at.timestamp()),
+            (str(r[FACT_ID]) for r in graph),
+            key=lambda i: (
+                facts[i].relation not in wanted,
+                -facts[i].trust,
+                -facts[i].last_confirmed_at.timestamp(),
+            ),
         )
         scores = fuse(
             [
@@ -175,39 +213,92 @@ class Recaller:
         rows = self.store.fetch(ENTITIES, scope=user_id, where={"key": sorted(keys)})
         return sorted(str(r["key"]) for r in rows)
 
-    def _graph_facts(self, user_id: str, entities: list[str], as_of: datetime | None) -> list[Row]:
+    def _graph_facts(
+        self,
+        user_id: str,
+        entities: list[str],
+        asked: Sequence[str],
+        as_of: datetime | None,
+        cap: int,
+    ) -> list[Values]:
+        """The entity graph's facts for the query, at most ``cap`` direct ones.
+
+        Each read is one indexed query for one subject key (and one relation or state), in
+        index order, so none sorts an entity's whole fact list. Per entity: its facts of the
+        relations the query asks about first, then its most recently confirmed ones. The user
+        is a subject only when the query is about the user alone, or asks a relation the user
+        has ("where do I live"): a query that mentions the user in passing ("tell me about
+        Ada") does not pull in every fact about the user. Then facts pointing at the entities,
+        and one hop to the entities named by the first direct facts."""
         if not entities:
             return []
         states = ["current"] if as_of is None else ["current", "superseded", "quarantined"]
-        direct = self.store.fetch(
-            FACTS,
-            scope=user_id,
-            where={"subject_key": entities, "state": states},
-            order_by=["-last_confirmed_at"],
-            limit=200,
+        alone = entities == [USER]
+        direct: list[Values] = []
+        for key in entities:
+            for relation in asked:
+                direct.extend(self._facts_of(user_id, key, states, cap, relation=relation))
+            if key != USER or (alone and not asked):
+                direct.extend(self._facts_of(user_id, key, states, cap))
+        direct = _unique(direct)[:cap]
+        others = [k for k in entities if k != USER] or entities
+        incoming = _unique(
+            row
+            for key in others
+            for state in states
+            for row in self.store.fetch_values(
+                FACTS,
+                scope=user_id,
+                where={"object_key": key, "state": state},
+                limit=max(1, cap // 2),
+            )
+        )[: max(1, cap // 2)]
+        hop_keys = list(
+            dict.fromkeys(
+                str(r[FACT_OBJECT_KEY])
+                for r in direct[:HOP_FROM]
+                if r[FACT_OBJECT_KEY] and str(r[FACT_OBJECT_KEY]) not in entities
+            )
         )
-        incoming = self.store.fetch(
-            FACTS, scope=user_id, where={"object_key": entities, "state": states}, limit=100
-        )
-        hop_keys = sorted({str(r["object_key"]) for r in direct} - set(entities))
-        hop: list[Row] = []
+        hop: list[Values] = []
         if hop_keys:
             known = [
                 str(r["key"])
                 for r in self.store.fetch(ENTITIES, scope=user_id, where={"key": hop_keys})
             ]
-            if known:
-                hop = self.store.fetch(
+            per_key = max(1, cap // (2 * max(1, len(known))))
+            for key in known:
+                hop.extend(self._facts_of(user_id, key, states, per_key))
+        return _unique([*direct, *incoming, *hop])
+
+    def _facts_of(
+        self,
+        user_id: str,
+        key: str,
+        states: Sequence[str],
+        limit: int,
+        *,
+        relation: str | None = None,
+    ) -> list[Values]:
+        """The most recently confirmed facts of one subject (of one relation), newest first:
+        one indexed query per state, merged."""
+        out: list[Values] = []
+        for state in states:
+            where: dict[str, object] = {"subject_key": key, "state": state}
+            if relation is not None:
+                where["relation"] = relation
+            out.extend(
+                self.store.fetch_values(
                     FACTS,
                     scope=user_id,
-                    where={"subject_key": known, "state": states},
+                    where=where,
                     order_by=["-last_confirmed_at"],
-                    limit=100,
+                    limit=limit,
                 )
-        seen: dict[str, Row] = {}
-        for row in (*direct, *incoming, *hop):
-            seen.setdefault(str(row["fact_id"]), row)
-        return list(seen.values())
+            )
+        if len(states) > 1:
+            out.sort(key=lambda r: str(r[FACT_LAST_CONFIRMED]), reverse=True)
+        return out[:limit]
 
     def _split(
         self, facts: Iterable[Fact], when: datetime, as_of: datetime | None
@@ -250,23 +341,27 @@ class Recaller:
                 EPISODES_VEC, scope=user_id, query=vector, limit=CANDIDATES
             )
         ]
-        recent = self.store.fetch(
+        recent = self.store.fetch_values(
             EPISODES, scope=user_id, where={"consolidated_into": None}, order_by=["-at"], limit=20
         )
-        rows = {str(r["episode_id"]): r for r in recent}
-        missing = [i for i in (*text_hits, *vector_hits) if i not in rows]
+        rows = {str(r[EPISODE_ID]): r for r in recent}
+        missing = [i for i in dict.fromkeys((*text_hits, *vector_hits)) if i not in rows]
         if missing:
-            for row in self.store.fetch(EPISODES, scope=user_id, where={"episode_id": missing}):
-                rows[str(row["episode_id"])] = row
+            for row in self.store.fetch_values(
+                EPISODES, scope=user_id, where={"episode_id": missing}
+            ):
+                rows[str(row[EPISODE_ID])] = row
         scores = fuse(
             [
                 (weights.text, text_hits),
                 (weights.vector, vector_hits),
-                (weights.recency, [str(r["episode_id"]) for r in recent]),
+                (weights.recency, [str(r[EPISODE_ID]) for r in recent]),
             ],
             weights.k,
         )
-        episodes = [episode_from_row(r) for r in rows.values() if r["consolidated_into"] is None]
+        episodes = [
+            episode_from_values(r) for r in rows.values() if r[EPISODE_CONSOLIDATED] is None
+        ]
         if as_of is not None:
             episodes = [e for e in episodes if e.at <= when]
         return sorted(episodes, key=lambda e: -scores.get(e.id, 0.0))[:CANDIDATES]
@@ -282,14 +377,14 @@ class Recaller:
         """Commitments due from today to a week ahead (an indexed range on ``due``)."""
         today = when.date().isoformat()
         horizon = (when + timedelta(days=7)).date().isoformat()
-        rows = self.store.fetch(
+        rows = self.store.fetch_values(
             EPISODES,
             scope=user_id,
             where={"kind": "commitment", "due": Range(today, horizon)},
             order_by=["due"],
             limit=50,
         )
-        return [episode_from_row(r) for r in rows]
+        return [episode_from_values(r) for r in rows]
 
     def _briefing(
         self,
@@ -299,21 +394,21 @@ class Recaller:
         as_of: datetime | None,
         include_claims: bool,
     ) -> Recall:
-        rows = self.store.fetch(
+        rows = self.store.fetch_values(
             FACTS,
             scope=user_id,
             where={"state": "current"},
             order_by=["-trust", "-last_confirmed_at"],
-            limit=200,
+            limit=candidate_cap(budget),
         )
-        facts = [fact_from_row(r, when, self.config) for r in rows]
+        facts = [fact_from_values(r, when, self.config) for r in rows]
         trusted = [
             f for f in facts if f.status == "current" and (as_of is None or valid_at(f, when))
         ]
         stale = [f for f in facts if f.status == "stale"]
         recent = [
-            episode_from_row(r)
-            for r in self.store.fetch(
+            episode_from_values(r)
+            for r in self.store.fetch_values(
                 EPISODES,
                 scope=user_id,
                 where={"consolidated_into": None},
@@ -324,8 +419,8 @@ class Recaller:
         claims: list[Fact] = []
         if include_claims:
             claims = [
-                fact_from_row(r, when, self.config)
-                for r in self.store.fetch(
+                fact_from_values(r, when, self.config)
+                for r in self.store.fetch_values(
                     FACTS,
                     scope=user_id,
                     where={"state": "quarantined"},
@@ -366,8 +461,8 @@ class Recaller:
         others: dict[str, Fact] = {}
         wanted = sorted({i for f in contested for i in f.contested_with} - contested_ids)
         if wanted:
-            for row in self.store.fetch(FACTS, scope=user_id, where={"fact_id": wanted}):
-                others[str(row["fact_id"])] = fact_from_row(row, when, self.config)
+            for row in self.store.fetch_values(FACTS, scope=user_id, where={"fact_id": wanted}):
+                others[str(row[FACT_ID])] = fact_from_values(row, when, self.config)
         pool = {**others, **{f.id: f for f in contested}}
         contest_lines: list[str] = []
         done: set[frozenset[str]] = set()
