@@ -24,6 +24,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from benchmarks.recall_report import (
+    before_after_table,
+    recall_latency_ratio_table,
+    recall_latency_reading,
+    recall_latency_table,
+    recall_latency_type_table,
+)
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "benchmarks" / "results"
 DOC = REPO / "docs" / "benchmarks.md"
@@ -223,164 +231,12 @@ def write_overhead_reading(report: Report, other: Report | None = None) -> str:
     return " ".join(parts)
 
 
-# ---- recall latency -----------------------------------------------------------------------
+# ---- recall latency (benchmarks/recall_report.py) ------------------------------------------
 
 
 def _ms(stats: dict[str, Any], key: str) -> str:
     value = stats.get(key)
     return "—" if value is None else f"{value:,.1f}"
-
-
-def recall_latency_table(report: Report) -> str:
-    """Recall percentiles per backend and size, with population time and database size."""
-    targets: dict[str, float] = report.get("targets_p95_ms", {})
-    lines = [
-        "| backend | items | facts | episodes | entities | populate s | items/s | DB MB "
-        "| recall p50 ms | p95 | p99 | max | SPEC p95 target |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-        "| --- |",
-    ]
-    for r in report["results"]:
-        rs = r["recall_ms"]
-        target = targets.get(str(r["n_items"]))
-        verdict = "—"
-        if target is not None:
-            verdict = f"{target:g} ms: {'met' if rs['p95'] <= target else 'MISSED'}"
-        carried = " *" if r.get("carried_over") else ""
-        lines.append(
-            f"| {r['backend']}{carried} | {r['n_items']:,} | {r['facts']:,} | {r['episodes']:,} "
-            f"| {r['entities']:,} | {r['populate_s']:,.1f} | {r['items_per_s']:,.0f} "
-            f"| {r['db_bytes'] / 1e6:,.1f} | {_ms(rs, 'p50')} | {_ms(rs, 'p95')} "
-            f"| {_ms(rs, 'p99')} | {_ms(rs, 'max')} | {verdict} |"
-        )
-    return "\n".join(lines)
-
-
-def recall_latency_type_table(report: Report) -> str:
-    """Recall p50 / p95 per query type."""
-    types = ("entity", "user", "keyword", "briefing")
-    head = " | ".join(f"{t} p50 | {t} p95" for t in types)
-    lines = [
-        f"| backend | items | {head} |",
-        "| --- | ---: |" + " ---: |" * (2 * len(types)),
-    ]
-    for r in report["results"]:
-        by = r["by_type_ms"]
-        cells = " | ".join(
-            f"{_ms(by.get(t, {}), 'p50')} | {_ms(by.get(t, {}), 'p95')}" for t in types
-        )
-        lines.append(f"| {r['backend']} | {r['n_items']:,} | {cells} |")
-    return "\n".join(lines)
-
-
-def recall_latency_ratio_table(report: Report) -> str:
-    """The reference costs (the physical floor) and Veil recall's ratio to each."""
-    refs = (("embed", "embed query"), ("fts", "raw FTS"), ("numpy_top50", "numpy top-50"))
-    lines = [
-        "| backend | items | recall p50 ms (non-empty) | p95 "
-        + " ".join(f"| {label} p50 | p95 | ratio p50 | ratio p95" for _, label in refs)
-        + " | sum of the three p50 | ratio p50 |",
-        "| --- | ---: | ---: | ---:"
-        + " | ---: | ---: | ---: | ---:" * len(refs)
-        + " | ---: | ---: |",
-    ]
-    for r in report["results"]:
-        ne = r["recall_nonempty_ms"]
-        cells = [f"| {r['backend']} | {r['n_items']:,} | {_ms(ne, 'p50')} | {_ms(ne, 'p95')}"]
-        for key, _ in refs:
-            ref, ratio = r["reference_ms"][key], r["ratio"][key]
-            cells.append(
-                f"| {ref['p50']:.3f} | {ref['p95']:.3f} "
-                f"| {ratio['p50']:,.1f}x | {ratio['p95']:,.1f}x"
-            )
-        total = r["reference_ms"]["sum"]
-        cells.append(f"| {total['p50']:.2f} | {r['ratio']['sum']['p50']:,.1f}x |")
-        lines.append(" ".join(cells))
-    return "\n".join(lines)
-
-
-def recall_latency_reading(report: Report) -> str:
-    """One paragraph generated from the numbers: targets, growth, where the time goes, peers."""
-    rows = report["results"]
-    sqlite = sorted((r for r in rows if r["backend"] == "sqlite"), key=lambda r: r["n_items"])
-    pg = [r for r in rows if r["backend"] == "postgresql"]
-    targets: dict[str, float] = report.get("targets_p95_ms", {})
-    parts: list[str] = []
-    if sqlite:
-        first, last = sqlite[0], sqlite[-1]
-        growth = last["recall_ms"]["p50"] / max(first["recall_ms"]["p50"], 1e-9)
-        scale = last["n_items"] / max(first["n_items"], 1)
-        parts.append(
-            f"On SQLite, median recall goes from {first['recall_ms']['p50']:.1f} ms at "
-            f"{first['n_items']:,} items to {last['recall_ms']['p50']:.1f} ms at "
-            f"{last['n_items']:,} ({growth:.1f}x for {scale:,.0f}x the data), p95 "
-            f"{first['recall_ms']['p95']:.1f} -> {last['recall_ms']['p95']:.1f} ms."
-        )
-    verdicts: list[str] = []
-    for r in rows:
-        target = targets.get(str(r["n_items"]))
-        if target is None:
-            continue
-        p95 = r["recall_ms"]["p95"]
-        verdicts.append(
-            f"{r['backend']} at {r['n_items']:,}: p95 {p95:.1f} ms vs {target:g} ms "
-            f"({'met' if p95 <= target else f'missed by {p95 / target:.1f}x'})"
-        )
-    if verdicts:
-        parts.append("Against the SPEC targets: " + "; ".join(verdicts) + ".")
-    if sqlite:
-        last = sqlite[-1]
-        ratio = last["ratio"]
-        biggest = max(("embed", "fts", "numpy_top50"), key=lambda k: last["reference_ms"][k]["p50"])
-        parts.append(
-            f"At {last['n_items']:,} items the single operations that bound any hybrid recall "
-            f"cost {last['reference_ms']['embed']['p50']:.2f} ms (embedding the query), "
-            f"{last['reference_ms']['fts']['p50']:.2f} ms (one raw FTS5 query) and "
-            f"{last['reference_ms']['numpy_top50']['p50']:.2f} ms (exact numpy cosine top-50 "
-            f"over {last['fact_vectors']:,} fact vectors), the largest being `{biggest}`; Veil's "
-            f"recall is {ratio['sum']['p50']:.1f}x their sum at the median. Recall runs two "
-            "FTS and two vector searches (facts, and episodes with a quarter as many items), "
-            "embeds the query once per vector search, and decodes and renders the candidates, "
-            "so somewhat above 1x the sum is the floor of this design; the rest is overhead "
-            "(the vector search in sqlite-vec is exact but far slower than numpy's, and SQL "
-            "lookups and row decoding add up)."
-        )
-        by_type: dict[str, Any] = last["by_type_ms"]
-        slowest = max(by_type, key=lambda t: by_type[t].get("p50", 0.0))
-        parts.append(
-            f"The slowest query type at {last['n_items']:,} items is `{slowest}` (p50 "
-            f"{by_type[slowest]['p50']:,.0f} ms)."
-        )
-    if pg and sqlite:
-        for r in pg:
-            same = next((s for s in sqlite if s["n_items"] == r["n_items"]), None)
-            if same:
-                parts.append(
-                    f"PostgreSQL at {r['n_items']:,}: p50 {r['recall_ms']['p50']:.1f} ms, p95 "
-                    f"{r['recall_ms']['p95']:.1f} ms vs SQLite's {same['recall_ms']['p50']:.1f} / "
-                    f"{same['recall_ms']['p95']:.1f} ms (populating took "
-                    f"{r['populate_s']:.0f} s vs {same['populate_s']:.0f} s)."
-                )
-    peers: dict[str, float] = report.get("peers_published_p95_ms", {})
-    if peers:
-        listed = ", ".join(f"{k} {v:g} ms" for k, v in peers.items())
-        parts.append(
-            f"For orientation only: published p95 search latencies are {listed} — their own "
-            "figures, on their hardware, workloads and (for hosted services) network, not "
-            "measured here, so they are not a like-for-like comparison."
-        )
-    if any(r.get("carried_over") for r in rows):
-        parts.append(
-            "Rows marked * were measured by an earlier full run with `--sizes` (see their "
-            "`measured_at` and commit in the JSON) and carried over, not re-measured by this one: "
-            "populating 1M items takes over 10 minutes, too long for `make bench`, so 1M is run "
-            "explicitly with `--sizes 1000000 --pg-sizes ''`."
-        )
-    parts.append(
-        "Single process, one scope, warm OS cache, one sample per query, 2-CPU machine; the "
-        "data is synthetic (template sentences), so FTS selectivity differs from real memories."
-    )
-    return " ".join(parts)
 
 
 # ---- LoCoMo retrieval ---------------------------------------------------------------------
@@ -601,6 +457,8 @@ def _write_overhead_section(loaded: Loaded, other: Loaded | None) -> str:
 
 def _recall_latency_section(loaded: Loaded, other: Loaded | None) -> str:
     data = loaded.data
+    baseline_path = loaded.path.parent / "recall_latency-baseline.json"
+    baseline = json.loads(baseline_path.read_text()) if baseline_path.exists() else None
     lines = [
         recall_latency_table(data),
         "",
@@ -608,12 +466,19 @@ def _recall_latency_section(loaded: Loaded, other: Loaded | None) -> str:
         "",
         recall_latency_type_table(data),
         "",
-        "Reference costs on the same queries (the briefing excluded) and Veil recall's ratio "
-        "to each:",
+        "The floor, measured on the same queries in the same run (the briefing has no query "
+        "text and is left out), and recall's ratio to it:",
         "",
         recall_latency_ratio_table(data),
         "",
     ]
+    if baseline is not None:
+        lines += [
+            "Before and after issue 17 (before: `recall_latency-baseline.json`):",
+            "",
+            before_after_table(data, baseline),
+            "",
+        ]
     if data.get("plot"):
         lines += [f"![recall latency vs N]({data['plot'].removeprefix('docs/')})", ""]
     lines += [
@@ -624,7 +489,7 @@ def _recall_latency_section(loaded: Loaded, other: Loaded | None) -> str:
         f"({data.get('temp_fs', 'unknown')}), default `synchronous`; "
         f"{source_line(data.get('source', {}))}; the run took {data['seconds']:,.0f} s.",
         "",
-        recall_latency_reading(data),
+        recall_latency_reading(data, baseline),
     ]
     return "\n".join(lines)
 

@@ -97,6 +97,8 @@ def test_recall_latency_quick() -> None:
     rows = data["results"]
     assert [(r["backend"], r["n_items"]) for r in rows] == [("sqlite", 1_000), ("sqlite", 10_000)]
     assert data["plot"] is None and data["queries"] == 50
+    assert data["machine"]["load_average"]["start"]
+    assert set(data["slopes"]) == set()  # one size of at least 10k: no slope
     for r in rows:
         assert r["facts"] + r["episodes"] == r["n_items"]
         assert r["facts"] > 0 and r["episodes"] > 0 and r["entities"] > 0
@@ -105,9 +107,11 @@ def test_recall_latency_quick() -> None:
         assert stats["n"] == 50
         assert 0 < stats["p50"] <= stats["p95"] <= stats["p99"] <= stats["max"]
         assert set(r["by_type_ms"]) == {"entity", "user", "keyword", "briefing"}
-        for ref in ("numpy_top50", "fts", "embed", "sum"):
+        for ref in ("numpy_top50", "fts_term", "embed", "floor"):
             assert r["reference_ms"][ref]["p50"] > 0
             assert r["ratio"][ref]["p50"] > 0
+        assert r["ratio"]["floor_per_query"]["p95"] > 0
+        assert r["reopen"]["first_recall_ms"] > 0
         assert r["mean_returned"]["facts"] > 0
 
 

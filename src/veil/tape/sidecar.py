@@ -1,7 +1,7 @@
 """Sidecar files: the in-process vector indexes of a SQLite store, kept next to its file.
 
 ``<db>.vectors/<index>/<scope hash>.npz`` holds one :class:`~veil.tape.vectors.Snapshot` (the
-ids by position, the normalised float32 matrix, the serialised HNSW graph when there is one)
+ids by position, the normalised float32 matrix, the projection basis when there is one)
 with a header: the format version, the index's epoch (a token the store renews whenever the
 vector table is recreated or rebuilt), the number of erasure receipts when it was written, the
 embedder's name and dimension, and the watermark — the highest tape ``seq`` it reflects.
@@ -69,6 +69,7 @@ def save(path: Path, header: Header, snapshot: Snapshot) -> None:
         "embedder": header.embedder,
         "dim": header.dim,
         "watermark": snapshot.watermark,
+        "fitted_at": snapshot.fitted_at,
     }
     arrays: dict[str, np.ndarray] = {
         "meta": np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8),
@@ -76,8 +77,8 @@ def save(path: Path, header: Header, snapshot: Snapshot) -> None:
         "id_bytes": np.frombuffer(blob, dtype=np.uint8),
         "matrix": np.ascontiguousarray(snapshot.matrix, dtype=np.float32),
     }
-    if snapshot.graph is not None:
-        arrays["graph"] = np.frombuffer(snapshot.graph, dtype=np.uint8)
+    if snapshot.basis is not None:
+        arrays["basis"] = np.ascontiguousarray(snapshot.basis, dtype=np.float32)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".npz", dir=path.parent)
     try:
@@ -97,7 +98,7 @@ def load(path: Path, expected: Header) -> Snapshot | None:
     found = read_header(path)
     if found is None:
         return None
-    header, watermark = found
+    header, watermark, fitted_at = found
     if (header.epoch, header.embedder, header.dim) != (
         expected.epoch,
         expected.embedder,
@@ -109,7 +110,9 @@ def load(path: Path, expected: Header) -> Snapshot | None:
             lengths = data["id_lengths"]
             blob = bytes(data["id_bytes"].tobytes())
             matrix = np.array(data["matrix"], dtype=np.float32)
-            graph = bytes(data["graph"].tobytes()) if "graph" in data.files else None
+            basis = (
+                np.array(data["basis"], dtype=np.float32) if "basis" in data.files else None
+            )
     except (OSError, ValueError, KeyError, zipfile.BadZipFile):
         return None
     ids: list[str | None] = []
@@ -122,11 +125,11 @@ def load(path: Path, expected: Header) -> Snapshot | None:
         offset += length
     if matrix.shape != (len(ids), expected.dim):
         return None
-    return Snapshot(expected.dim, watermark, tuple(ids), matrix, graph)
+    return Snapshot(expected.dim, watermark, tuple(ids), matrix, basis, fitted_at)
 
 
-def read_header(path: Path) -> tuple[Header, int] | None:
-    """The header and watermark of a sidecar (``None`` if absent or unreadable)."""
+def read_header(path: Path) -> tuple[Header, int, int] | None:
+    """The header, watermark and fit size of a sidecar (``None`` if absent or unreadable)."""
     try:
         with np.load(path, allow_pickle=False) as data:
             raw: Any = json.loads(data["meta"].tobytes().decode())
@@ -141,7 +144,7 @@ def read_header(path: Path) -> tuple[Header, int] | None:
         header = Header(
             str(meta["epoch"]), int(meta["erasures"]), str(meta["embedder"]), int(meta["dim"])
         )
-        return header, int(meta["watermark"])
+        return header, int(meta["watermark"]), int(meta.get("fitted_at", 0))
     except (KeyError, TypeError, ValueError):
         return None
 

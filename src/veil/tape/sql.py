@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -56,6 +57,11 @@ from veil.tape.store import (
     check_identifier,
     fts_query,
 )
+
+
+_PLAIN = frozenset({"text", "int", "real"})
+_CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00\Z")
+"""What :func:`~veil.clock.format_time` writes; such text is stored as it is."""
 
 
 class Cursor(Protocol):
@@ -624,11 +630,18 @@ class SqlStore(ABC):
         scope = row.get("scope")
         if not isinstance(scope, str):
             raise InvalidEvent(f"{table.name}: every row needs a scope")
+        out: list[Any] = [scope]
+        get = row.get
         encode = self._encode
-        return [
-            scope,
-            *(encode(type_, row.get(name)) for name, type_ in codec.columns[1:]),
-        ]
+        for name, type_ in codec.columns[1:]:
+            value = get(name)
+            if value is None or type_ in _PLAIN:
+                out.append(value)
+            elif type_ == "time" and isinstance(value, str) and _CANONICAL_TIME.match(value):
+                out.append(value)  # already fixed-width UTC text
+            else:
+                out.append(encode(type_, value))
+        return out
 
     def _codec(self, table: Table) -> TableCodec:
         codec = self._codecs.get(table)

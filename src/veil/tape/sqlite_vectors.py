@@ -14,7 +14,7 @@ runs at all; otherwise the rows with ``seq`` above the index's watermark are app
 erasure receipt for the scope or a new epoch resets it. An index with at least
 ``persist_at_least`` vectors is saved as a sidecar (:mod:`veil.tape.sidecar`) when the store
 closes, after a bulk import and after a rebuild, and loaded (then caught up) the next time the
-scope is searched, so a large scope's HNSW graph is not rebuilt on every start.
+scope is searched, so a large scope is not re-read from its table on every start.
 """
 
 from __future__ import annotations
@@ -325,7 +325,7 @@ def _differences(cur: Any, index: str, scope: str, vectors: ScopeVectors) -> lis
     )
     if missing or extra or differ:
         problems.append(f"{missing} vectors missing, {extra} not in the table, {differ} different")
-    problems.extend(vectors.graph_problems())
+    problems.extend(vectors.projection_problems())
     return problems
 
 

@@ -1,13 +1,19 @@
-"""The in-process vector index of one (index, scope): exact below a size, HNSW above.
+"""The in-process vector index of one (index, scope): exact below a size, projected above.
 
 A :class:`ScopeVectors` holds one scope's vectors of one vector index, L2-normalised, in a
 float32 matrix that grows geometrically; each document occupies a position that is never
-reused while the index lives (an update of a document moves it to a new position). Below
+reused while the index lives (an update moves a document to a new position; dead positions
+are compacted away once they outnumber the live ones). Below
 :attr:`VectorIndexConfig.exact_below` live vectors a query is one matrix-vector product and a
-partial sort (exact); at or above it an HNSW graph (``usearch``, cosine, float32) over the same
-positions answers instead, with ``expansion_search`` chosen so that recall@50 against the exact
-search stays at or above 0.98 (``tests/tape/test_vectors.py``). The graph is dropped again when
-the index shrinks below half the threshold.
+partial sort: exact. At or above it the index also keeps every vector projected onto the top
+principal directions of the scope's vectors (enough of them to keep
+:attr:`~VectorIndexConfig.energy` of the spectrum, a quarter to a half of the dimensions for
+sentence embedders): a query scans the projections for its
+:attr:`~VectorIndexConfig.candidates` best and ranks those exactly, so results and scores are
+exact cosines and only the candidate set is approximate (recall@50 against the exact search
+>= 0.98 in ``tests/tape/test_vectors.py``). The directions are fitted on a sample and refitted
+whenever the index has doubled; an embedder whose spectrum is flat (no few directions carry
+the energy) stays exact. Why not HNSW: see docs/architecture.md ("Vector search").
 
 It is a projection of a projection: the store's plain vector table is the truth, and this
 index is rebuilt from it (or from its sidecar, :mod:`veil.tape.sidecar`) whenever in doubt.
@@ -19,11 +25,9 @@ from many threads see a consistent index.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -31,31 +35,30 @@ from numpy.typing import NDArray
 from veil.embed.protocol import Vectors
 
 Matrix = NDArray[np.float32]
+_SAMPLE = 50_000
+_SEED = 17
 
 
 @dataclass(frozen=True)
 class VectorIndexConfig:
-    """Sizes and HNSW parameters of the in-process vector indexes (SQLite backend)."""
+    """Sizes of the in-process vector indexes (SQLite backend)."""
 
     exact_below: int = 20_000
-    """Live vectors below which a scope is searched exactly (numpy); at or above, HNSW."""
-    connectivity: int = 16
-    """HNSW edges per node (``M``)."""
-    expansion_add: int = 128
-    """HNSW build-time search depth (``efConstruction``)."""
-    expansion_search: int = 200
-    """HNSW query-time search depth (``ef``); a query for ``k`` uses ``max(this, 2k)``."""
+    """Live vectors below which a scope is searched exactly; at or above, projected."""
+    energy: float = 0.8
+    """Share of the spectrum the projection keeps (chooses how many directions)."""
+    candidates: int = 1_000
+    """Projected candidates ranked exactly per query (at least ``8 * k``)."""
     persist_at_least: int = 2_000
     """Only indexes with at least this many live vectors are kept as sidecar files."""
-    threads: int = 0
-    """Threads for building the graph (0: every CPU)."""
 
     def __post_init__(self) -> None:
-        for name in ("exact_below", "connectivity", "expansion_add", "expansion_search"):
-            if int(getattr(self, name)) < 1:
-                raise ValueError(f"VectorIndexConfig.{name} must be at least 1")
-        if self.persist_at_least < 0 or self.threads < 0:
-            raise ValueError("VectorIndexConfig.persist_at_least and threads must be >= 0")
+        if self.exact_below < 1 or self.candidates < 1:
+            raise ValueError("VectorIndexConfig.exact_below and candidates must be at least 1")
+        if not 0.0 < self.energy < 1.0:
+            raise ValueError("VectorIndexConfig.energy must be between 0 and 1")
+        if self.persist_at_least < 0:
+            raise ValueError("VectorIndexConfig.persist_at_least must be >= 0")
 
 
 @dataclass(frozen=True)
@@ -68,8 +71,10 @@ class Snapshot:
     """The document at each position (``None``: a dead position)."""
     matrix: Matrix
     """``len(ids)`` rows, L2-normalised."""
-    graph: bytes | None
-    """The serialised HNSW graph over the live positions, when the index had one."""
+    basis: Matrix | None = None
+    """``(dim, d)`` principal directions when the index was projected (``None``: exact)."""
+    fitted_at: int = 0
+    """Live vectors when the basis was fitted (it is refitted at twice as many)."""
 
 
 def normalised(vectors: Vectors) -> Matrix:
@@ -79,6 +84,26 @@ def normalised(vectors: Vectors) -> Matrix:
         m = m.reshape(1, -1)
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     return np.divide(m, norms, out=np.zeros_like(m), where=norms > 0)
+
+
+def fit_basis(sample: Matrix, energy: float) -> Matrix | None:
+    """The top principal directions (uncentred: dot products are what is kept) holding
+    ``energy`` of ``sample``'s spectrum, as a ``(dim, d)`` matrix with ``d`` a multiple of 8;
+    ``None`` when that takes more than half the dimensions (a flat spectrum)."""
+    dim = int(sample.shape[1])
+    gram = (sample.T.astype(np.float64) @ sample.astype(np.float64)) / max(1, len(sample))
+    values, vectors = np.linalg.eigh(gram)
+    order = np.argsort(values)[::-1]
+    values, vectors = np.clip(values[order], 0.0, None), vectors[:, order]
+    total = float(values.sum())
+    if total <= 0.0:
+        return None
+    needed = int(np.searchsorted(np.cumsum(values) / total, energy)) + 1
+    d = min(dim, -(-needed // 8) * 8)
+    if d > dim // 2:
+        return None
+    basis: Matrix = np.ascontiguousarray(vectors[:, :d], dtype=np.float32)
+    return basis
 
 
 class ScopeVectors:
@@ -97,7 +122,11 @@ class ScopeVectors:
         self._ids: list[str | None] = []
         self._live: NDArray[np.bool_] = np.zeros(64, dtype=np.bool_)
         self._where: dict[str, int] = {}
-        self._graph: Any = None
+        self._basis: Matrix | None = None
+        self._projected: Matrix = np.zeros((64, 0), dtype=np.float32)
+        self._fitted_at = 0
+        self._flat_at = 0
+        """Live vectors when a fit found a flat spectrum (retried at twice as many)."""
 
     # ---- state --------------------------------------------------------------------------
 
@@ -107,41 +136,43 @@ class ScopeVectors:
 
     @property
     def approximate(self) -> bool:
-        """True while queries are answered by the HNSW graph."""
+        """True while queries rank projected candidates (above the exact threshold)."""
         with self._lock:
-            return self._graph is not None
+            return self._basis is not None
 
     def vectors(self) -> dict[str, Matrix]:
         """Every live document's stored (normalised) vector, for comparisons."""
         with self._lock:
             return {doc: self._matrix[pos] for doc, pos in self._where.items()}
 
-    def graph_problems(self) -> list[str]:
-        """Ways the HNSW graph disagrees with the live positions (empty when it agrees)."""
+    def projection_problems(self) -> list[str]:
+        """Ways the projections disagree with the vectors (empty when they agree)."""
         with self._lock:
-            graph = self._graph
-            if graph is None:
+            if self._basis is None:
                 return []
-            problems: list[str] = []
-            if len(graph) != len(self._where):
-                problems.append(f"graph holds {len(graph)} vectors, the index {len(self._where)}")
-            missing = sum(1 for pos in self._where.values() if not graph.contains(pos))
-            if missing:
-                problems.append(f"{missing} live vectors are missing from the graph")
-            return problems
+            n = len(self._ids)
+            live = self._live[:n]
+            expected = self._matrix[:n][live] @ self._basis
+            if not np.allclose(self._projected[:n][live], expected, atol=1e-4):
+                return ["projected vectors differ from the vectors times the basis"]
+            return []
 
     def snapshot(self) -> Snapshot:
         with self._lock:
             n = len(self._ids)
-            graph = None if self._graph is None else bytes(self._graph.save())
+            basis = None if self._basis is None else self._basis.copy()
             return Snapshot(
-                self.dim, self.watermark, tuple(self._ids), self._matrix[:n].copy(), graph
+                self.dim,
+                self.watermark,
+                tuple(self._ids),
+                self._matrix[:n].copy(),
+                basis,
+                self._fitted_at,
             )
 
     @classmethod
     def restore(cls, snapshot: Snapshot, config: VectorIndexConfig) -> ScopeVectors:
-        """The index a :meth:`snapshot` was taken of (the graph is rebuilt if it is absent
-        and needed, or if it does not match the positions)."""
+        """The index a :meth:`snapshot` was taken of."""
         index = cls(snapshot.dim, config, watermark=snapshot.watermark)
         n = len(snapshot.ids)
         if snapshot.matrix.shape != (n, snapshot.dim):
@@ -153,11 +184,9 @@ class ScopeVectors:
             if doc is not None:
                 index._live[pos] = True
                 index._where[doc] = pos
-        if snapshot.graph is not None and len(index._where) >= config.exact_below // 2:
-            graph = _restore_graph(snapshot.graph)
-            index._graph = graph
-            if index.graph_problems():
-                index._graph = None
+        basis = snapshot.basis
+        if basis is not None and basis.shape[0] == snapshot.dim and basis.shape[1] > 0:
+            index._set_basis(np.ascontiguousarray(basis, dtype=np.float32), snapshot.fitted_at)
         index._fit_mode()
         index.dirty = False
         return index
@@ -179,7 +208,7 @@ class ScopeVectors:
             for doc, vector in zip(doc_ids, vectors, strict=True):
                 last.pop(doc, None)  # only the last value of a document counts
                 last[doc] = vector
-            removed: list[int] = []
+            changed = False
             kept: list[str] = []
             raw: list[Vectors] = []
             for doc, vector in last.items():
@@ -187,37 +216,29 @@ class ScopeVectors:
                 if old is not None:
                     self._live[old] = False
                     self._ids[old] = None
-                    removed.append(old)
+                    changed = True
                 if vector is not None:
                     kept.append(doc)
                     raw.append(vector)
-            added_docs: list[str] = []
-            rows: Matrix = np.zeros((0, self.dim), dtype=np.float32)
             if raw:
                 stacked = normalised(np.vstack([np.asarray(v, dtype=np.float32) for v in raw]))
                 if stacked.shape[1] != self.dim:
                     raise ValueError(f"vector has dim {stacked.shape[1]}, expected {self.dim}")
                 nonzero = np.flatnonzero(stacked.any(axis=1))
-                rows = stacked[nonzero]
-                added_docs = [kept[i] for i in nonzero.tolist()]
-            start = len(self._ids)
-            if added_docs:
-                self._grow(start + len(added_docs))
-                self._matrix[start : start + len(added_docs)] = rows
-                for offset, doc in enumerate(added_docs):
-                    self._ids.append(doc)
-                    self._live[start + offset] = True
-                    self._where[doc] = start + offset
-            if self._graph is not None:
-                gone = [p for p in removed if self._graph.contains(p)]
-                if gone:
-                    self._graph.remove(np.asarray(gone, dtype=np.uint64))
-                fresh = [p for p in range(start, len(self._ids)) if self._live[p]]
-                if fresh:
-                    keys = np.asarray(fresh, dtype=np.uint64)
-                    self._graph.add(keys, self._matrix[fresh], threads=self._threads())
+                if nonzero.size:
+                    start = len(self._ids)
+                    stop = start + int(nonzero.size)
+                    self._grow(stop)
+                    self._matrix[start:stop] = stacked[nonzero]
+                    self._live[start:stop] = True
+                    for offset, i in enumerate(nonzero.tolist()):
+                        self._ids.append(kept[i])
+                        self._where[kept[i]] = start + offset
+                    if self._basis is not None:
+                        self._projected[start:stop] = self._matrix[start:stop] @ self._basis
+                    changed = True
             self.watermark = max(self.watermark, watermark)
-            if added_docs or removed:
+            if changed:
                 self.dirty = True
                 self._fit_mode()
 
@@ -225,16 +246,21 @@ class ScopeVectors:
 
     def search(self, query: Vectors, k: int) -> list[tuple[str, float]]:
         """Up to ``k`` live documents by cosine similarity to ``query``, best first (ties: the
-        earlier position first). Exact below the threshold, HNSW at or above it."""
+        earlier position first). Exact below the threshold; above it, the exact ranking of
+        the best projected candidates."""
         with self._lock:
             live = len(self._where)
             if k <= 0 or live == 0:
                 return []
-            q = normalised(query)[0]
-            if q.shape[0] != self.dim:
-                raise ValueError(f"query has dim {q.shape[0]}, expected {self.dim}")
-            if self._graph is not None:
-                return self._search_graph(q, min(k, live))
+            q = self._query(query)
+            n = len(self._ids)
+            if self._basis is not None:
+                wanted = max(self.config.candidates, 8 * k)
+                if wanted < live:
+                    scores = self._projected[:n] @ (q @ self._basis)
+                    scores[~self._live[:n]] = -np.inf
+                    candidates = np.argpartition(-scores, wanted - 1)[:wanted]
+                    return self._ranked(candidates, self._matrix[candidates] @ q, k)
             return self._search_exact(q, min(k, live))
 
     def search_exact(self, query: Vectors, k: int) -> list[tuple[str, float]]:
@@ -243,98 +269,95 @@ class ScopeVectors:
             live = len(self._where)
             if k <= 0 or live == 0:
                 return []
-            return self._search_exact(normalised(query)[0], min(k, live))
+            return self._search_exact(self._query(query), min(k, live))
+
+    def _query(self, query: Vectors) -> Matrix:
+        q = normalised(query)[0]
+        if q.shape[0] != self.dim:
+            raise ValueError(f"query has dim {q.shape[0]}, expected {self.dim}")
+        return q
 
     def _search_exact(self, q: Matrix, k: int) -> list[tuple[str, float]]:
         n = len(self._ids)
         scores = self._matrix[:n] @ q
         scores[~self._live[:n]] = -np.inf
         top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
-        order = top[np.lexsort((top, -scores[top]))]
-        ids = self._ids
-        positions: list[int] = order.tolist()
-        return [(str(ids[p]), float(scores[p])) for p in positions if ids[p] is not None][:k]
+        return self._ranked(top, scores[top], k)
 
-    def _search_graph(self, q: Matrix, k: int) -> list[tuple[str, float]]:
-        graph = self._graph
-        graph.expansion_search = max(self.config.expansion_search, 2 * k)
-        found = graph.search(q, k)
-        keys: list[int] = np.asarray(found.keys, dtype=np.int64).tolist()
-        distances: list[float] = np.asarray(found.distances, dtype=np.float64).tolist()
+    def _ranked(
+        self, positions: NDArray[np.intp], scores: NDArray[np.float32], k: int
+    ) -> list[tuple[str, float]]:
+        """The ``k`` best of ``positions`` by ``scores`` (ties: earlier position), live only."""
+        order = np.lexsort((positions, -scores))[:k]
+        ids = self._ids
         out: list[tuple[str, float]] = []
-        for pos, distance in zip(keys, distances, strict=True):
-            doc: str | None = self._ids[pos] if 0 <= pos < len(self._ids) else None
-            if doc is not None:
-                out.append((doc, 1.0 - distance))
-        out.sort(key=lambda hit: -hit[1])
+        for i in order.tolist():
+            pos = int(positions[i])
+            doc = ids[pos]
+            if doc is not None and np.isfinite(scores[i]):
+                out.append((doc, float(scores[i])))
         return out
 
     # ---- internals ----------------------------------------------------------------------
 
     def _grow(self, size: int) -> None:
-        capacity = self._matrix.shape[0]
+        capacity = int(self._matrix.shape[0])
         if size <= capacity:
             return
         while capacity < size:
             capacity *= 2
+        n = len(self._ids)
         matrix = np.zeros((capacity, self.dim), dtype=np.float32)
-        matrix[: len(self._ids)] = self._matrix[: len(self._ids)]
-        live = np.zeros(capacity, dtype=np.bool_)
-        live[: len(self._ids)] = self._live[: len(self._ids)]
-        self._matrix, self._live = matrix, live
-
-    def _threads(self) -> int:
-        return self.config.threads or os.cpu_count() or 1
+        matrix[:n] = self._matrix[:n]
+        live: NDArray[np.bool_] = np.zeros(capacity, dtype=np.bool_)
+        live[:n] = self._live[:n]
+        projected = np.zeros((capacity, self._projected.shape[1]), dtype=np.float32)
+        projected[:n] = self._projected[:n]
+        self._matrix, self._live, self._projected = matrix, live, projected
 
     def _fit_mode(self) -> None:
-        """Build the graph at the threshold, drop it below half of it; compact dead space."""
+        """Fit the projection at the threshold (and refit at each doubling), drop it below
+        half the threshold; compact dead space."""
         live = len(self._where)
         dead = len(self._ids) - live
         if dead > 1024 and dead > live:
             self._compact()
-        if self._graph is None and live >= self.config.exact_below:
-            self._build_graph()
-        elif self._graph is not None and live < self.config.exact_below // 2:
-            self._graph = None
+        threshold = self.config.exact_below
+        if live < threshold // 2:
+            self._basis = None
+            self._projected = np.zeros((self._matrix.shape[0], 0), dtype=np.float32)
+            self._fitted_at = 0
+            return
+        if live < threshold or live < 2 * max(self._fitted_at, self._flat_at):
+            return
+        rng = np.random.default_rng(_SEED)
+        positions = np.flatnonzero(self._live[: len(self._ids)])
+        if positions.size > _SAMPLE:
+            positions = np.sort(rng.choice(positions, size=_SAMPLE, replace=False))
+        basis = fit_basis(self._matrix[positions], self.config.energy)
+        if basis is None:
+            self._flat_at = live
+            return
+        self._set_basis(basis, live)
+
+    def _set_basis(self, basis: Matrix, fitted_at: int) -> None:
+        n = len(self._ids)
+        projected = np.zeros((self._matrix.shape[0], basis.shape[1]), dtype=np.float32)
+        for start in range(0, n, 65_536):
+            stop = min(n, start + 65_536)
+            projected[start:stop] = self._matrix[start:stop] @ basis
+        self._basis, self._projected, self._fitted_at = basis, projected, fitted_at
 
     def _compact(self) -> None:
-        keep = [p for p in range(len(self._ids)) if self._live[p]]
-        matrix = self._matrix[keep]
-        ids = [self._ids[p] for p in keep]
-        self._matrix = np.zeros((max(64, len(keep)), self.dim), dtype=np.float32)
-        self._matrix[: len(keep)] = matrix
-        capacity = int(self._matrix.shape[0])
+        keep = np.flatnonzero(self._live[: len(self._ids)])
+        count = int(keep.size)
+        capacity = max(64, count)
+        matrix = np.zeros((capacity, self.dim), dtype=np.float32)
+        matrix[:count] = self._matrix[keep]
+        projected = np.zeros((capacity, self._projected.shape[1]), dtype=np.float32)
+        projected[:count] = self._projected[keep]
         live: NDArray[np.bool_] = np.zeros(capacity, dtype=np.bool_)
-        live[: len(keep)] = True
-        self._live = live
-        self._ids = ids
-        self._where = {str(doc): pos for pos, doc in enumerate(ids)}
-        if self._graph is not None:
-            self._build_graph()
-
-    def _build_graph(self) -> None:
-        from usearch.index import Index  # pyright: ignore[reportMissingTypeStubs]
-
-        graph: Any = Index(
-            ndim=self.dim,
-            metric="cos",
-            dtype="f32",
-            connectivity=self.config.connectivity,
-            expansion_add=self.config.expansion_add,
-            expansion_search=self.config.expansion_search,
-        )
-        positions = [p for p in range(len(self._ids)) if self._live[p]]
-        if positions:
-            graph.add(
-                np.asarray(positions, dtype=np.uint64),
-                self._matrix[positions],
-                threads=self._threads(),
-            )
-        self._graph = graph
-
-
-def _restore_graph(data: bytes) -> Any:
-    from usearch.index import Index  # pyright: ignore[reportMissingTypeStubs]
-
-    index: Any = Index
-    return index.restore(bytearray(data))
+        live[:count] = True
+        self._ids = [self._ids[int(p)] for p in keep]
+        self._where = {str(doc): pos for pos, doc in enumerate(self._ids)}
+        self._matrix, self._projected, self._live = matrix, projected, live
