@@ -110,9 +110,7 @@ def load(path: Path, expected: Header) -> Snapshot | None:
             lengths = data["id_lengths"]
             blob = bytes(data["id_bytes"].tobytes())
             matrix = np.array(data["matrix"], dtype=np.float32)
-            basis = (
-                np.array(data["basis"], dtype=np.float32) if "basis" in data.files else None
-            )
+            basis = np.array(data["basis"], dtype=np.float32) if "basis" in data.files else None
     except (OSError, ValueError, KeyError, zipfile.BadZipFile):
         return None
     ids: list[str | None] = []

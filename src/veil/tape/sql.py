@@ -12,6 +12,7 @@ import re
 from abc import ABC, abstractmethod
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from typing import Any, Literal, Protocol, cast
 
 import numpy as np
@@ -57,7 +58,6 @@ from veil.tape.store import (
     check_identifier,
     fts_query,
 )
-
 
 _PLAIN = frozenset({"text", "int", "real"})
 _CANONICAL_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}\+00:00\Z")
@@ -113,25 +113,34 @@ class SqlStore(ABC):
                 )
 
     def _insert_event(self, cur: Cursor, sealed: Sealed, recorded_at: str) -> int:
-        event = sealed.event
         cur.execute(
             self._sql(
                 "INSERT INTO tape_events (id, scope, kind, at, recorded_at, actor, payload, "
                 "provenance, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING seq"
             ),
-            (
-                event.id,
-                event.scope,
-                event.kind,
-                format_time(event.at),
-                recorded_at,
-                event.actor,
-                sealed.payload_json,
-                sealed.provenance_json,
-                sealed.digest,
-            ),
+            self._event_row(sealed, recorded_at),
         )
         return int(cur.fetchone()[0])
+
+    def _insert_events(self, cur: Cursor, rows: Sequence[tuple[Sealed, str]]) -> list[int]:
+        """Insert ``(sealed, recorded_at)`` in order; their seqs, increasing. One statement
+        per event here; a backend may batch it."""
+        return [self._insert_event(cur, sealed, recorded_at) for sealed, recorded_at in rows]
+
+    @staticmethod
+    def _event_row(sealed: Sealed, recorded_at: str) -> tuple[Any, ...]:
+        event = sealed.event
+        return (
+            event.id,
+            event.scope,
+            event.kind,
+            format_time(event.at),
+            recorded_at,
+            event.actor,
+            sealed.payload_json,
+            sealed.provenance_json,
+            sealed.digest,
+        )
 
     def _table_ddl(self, table: Table) -> list[str]:
         cols = ["scope TEXT NOT NULL"]
@@ -399,6 +408,7 @@ class SqlStore(ABC):
             existing = self._existing(cur, [s.event.id for s in batch])
             recorded_at = self._clock.now()
             ops: list[tuple[int, Op]] = []
+            fresh: list[tuple[Sealed, datetime]] = []
             for sealed in batch:
                 event = sealed.event
                 if event.id in existing:
@@ -410,8 +420,10 @@ class SqlStore(ABC):
                     stored.append(replace(event, seq=seq, recorded_at=parse_time(at)))
                     continue
                 stamp = event.recorded_at if keep_recorded_at and event.recorded_at else recorded_at
-                seq = self._insert_event(cur, sealed, format_time(stamp))
-                on_tape = replace(event, seq=seq, recorded_at=stamp)
+                fresh.append((sealed, stamp))
+            seqs = self._insert_events(cur, [(s, format_time(t)) for s, t in fresh])
+            for (sealed, stamp), seq in zip(fresh, seqs, strict=True):
+                on_tape = replace(sealed.event, seq=seq, recorded_at=stamp)
                 ops.extend((seq, op) for op in self._projections.ops_for(on_tape))
                 stored.append(on_tape)
             # One pass over the batch's ops: vectors of the whole batch embed in one call.
@@ -627,20 +639,16 @@ class SqlStore(ABC):
         if not row.keys() <= codec.names:
             unknown = set(row) - codec.names
             raise UnknownName(f"{table.name}: unknown columns {sorted(unknown)}")
-        scope = row.get("scope")
-        if not isinstance(scope, str):
+        out: list[Any] = list(map(row.get, codec.ordered))
+        if not isinstance(out[0], str):
             raise InvalidEvent(f"{table.name}: every row needs a scope")
-        out: list[Any] = [scope]
-        get = row.get
-        encode = self._encode
-        for name, type_ in codec.columns[1:]:
-            value = get(name)
-            if value is None or type_ in _PLAIN:
-                out.append(value)
-            elif type_ == "time" and isinstance(value, str) and _CANONICAL_TIME.match(value):
-                out.append(value)  # already fixed-width UTC text
-            else:
-                out.append(encode(type_, value))
+        for i, type_ in codec.encoded:
+            value = out[i]
+            if value is None:
+                continue
+            if type_ == "time" and isinstance(value, str) and _CANONICAL_TIME.match(value):
+                continue  # already fixed-width UTC text
+            out[i] = self._encode(type_, value)
         return out
 
     def _codec(self, table: Table) -> TableCodec:
@@ -962,12 +970,18 @@ class TableCodec:
     """``(name, type)`` in ``Table.column_names()`` order, ``scope`` first."""
     decoded: tuple[tuple[int, str], ...]
     """Positions and types of the columns that need decoding."""
+    ordered: tuple[str, ...]
+    """Column names in order."""
+    encoded: tuple[tuple[int, str], ...]
+    """Positions and types of the columns whose values are encoded on the way in."""
 
     @classmethod
     def of(cls, table: Table) -> TableCodec:
         columns = (("scope", "text"), *((c.name, str(c.type)) for c in table.columns))
         decoded = tuple((i, t) for i, (_, t) in enumerate(columns) if t in ("json", "bool"))
-        return cls(frozenset(n for n, _ in columns), columns, decoded)
+        encoded = tuple((i, t) for i, (_, t) in enumerate(columns) if t not in _PLAIN)
+        names = tuple(n for n, _ in columns)
+        return cls(frozenset(names), columns, decoded, names, encoded)
 
     def decode_rows(self, rows: Sequence[Sequence[Any]]) -> list[tuple[JSONValue, ...]]:
         if not self.decoded:

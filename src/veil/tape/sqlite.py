@@ -25,7 +25,7 @@ from urllib.parse import parse_qs, urlparse
 from veil.clock import Clock
 from veil.embed.protocol import Embedder, Vectors
 from veil.tape import sqlite_text
-from veil.tape.events import new_id
+from veil.tape.events import Sealed, new_id
 from veil.tape.migrations import Migration
 from veil.tape.projection import Hit, Table
 from veil.tape.sql import Cursor, SqlStore
@@ -113,6 +113,8 @@ class SQLiteStore(SqlStore):
         if self.path != ":memory:":
             self._conn.execute("PRAGMA journal_mode = WAL")
         self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+        # 64 MiB of page cache (the default is 2 MiB): large scopes' indexes stay in memory.
+        self._conn.execute("PRAGMA cache_size = -65536")
         self._conn.execute("PRAGMA foreign_keys = ON")
         # Freed content is overwritten, so an erased scope leaves no bytes in free pages.
         self._conn.execute("PRAGMA secure_delete = ON")
@@ -166,6 +168,25 @@ class SQLiteStore(SqlStore):
 
     def _sql(self, sql: str) -> str:
         return sql
+
+    def _insert_events(self, cur: Cursor, rows: Sequence[tuple[Sealed, str]]) -> list[int]:
+        """One ``executemany`` with explicit seqs: inside ``BEGIN IMMEDIATE`` this handle is
+        the only writer, so the next seqs are the AUTOINCREMENT counter's next values (which
+        the insert advances, so a seq is still never reused)."""
+        if not rows:
+            return []
+        cur.execute(
+            "SELECT MAX(COALESCE((SELECT seq FROM sqlite_sequence WHERE name = 'tape_events'), 0),"
+            " COALESCE((SELECT MAX(seq) FROM tape_events), 0))"
+        )
+        start = int(cur.fetchone()[0]) + 1
+        seqs = list(range(start, start + len(rows)))
+        cur.executemany(
+            "INSERT INTO tape_events (seq, id, scope, kind, at, recorded_at, actor, payload, "
+            "provenance, digest) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [(seq, *self._event_row(s, at)) for seq, (s, at) in zip(seqs, rows, strict=True)],
+        )
+        return seqs
 
     # ---- schema -------------------------------------------------------------------------
 
