@@ -103,6 +103,7 @@ class SQLiteStore(SqlStore):
         super().__init__(embedder=embedder, clock=clock)
         self.path = str(path)
         self._commits = 0
+        self._term_counts = sqlite_text.TermCounts()
         self._vectors = SQLiteVectors(self.path, vector_index or VectorIndexConfig(), embedder)
         self.url = f"sqlite:///{self.path}"
         if self.path != ":memory:":
@@ -232,7 +233,7 @@ class SQLiteStore(SqlStore):
     def _search_text(
         self, cur: Cursor, index: str, scope: str, query: str, limit: int
     ) -> list[Hit]:
-        return sqlite_text.search(cur, index, scope, query, limit)
+        return sqlite_text.search(cur, index, scope, query, limit, self._term_counts)
 
     def _search_vector(
         self, cur: Cursor, index: str, scope: str, vector: Vectors, limit: int

@@ -9,19 +9,92 @@ documents' rowids are ``slot << 32 | n``: a scope is one contiguous rowid range.
 range bounds the doclist walk to the scope and there is no scope token to AND (which would
 make FTS5 read the scope's whole posting list) — and only the ``k`` winners are looked up in
 the documents table, which also re-checks their scope.
+
+BM25 top-k in FTS5 scores every document that matches any term (``ORDER BY rank`` cannot stop
+early), so an OR of a rare and a common term costs the common term's whole posting list in
+the scope. The query is therefore bounded: the terms are ordered by how many of the scope's
+documents hold them (counted with an unranked ``MATCH``, about twenty times cheaper per posting
+than ranking, and cached per scope until the scope grows by a quarter), the rarest is always
+kept, and each further term only while the kept terms' postings stay within
+``max(2 x the rarest's, 1,000)``. A term left out matches too many documents to tell them
+apart anyway (its inverse document frequency is the lowest of the query's); a scope small
+enough (every query of a LoCoMo conversation) keeps every term, so ranking there is plain BM25.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 from veil.tape.projection import Hit
-from veil.tape.store import fts_query
+from veil.tape.store import fts_terms
 
 _SLOT_BITS = 32
 _LOCAL = (1 << _SLOT_BITS) - 1
 _CHUNK = 500
+POSTINGS_FLOOR = 1_000
+"""Postings a query may always rank, however rare its rarest term."""
+_CACHED_TERMS = 20_000
+
+
+class TermCounts:
+    """Per (index, scope) document frequencies of query terms, cached until the scope has
+    grown by a quarter (a stale count only changes which terms a query keeps, never what a
+    kept term matches). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[str, str, int], tuple[int, dict[str, int]]] = {}
+
+    def of(self, cur: Any, index: str, scope: str, slot: int, terms: Sequence[str]) -> list[int]:
+        low, high = _range(slot)
+        cur.execute(
+            f"SELECT COALESCE(MAX(id), ?) - ? FROM fts_{index}_docs WHERE id BETWEEN ? AND ?",
+            (low, low, low, high),
+        )
+        size = int(cur.fetchone()[0])
+        key = (index, scope, slot)
+        with self._lock:
+            cached_size, counts = self._counts.get(key, (size, {}))
+            if size > cached_size * 1.25 + 16 or len(counts) > _CACHED_TERMS:
+                cached_size, counts = size, {}
+            self._counts[key] = (cached_size, counts)
+            missing = [t for t in terms if t not in counts]
+        found: dict[str, int] = {}
+        for term in missing:
+            cur.execute(
+                f"SELECT COUNT(*) FROM fts_{index} WHERE fts_{index} MATCH ? "
+                "AND rowid BETWEEN ? AND ?",
+                (_phrase(term), low, high),
+            )
+            found[term] = int(cur.fetchone()[0])
+        with self._lock:
+            counts.update(found)
+            return [counts.get(t, found.get(t, 0)) for t in terms]
+
+
+def _phrase(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def bounded(terms: Sequence[str], counts: Sequence[int]) -> list[str]:
+    """The terms a query ranks: the rarest present one, then others from rarer to commoner
+    while the kept postings stay within ``max(2 x the rarest's, POSTINGS_FLOOR)``."""
+    present = sorted(
+        ((c, i, t) for i, (t, c) in enumerate(zip(terms, counts, strict=True)) if c > 0)
+    )
+    if not present:
+        return []
+    budget = max(2 * present[0][0], POSTINGS_FLOOR)
+    kept: list[tuple[int, str]] = []
+    total = 0
+    for count, i, term in present:
+        if kept and total + count > budget:
+            break
+        kept.append((i, term))
+        total += count
+    return [term for _, term in sorted(kept)]
 
 
 def ddl(name: str) -> list[str]:
@@ -118,16 +191,23 @@ def write(cur: Any, index: str, items: Sequence[tuple[str, str, str]]) -> None:
         )
 
 
-def search(cur: Any, index: str, scope: str, query: str, limit: int) -> list[Hit]:
-    """The ``limit`` best documents of ``scope`` by BM25 (higher score is better)."""
+def search(
+    cur: Any, index: str, scope: str, query: str, limit: int, counts: TermCounts
+) -> list[Hit]:
+    """The ``limit`` best documents of ``scope`` by BM25 over the query's bounded terms
+    (higher score is better)."""
     slot = _slot(cur, index, scope, create=False)
-    if slot is None:
+    terms = fts_terms(query)
+    if slot is None or not terms:
+        return []
+    kept = bounded(terms, counts.of(cur, index, scope, slot, terms))
+    if not kept:
         return []
     low, high = _range(slot)
     cur.execute(
         f"SELECT rowid, rank FROM fts_{index} WHERE fts_{index} MATCH ? "
         "AND rowid BETWEEN ? AND ? ORDER BY rank LIMIT ?",
-        (fts_query(query), low, high, limit),
+        (" OR ".join(_phrase(t) for t in kept), low, high, limit),
     )
     ranked = [(int(r[0]), float(r[1])) for r in cur.fetchall()]
     if not ranked:

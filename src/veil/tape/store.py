@@ -209,14 +209,18 @@ _STOP_WORDS = frozenset(
 )
 
 
-def fts_query(text: str) -> str:
-    """Turn free text into a safe OR-of-terms full-text query (no operator injection).
-
-    Stop words are dropped (an OR over "where", "does", "the" matches most of a large index
-    and ranks nothing), unless nothing else is left."""
+def fts_terms(text: str) -> list[str]:
+    """The search terms of free text: lower-cased word tokens (at most 64, each at most 64
+    characters), stop words dropped (an OR over "where", "does", "the" matches most of a large
+    index and ranks nothing) unless nothing else is left, duplicates removed."""
     terms = [t[:64] for t in re.findall(r"[^\W_]+", text.lower()) if len(t) > 1 or t.isdigit()]
     content = [t for t in terms if t not in _STOP_WORDS] or terms
-    return " OR ".join(f'"{t}"' for t in list(dict.fromkeys(content))[:64])
+    return list(dict.fromkeys(content))[:64]
+
+
+def fts_query(text: str) -> str:
+    """Turn free text into a safe OR-of-terms full-text query (no operator injection)."""
+    return " OR ".join(f'"{t}"' for t in fts_terms(text))
 
 
 @dataclass(frozen=True)
