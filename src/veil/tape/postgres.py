@@ -38,7 +38,7 @@ from veil.tape.events import Event, JSONValue
 from veil.tape.migrations import Migration
 from veil.tape.projection import Hit, Table
 from veil.tape.sql import Cursor, SqlStore
-from veil.tape.store import BackendUnavailable, Dialect, fts_query
+from veil.tape.store import BackendUnavailable, Dialect, bounded_terms, fts_terms
 
 try:
     import psycopg
@@ -188,6 +188,7 @@ class PostgresStore(SqlStore):
             dsn, min_size=1, max_size=pool_size, open=True, kwargs={"autocommit": True}
         )
         self._local = threading.local()
+        self._term_counts = _TermCounts()
         self._migrate()
 
     # ---- transactions -------------------------------------------------------------------
@@ -355,8 +356,16 @@ class PostgresStore(SqlStore):
     def _search_text(
         self, cur: Cursor, index: str, scope: str, query: str, limit: int
     ) -> list[Hit]:
-        terms = fts_query(query).replace('"', "").split(" OR ")
-        tsquery = " | ".join(t for t in terms if t)
+        """``ts_rank_cd`` top-k over the query's bounded terms (as SQLite: the rarest term of
+        the scope, then others while the ranked postings stay within twice its count)."""
+        terms = [t for t in fts_terms(query) if t.replace("'", "")]
+        if not terms:
+            return []
+        counts = self._term_counts.of(cur, index, scope, terms)
+        kept = bounded_terms(terms, counts)
+        if not kept:
+            return []
+        tsquery = " | ".join(_lexeme(t) for t in kept)
         cur.execute(
             f"SELECT doc_id, ts_rank_cd(tsv, q) AS rank FROM fts_{index}, "
             "to_tsquery('english', %s) AS q WHERE scope = %s AND tsv @@ q "
@@ -368,9 +377,14 @@ class PostgresStore(SqlStore):
     def _search_vector(
         self, cur: Cursor, index: str, scope: str, vector: Vectors, limit: int
     ) -> list[Hit]:
+        """pgvector's HNSW with a search depth of at least twice ``limit`` and an iterative
+        scan (so the scope filter cannot starve the list); the relaxed order of the scan is
+        re-sorted exactly by the outer query."""
+        cur.execute("SELECT set_config('hnsw.ef_search', %s, true)", (str(max(100, 2 * limit)),))
         cur.execute(
-            f"SELECT doc_id, embedding <=> %s::vector AS distance FROM vec_{index} "
-            "WHERE scope = %s ORDER BY distance LIMIT %s",
+            f"WITH nearest AS MATERIALIZED (SELECT doc_id, embedding <=> %s::vector AS distance "
+            f"FROM vec_{index} WHERE scope = %s ORDER BY distance LIMIT %s) "
+            "SELECT doc_id, distance FROM nearest ORDER BY distance, doc_id",
             (_vector_literal(vector), scope, limit),
         )
         return [Hit(str(r[0]), 1.0 - float(r[1])) for r in cur.fetchall()]
@@ -429,6 +443,40 @@ def _last_per_doc(items: Sequence[_Item]) -> list[_Item]:
         last.pop(key, None)
         last[key] = item
     return list(last.values())
+
+
+def _lexeme(term: str) -> str:
+    """A term as a quoted ``to_tsquery`` operand (stemmed by the english configuration)."""
+    return "'" + term.replace("'", "") + "'"
+
+
+class _TermCounts:
+    """Per (index, scope) document frequencies of terms, recounted after 1,000 uses (a stale
+    count only changes which terms a query keeps). Thread-safe."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[str, str], tuple[int, dict[str, int]]] = {}
+
+    def of(self, cur: Cursor, index: str, scope: str, terms: Sequence[str]) -> list[int]:
+        key = (index, scope)
+        with self._lock:
+            uses, counts = self._counts.get(key, (0, {}))
+            if uses >= 1_000 or len(counts) > 20_000:
+                uses, counts = 0, {}
+            self._counts[key] = (uses + 1, counts)
+            missing = [t for t in terms if t not in counts]
+        found: dict[str, int] = {}
+        for term in missing:
+            cur.execute(
+                f"SELECT COUNT(*) FROM fts_{index} WHERE scope = %s "
+                "AND tsv @@ to_tsquery('english', %s)",
+                (scope, _lexeme(term)),
+            )
+            found[term] = int(cur.fetchone()[0])
+        with self._lock:
+            counts.update(found)
+            return [counts.get(t, found.get(t, 0)) for t in terms]
 
 
 def _vector_literal(vector: Vectors) -> str:

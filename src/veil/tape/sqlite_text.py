@@ -16,9 +16,10 @@ the scope. The query is therefore bounded: the terms are ordered by how many of 
 documents hold them (counted with an unranked ``MATCH``, about twenty times cheaper per posting
 than ranking, and cached per scope until the scope grows by a quarter), the rarest is always
 kept, and each further term only while the kept terms' postings stay within
-``max(2 x the rarest's, 1,000)``. A term left out matches too many documents to tell them
-apart anyway (its inverse document frequency is the lowest of the query's); a scope small
-enough (every query of a LoCoMo conversation) keeps every term, so ranking there is plain BM25.
+``max(2 x the rarest's, 1,000)`` (:func:`~veil.tape.store.bounded_terms`). A term left out
+matches too many documents to tell them apart anyway (its inverse document frequency is the
+lowest of the query's); a scope small enough (every query of a LoCoMo conversation) keeps
+every term, so ranking there is plain BM25.
 """
 
 from __future__ import annotations
@@ -28,13 +29,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from veil.tape.projection import Hit
-from veil.tape.store import fts_terms
+from veil.tape.store import bounded_terms, fts_terms
 
 _SLOT_BITS = 32
 _LOCAL = (1 << _SLOT_BITS) - 1
 _CHUNK = 500
-POSTINGS_FLOOR = 1_000
-"""Postings a query may always rank, however rare its rarest term."""
 _CACHED_TERMS = 20_000
 
 
@@ -76,25 +75,6 @@ class TermCounts:
 
 def _phrase(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
-
-
-def bounded(terms: Sequence[str], counts: Sequence[int]) -> list[str]:
-    """The terms a query ranks: the rarest present one, then others from rarer to commoner
-    while the kept postings stay within ``max(2 x the rarest's, POSTINGS_FLOOR)``."""
-    present = sorted(
-        ((c, i, t) for i, (t, c) in enumerate(zip(terms, counts, strict=True)) if c > 0)
-    )
-    if not present:
-        return []
-    budget = max(2 * present[0][0], POSTINGS_FLOOR)
-    kept: list[tuple[int, str]] = []
-    total = 0
-    for count, i, term in present:
-        if kept and total + count > budget:
-            break
-        kept.append((i, term))
-        total += count
-    return [term for _, term in sorted(kept)]
 
 
 def ddl(name: str) -> list[str]:
@@ -200,7 +180,7 @@ def search(
     terms = fts_terms(query)
     if slot is None or not terms:
         return []
-    kept = bounded(terms, counts.of(cur, index, scope, slot, terms))
+    kept = bounded_terms(terms, counts.of(cur, index, scope, slot, terms))
     if not kept:
         return []
     low, high = _range(slot)

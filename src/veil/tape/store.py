@@ -218,6 +218,29 @@ def fts_terms(text: str) -> list[str]:
     return list(dict.fromkeys(content))[:64]
 
 
+POSTINGS_FLOOR = 1_000
+"""Postings a full-text query may always rank, however rare its rarest term."""
+
+
+def bounded_terms(terms: Sequence[str], counts: Sequence[int]) -> list[str]:
+    """The terms a query ranks: the rarest present one, then others from rarer to commoner
+    while the kept postings stay within ``max(2 x the rarest's, POSTINGS_FLOOR)``."""
+    present = sorted(
+        ((c, i, t) for i, (t, c) in enumerate(zip(terms, counts, strict=True)) if c > 0)
+    )
+    if not present:
+        return []
+    budget = max(2 * present[0][0], POSTINGS_FLOOR)
+    kept: list[tuple[int, str]] = []
+    total = 0
+    for count, i, term in present:
+        if kept and total + count > budget:
+            break
+        kept.append((i, term))
+        total += count
+    return [term for _, term in sorted(kept)]
+
+
 def fts_query(text: str) -> str:
     """Turn free text into a safe OR-of-terms full-text query (no operator injection)."""
     return " OR ".join(f'"{t}"' for t in fts_terms(text))
