@@ -685,7 +685,7 @@ class SQLiteBackend(Backend):
 
     def term_count(self, term: str) -> int:
         sql = "SELECT COUNT(*) FROM fts_mem_facts_text WHERE fts_mem_facts_text MATCH ?"
-        return int(self._raw().execute(sql, (f'"{term}"',)).fetchone()[0])
+        return int(self._raw().execute(sql, (f'body : "{term}"',)).fetchone()[0])
 
     def term_fts(self, term: str) -> Callable[[], int]:
         conn = self._raw()
@@ -693,7 +693,7 @@ class SQLiteBackend(Backend):
             "SELECT rowid FROM fts_mem_facts_text WHERE fts_mem_facts_text MATCH ? "
             "ORDER BY rank LIMIT ?"
         )
-        match = f'"{term}"'
+        match = f'body : "{term}"'
         return lambda: len(conn.execute(sql, (match, TOP)).fetchall())
 
     def close(self) -> None:

@@ -1,6 +1,7 @@
 """Full-text indexes of the SQLite backend: FTS5, scoped by rowid range.
 
-Each text index is a contentless FTS5 table ``fts_<name>`` (one column, porter stemmer), a
+Each text index is a contentless FTS5 table ``fts_<name>`` (porter stemmer; the text, and a
+scope token that only keeps BM25's document lengths as they were: see :func:`scope_token`), a
 table of its documents ``fts_<name>_docs (id, scope, doc_id, body)`` (the body is needed to
 delete a document from a contentless index) and ``fts_<name>_scopes (slot, scope)``. Every
 scope gets a slot when its first document is indexed (AUTOINCREMENT: never reused), and its
@@ -24,6 +25,7 @@ every term, so ranking there is plain BM25.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -65,7 +67,7 @@ class TermCounts:
             cur.execute(
                 f"SELECT COUNT(*) FROM fts_{index} WHERE fts_{index} MATCH ? "
                 "AND rowid BETWEEN ? AND ?",
-                (_phrase(term), low, high),
+                (f"body : {_phrase(term)}", low, high),
             )
             found[term] = int(cur.fetchone()[0])
         with self._lock:
@@ -84,7 +86,7 @@ def ddl(name: str) -> list[str]:
         f"CREATE TABLE IF NOT EXISTS fts_{name}_docs (id INTEGER PRIMARY KEY, "
         "scope TEXT NOT NULL, doc_id TEXT NOT NULL, body TEXT NOT NULL, "
         "UNIQUE (scope, doc_id))",
-        f"CREATE VIRTUAL TABLE IF NOT EXISTS fts_{name} USING fts5(body, "
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS fts_{name} USING fts5(body, scopekey, "
         "content='', tokenize='porter unicode61 remove_diacritics 2')",
     ]
 
@@ -95,6 +97,14 @@ def drop_ddl(name: str) -> list[str]:
         f"DROP TABLE IF EXISTS fts_{name}_docs",
         f"DROP TABLE IF EXISTS fts_{name}_scopes",
     ]
+
+
+def scope_token(scope: str) -> str:
+    """The one token of a document's second column: a hash of its scope. Never queried; it
+    keeps every document one token longer, as the index was before rowid ranges replaced the
+    scope token as the filter, so BM25's length normalisation (and every ranking) is the
+    same as it was."""
+    return "s" + hashlib.sha256(scope.encode()).hexdigest()[:24]
 
 
 def _range(slot: int) -> tuple[int, int]:
@@ -132,7 +142,7 @@ def write(cur: Any, index: str, items: Sequence[tuple[str, str, str]]) -> None:
             for doc_id, rowid, body in cur.fetchall():
                 existing[(scope, str(doc_id))] = (int(rowid), str(body))
     next_id: dict[str, int] = {}
-    deletes: list[tuple[int, str]] = []
+    deletes: list[tuple[int, str, str]] = []
     inserts: dict[int, tuple[str, str, str]] = {}
     for scope, doc_id, text in items:
         old = existing.pop((scope, doc_id), None)
@@ -140,7 +150,7 @@ def write(cur: Any, index: str, items: Sequence[tuple[str, str, str]]) -> None:
             if old[0] in inserts:
                 del inserts[old[0]]  # indexed earlier in this batch: never written
             else:
-                deletes.append(old)
+                deletes.append((*old, scope))
         if not text:
             continue
         if scope not in next_id:
@@ -158,7 +168,9 @@ def write(cur: Any, index: str, items: Sequence[tuple[str, str, str]]) -> None:
         existing[(scope, doc_id)] = (rowid, text)
     if deletes:
         cur.executemany(
-            f"INSERT INTO fts_{index} (fts_{index}, rowid, body) VALUES ('delete', ?, ?)", deletes
+            f"INSERT INTO fts_{index} (fts_{index}, rowid, body, scopekey) "
+            "VALUES ('delete', ?, ?, ?)",
+            [(rowid, body, scope_token(scope)) for rowid, body, scope in deletes],
         )
         cur.executemany(f"DELETE FROM fts_{index}_docs WHERE id = ?", [(d[0],) for d in deletes])
     if inserts:
@@ -167,7 +179,8 @@ def write(cur: Any, index: str, items: Sequence[tuple[str, str, str]]) -> None:
             f"INSERT INTO fts_{index}_docs (id, scope, doc_id, body) VALUES (?, ?, ?, ?)", rows
         )
         cur.executemany(
-            f"INSERT INTO fts_{index} (rowid, body) VALUES (?, ?)", [(r[0], r[3]) for r in rows]
+            f"INSERT INTO fts_{index} (rowid, body, scopekey) VALUES (?, ?, ?)",
+            [(r[0], r[3], scope_token(r[1])) for r in rows],
         )
 
 
@@ -185,9 +198,10 @@ def search(
         return []
     low, high = _range(slot)
     cur.execute(
-        f"SELECT rowid, rank FROM fts_{index} WHERE fts_{index} MATCH ? "
+        f"SELECT rowid, bm25(fts_{index}, 1.0, 0.0) AS rank FROM fts_{index} "
+        f"WHERE fts_{index} MATCH ? "
         "AND rowid BETWEEN ? AND ? ORDER BY rank LIMIT ?",
-        (" OR ".join(_phrase(t) for t in kept), low, high, limit),
+        ("body : (" + " OR ".join(_phrase(t) for t in kept) + ")", low, high, limit),
     )
     ranked = [(int(r[0]), float(r[1])) for r in cur.fetchall()]
     if not ranked:
@@ -208,9 +222,11 @@ def dump(cur: Any, index: str) -> list[tuple[Any, ...]]:
 
 def erase(cur: Any, index: str, scope: str) -> None:
     cur.execute(f"SELECT id, body FROM fts_{index}_docs WHERE scope = ?", (scope,))
-    rows = [(int(r[0]), str(r[1])) for r in cur.fetchall()]
+    token = scope_token(scope)
+    rows = [(int(r[0]), str(r[1]), token) for r in cur.fetchall()]
     cur.executemany(
-        f"INSERT INTO fts_{index} (fts_{index}, rowid, body) VALUES ('delete', ?, ?)", rows
+        f"INSERT INTO fts_{index} (fts_{index}, rowid, body, scopekey) VALUES ('delete', ?, ?, ?)",
+        rows,
     )
     cur.execute(f"DELETE FROM fts_{index}_docs WHERE scope = ?", (scope,))
     cur.execute(f"DELETE FROM fts_{index}_scopes WHERE scope = ?", (scope,))
