@@ -14,15 +14,17 @@ Ranked lists are fused with weighted reciprocal-rank fusion (``RecallWeights``).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import cast
 
+from veil.clock import format_time
 from veil.embed.protocol import Embedder, Vectors
 from veil.memory.asked import relations_asked
 from veil.memory.config import MemoryConfig
 from veil.memory.entities import USER, candidate_mentions, entity_key
-from veil.memory.model import Episode, Fact
+from veil.memory.model import Episode, Fact, FactStatus
 from veil.memory.projection import (
     ENTITIES,
     EPISODES,
@@ -35,13 +37,22 @@ from veil.memory.projection import (
 )
 from veil.memory.render import Rendered, Section, render
 from veil.memory.rows import (
+    EPISODE_AT,
     EPISODE_CONSOLIDATED,
     EPISODE_ID,
     FACT_ID,
     FACT_LAST_CONFIRMED,
+    FACT_LAST_OUTCOME,
     FACT_OBJECT_KEY,
+    FACT_RELATION,
+    FACT_TIMES_USED,
+    FACT_TRUST,
+    FACT_VALID_FROM,
+    FACT_VALID_TO,
     episode_from_values,
     fact_from_values,
+    stale_before,
+    status_of,
 )
 from veil.tape import JSONValue, Range, Store
 
@@ -97,30 +108,58 @@ def valid_at(fact: Fact, when: datetime) -> bool:
     return fact.valid_from <= when and (fact.valid_to is None or fact.valid_to > when)
 
 
-def procedural_factor(fact: Fact) -> float:
+def procedural_factor(row: Values) -> float:
     """Procedural facts rank by how they worked out: used often and last successful first."""
-    factor = 1.0 + 0.1 * math.log1p(fact.times_used)
-    if fact.last_outcome is False:
+    factor = 1.0 + 0.1 * math.log1p(int(cast(int, row[FACT_TIMES_USED] or 0)))
+    if row[FACT_LAST_OUTCOME] is False:
         factor *= 0.5
     return factor
 
 
-def with_coverage(ranked: Sequence[Fact], share: float, slots: int) -> list[Fact]:
-    """Reserve ``share`` of the ``slots`` for days not yet represented by the relevance head."""
+def with_coverage(
+    ranked: Sequence[str], day: Callable[[str], str], share: float, slots: int
+) -> list[str]:
+    """Reserve ``share`` of the ``slots`` for days (``day(id)``) not yet represented by the
+    relevance head."""
     if share <= 0 or slots <= 0:
         return list(ranked)
     head_size = max(1, math.ceil(slots * (1 - share)))
     head = list(ranked[:head_size])
-    days = {f.valid_from.date() for f in head}
+    days = {day(i) for i in head}
     rest = list(ranked[head_size:])
-    fresh: list[Fact] = []
-    for fact in rest:
-        day = fact.valid_from.date()
-        if day not in days:
-            fresh.append(fact)
-            days.add(day)
-    fresh_ids = {f.id for f in fresh}
-    return [*head, *fresh, *(f for f in rest if f.id not in fresh_ids)]
+    fresh: list[str] = []
+    for i in rest:
+        if day(i) not in days:
+            fresh.append(i)
+            days.add(day(i))
+    chosen = set(fresh)
+    return [*head, *fresh, *(i for i in rest if i not in chosen)]
+
+
+def _split(
+    rows: Mapping[str, Values], status: Mapping[str, FactStatus], when: str, as_of: object
+) -> tuple[list[str], list[str]]:
+    """Ids of the trusted facts to rank and of the claims (quarantined) at ``when`` (stored
+    time text); with ``as_of``, what was valid then."""
+    trusted: list[str] = []
+    claims: list[str] = []
+    for fid, row in rows.items():
+        state = status[fid]
+        valid_from = str(row[FACT_VALID_FROM])
+        if state == "quarantined":
+            if as_of is None or valid_from <= when:
+                claims.append(fid)
+            continue
+        if as_of is not None:
+            valid_to = row[FACT_VALID_TO]
+            if state in ("disputed", "lapsed") or valid_from > when:
+                continue
+            if valid_to is not None and str(valid_to) <= when:
+                continue
+            trusted.append(fid)
+        elif state in ("current", "stale"):
+            trusted.append(fid)
+    return trusted, claims
 
 
 class Recaller:
@@ -172,14 +211,20 @@ class Recaller:
         if missing:
             for row in self.store.fetch_values(FACTS, scope=user_id, where={"fact_id": missing}):
                 rows[str(row[FACT_ID])] = row
-        facts = {fid: fact_from_values(row, when, self.config) for fid, row in rows.items()}
+        # Rank on the rows themselves; only what can be rendered becomes a Fact.
+        stale = stale_before(when, self.config)
+        status: dict[str, FactStatus] = {fid: status_of(row, stale) for fid, row in rows.items()}
         wanted = set(asked)
-        graph_order = sorted(
+        graph_ids = sorted(
             (str(r[FACT_ID]) for r in graph),
+            key=lambda i: str(rows[i][FACT_LAST_CONFIRMED]),
+            reverse=True,
+        )
+        graph_order = sorted(
+            graph_ids,
             key=lambda i: (
-                facts[i].relation not in wanted,
-                -facts[i].trust,
-                -facts[i].last_confirmed_at.timestamp(),
+                rows[i][FACT_RELATION] not in wanted,
+                -int(cast(int, rows[i][FACT_TRUST])),
             ),
         )
         scores = fuse(
@@ -190,17 +235,30 @@ class Recaller:
             ],
             weights.k,
         )
-        trusted, claims = self._split(facts.values(), when, as_of)
-        ranked = sorted(trusted, key=lambda f: -scores.get(f.id, 0.0) * procedural_factor(f))
+        trusted, claims = _split(rows, status, format_time(when), as_of)
+        ranked = sorted(trusted, key=lambda i: -scores.get(i, 0.0) * procedural_factor(rows[i]))
         ranked = with_coverage(
-            ranked, self.config.subgraph_coverage_share, slots=max(1, token_budget // 25)
+            ranked,
+            lambda i: str(rows[i][FACT_VALID_FROM])[:10],
+            self.config.subgraph_coverage_share,
+            slots=max(1, token_budget // 25),
         )
-        claim_list = sorted(claims, key=lambda f: -scores.get(f.id, 0.0)) if include_claims else []
+        facts = [
+            fact_from_values(rows[i], when, self.config, status=status[i]) for i in ranked[:cap]
+        ]
+        claim_list = (
+            [
+                fact_from_values(rows[i], when, self.config, status=status[i])
+                for i in sorted(claims, key=lambda i: -scores.get(i, 0.0))[:cap]
+            ]
+            if include_claims
+            else []
+        )
         episodes = self._episodes(user_id, query, vector, when, as_of)
         wiki = self._wiki(user_id, entities or [USER]) if as_of is None else []
         commitments = self._commitments(user_id, when)
         return self._render(
-            ranked, claim_list, episodes, wiki, commitments, token_budget, when, entities, user_id
+            facts, claim_list, episodes, wiki, commitments, token_budget, when, entities, user_id
         )
 
     # ---- sources ------------------------------------------------------------------------
@@ -300,26 +358,6 @@ class Recaller:
             out.sort(key=lambda r: str(r[FACT_LAST_CONFIRMED]), reverse=True)
         return out[:limit]
 
-    def _split(
-        self, facts: Iterable[Fact], when: datetime, as_of: datetime | None
-    ) -> tuple[list[Fact], list[Fact]]:
-        trusted: list[Fact] = []
-        claims: list[Fact] = []
-        for fact in facts:
-            if fact.status == "quarantined":
-                if as_of is None or fact.valid_from <= when:
-                    claims.append(fact)
-                continue
-            if as_of is not None:
-                if fact.status == "disputed" or not valid_at(fact, when):
-                    continue
-                if fact.status == "lapsed":
-                    continue
-                trusted.append(fact)
-            elif fact.status in ("current", "stale"):
-                trusted.append(fact)
-        return trusted, claims
-
     def _episodes(
         self,
         user_id: str,
@@ -359,12 +397,14 @@ class Recaller:
             ],
             weights.k,
         )
-        episodes = [
-            episode_from_values(r) for r in rows.values() if r[EPISODE_CONSOLIDATED] is None
+        limit = format_time(when)
+        kept = [
+            eid
+            for eid, r in rows.items()
+            if r[EPISODE_CONSOLIDATED] is None and (as_of is None or str(r[EPISODE_AT]) <= limit)
         ]
-        if as_of is not None:
-            episodes = [e for e in episodes if e.at <= when]
-        return sorted(episodes, key=lambda e: -scores.get(e.id, 0.0))[:CANDIDATES]
+        kept.sort(key=lambda eid: -scores.get(eid, 0.0))
+        return [episode_from_values(rows[eid]) for eid in kept[:CANDIDATES]]
 
     def _wiki(self, user_id: str, sections: Sequence[str] | None) -> list[str]:
         """The wiki sections of ``sections`` (all of them, the user's first, when None)."""

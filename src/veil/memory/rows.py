@@ -5,11 +5,11 @@ values by one function per kind; the dict forms (``fetch``) go through the same 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from datetime import datetime
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
 from typing import Any, cast
 
-from veil.clock import parse_time
+from veil.clock import format_time, parse_time
 from veil.memory.config import MemoryConfig
 from veil.memory.model import (
     Author,
@@ -98,17 +98,58 @@ EPISODE_ID = _E["episode_id"]
 EPISODE_CONSOLIDATED = _E["consolidated_into"]
 
 
-def fact_from_values(v: Sequence[JSONValue], now: datetime, config: MemoryConfig) -> Fact:
-    """A fact row by position (:data:`FACT_VALUES`) as a :class:`Fact`, its status computed
-    from the clock (stale/lapsed). The one place fact rows become values."""
+FACT_STATE = _STATE
+FACT_TRUST = _TRUST
+FACT_RELATION = _RELATION
+FACT_VALID_FROM = _VALID_FROM
+FACT_VALID_TO = _VALID_TO
+FACT_TIMES_USED = _TIMES_USED
+FACT_LAST_OUTCOME = _LAST_OUTCOME
+EPISODE_AT = _E["at"]
+
+
+def stale_before(now: datetime, config: MemoryConfig) -> dict[str, str]:
+    """Per volatility with a lifetime: the confirmation time (as stored text) before which a
+    current fact of that volatility is stale or lapsed at ``now``."""
+    return {
+        volatility: format_time(now - timedelta(days=lifetime))
+        for volatility, lifetime in config.lifetimes_days.items()
+        if lifetime is not None
+    }
+
+
+def status_of(v: Sequence[JSONValue], stale: Mapping[str, str]) -> FactStatus:
+    """A fact row's status at the time ``stale`` was computed for (:func:`stale_before`),
+    without building the :class:`Fact`: stored times are fixed-width UTC text, so comparing
+    the text compares the times."""
     state = cast(FactState, v[_STATE])
+    if state == "current":
+        volatility = str(v[_VOLATILITY])
+        limit = stale.get(volatility)
+        if limit is not None and str(v[_LAST_CONFIRMED_AT]) < limit:
+            return "lapsed" if volatility in ("transient", "ephemeral") else "stale"
+    return state
+
+
+def fact_from_values(
+    v: Sequence[JSONValue],
+    now: datetime,
+    config: MemoryConfig,
+    *,
+    status: FactStatus | None = None,
+) -> Fact:
+    """A fact row by position (:data:`FACT_VALUES`) as a :class:`Fact`, its status computed
+    from the clock (stale/lapsed) unless given (from :func:`status_of` at the same ``now``).
+    The one place fact rows become values."""
     volatility = cast(Volatility, v[_VOLATILITY])
     confirmed = parse_time(str(v[_LAST_CONFIRMED_AT]))
-    status: FactStatus = state
-    if state == "current":
-        lifetime = config.lifetimes_days.get(volatility)
-        if lifetime is not None and (now - confirmed).total_seconds() > lifetime * 86400:
-            status = "lapsed" if volatility in ("transient", "ephemeral") else "stale"
+    if status is None:
+        state = cast(FactState, v[_STATE])
+        status = state
+        if state == "current":
+            lifetime = config.lifetimes_days.get(volatility)
+            if lifetime is not None and (now - confirmed).total_seconds() > lifetime * 86400:
+                status = "lapsed" if volatility in ("transient", "ephemeral") else "stale"
     valid_to = v[_VALID_TO]
     return Fact(
         id=str(v[_FACT_ID]),

@@ -77,6 +77,18 @@ class Snapshot:
     """Live vectors when the basis was fitted (it is refitted at twice as many)."""
 
 
+_BLAS_FROM = 8_000_000
+"""Matrix cells from which a matrix-vector product goes to BLAS. Below it ``einsum`` (one
+thread, no BLAS) is used: a multithreaded BLAS ``gemv`` has a floor of several milliseconds
+on a busy machine (its threads must be woken), far above what a small product costs."""
+
+
+def _dot(matrix: Matrix, vector: Matrix) -> Matrix:
+    if matrix.size >= _BLAS_FROM:
+        return matrix @ vector
+    return np.einsum("ij,j->i", matrix, vector)
+
+
 def normalised(vectors: Vectors) -> Matrix:
     """Rows scaled to unit length (zero rows stay zero)."""
     m = np.asarray(vectors, dtype=np.float32)
@@ -257,10 +269,10 @@ class ScopeVectors:
             if self._basis is not None:
                 wanted = max(self.config.candidates, 8 * k)
                 if wanted < live:
-                    scores = self._projected[:n] @ (q @ self._basis)
+                    scores = _dot(self._projected[:n], _dot(self._basis.T, q))
                     scores[~self._live[:n]] = -np.inf
                     candidates = np.argpartition(-scores, wanted - 1)[:wanted]
-                    return self._ranked(candidates, self._matrix[candidates] @ q, k)
+                    return self._ranked(candidates, _dot(self._matrix[candidates], q), k)
             return self._search_exact(q, min(k, live))
 
     def search_exact(self, query: Vectors, k: int) -> list[tuple[str, float]]:
@@ -279,7 +291,7 @@ class ScopeVectors:
 
     def _search_exact(self, q: Matrix, k: int) -> list[tuple[str, float]]:
         n = len(self._ids)
-        scores = self._matrix[:n] @ q
+        scores = _dot(self._matrix[:n], q)
         scores[~self._live[:n]] = -np.inf
         top = np.argpartition(-scores, k - 1)[:k] if k < n else np.arange(n)
         return self._ranked(top, scores[top], k)
