@@ -182,6 +182,18 @@ class Recaller:
         as_of: datetime | None,
         include_claims: bool,
     ) -> Recall:
+        with self.store.reading(user_id):
+            return self._recall(query, user_id, token_budget, now, as_of, include_claims)
+
+    def _recall(
+        self,
+        query: str,
+        user_id: str,
+        token_budget: int,
+        now: datetime,
+        as_of: datetime | None,
+        include_claims: bool,
+    ) -> Recall:
         when = as_of or now
         if not query.strip():
             return self._briefing(user_id, token_budget, when, as_of, include_claims)

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from veil.clock import FakeClock
 from veil.embed.hashing import HashEmbedder
 from veil.embed.protocol import Embedder
-from veil.tape.events import Event, EventConflict, InvalidEvent, JSONValue, new_id
+from veil.tape.events import Event, EventConflict, InvalidEvent, JSONValue, TapeError, new_id
 from veil.tape.projection import (
     Column,
     IndexText,
@@ -482,6 +482,26 @@ class StoreContract:
         assert store.check().ok
         store.rebuild()
         assert store.fetch("notes", scope="u1") == []
+
+    def test_reading_is_one_scope(self) -> None:
+        store = self.open_notes()
+        store.append([note_event("u1", "note.added", note="a", body="alpha beta")])
+        store.append([note_event("u2", "note.added", note="b", body="alpha gamma")])
+        with store.reading("u1"):
+            assert [r["note"] for r in store.fetch("notes", scope="u1")] == ["a"]
+            assert [
+                h.doc_id for h in store.search_text("notes_text", scope="u1", query="alpha")
+            ] == ["a"]
+            assert [
+                h.doc_id for h in store.search_vector("notes_vec", scope="u1", query="alpha")
+            ] == ["a"]
+            try:
+                store.fetch("notes", scope="u2")
+            except TapeError:
+                pass
+            else:
+                raise AssertionError("a read of another scope inside reading() was allowed")
+        assert [r["note"] for r in store.fetch("notes", scope="u2")] == ["b"]
 
     def test_scopes_lists_tenants(self) -> None:
         store = self.open_notes()

@@ -9,8 +9,10 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import threading
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Generator, Iterable, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal, Protocol, cast
@@ -86,6 +88,7 @@ class SqlStore(ABC):
         self._projections = ProjectionSet()
         self._closed = False
         self._codecs: dict[Table, TableCodec] = {}
+        self._reading = threading.local()
 
     COLUMN_TYPES: Mapping[str, str]
     """Portable column type → the dialect's SQL type."""
@@ -479,6 +482,7 @@ class SqlStore(ABC):
         """Events of one scope with ``seq > after``, in ``seq`` order."""
         self._ensure_open()
         validate_scope(scope)
+        self._check_reading(scope)
         sql = f"SELECT {self._EVENT_COLUMNS} FROM tape_events WHERE scope = ? AND seq > ?"
         params: list[Any] = [scope, after]
         if kinds is not None:
@@ -760,6 +764,7 @@ class SqlStore(ABC):
         position and do not need a dict per row."""
         self._ensure_open()
         validate_scope(scope)
+        self._check_reading(scope)
         spec = self._table(self._projections.tables(), table)
         types = {c.name: c.type for c in spec.columns}
         clauses = ["scope = ?"]
@@ -804,10 +809,42 @@ class SqlStore(ABC):
             rows = cur.fetchall()
         return self._codec(spec).decode_rows(rows)
 
+    @contextmanager
+    def reading(self, scope: str) -> Generator[None, None, None]:
+        """One consistent read of ``scope``: the scoped reads made inside (``fetch``,
+        ``fetch_values``, ``search_text``, ``search_vector``, ``read``) share one read
+        transaction, so they see one snapshot of the store and pay for one transaction.
+        Reads of another scope inside are refused (PostgreSQL's row-level security is set
+        for ``scope``); writes inside are not allowed."""
+        self._ensure_open()
+        validate_scope(scope)
+        outer = getattr(self._reading, "scope", None)
+        self._check_reading(scope)
+        self._reading.scope = scope
+        try:
+            with self._scoped(scope), self._read():
+                yield
+        finally:
+            self._reading.scope = outer
+
+    def _check_reading(self, scope: str) -> None:
+        current = getattr(self._reading, "scope", None)
+        if current is not None and current != scope:
+            raise TapeError(
+                f"a read of another scope inside Store.reading({current!r}): a reading is "
+                "one scope's snapshot"
+            )
+
+    @contextmanager
+    def _scoped(self, scope: str) -> Generator[None, None, None]:
+        """Backend hook: mark the reads this thread makes inside as scoped to ``scope``."""
+        yield
+
     def search_text(self, index: str, *, scope: str, query: str, limit: int = 10) -> list[Hit]:
         """Full-text search in one scope; the query is free text (operators are neutralised)."""
         self._ensure_open()
         validate_scope(scope)
+        self._check_reading(scope)
         self._known_index(index, self._projections.text_indexes())
         if not fts_query(query) or limit <= 0:
             return []
@@ -820,6 +857,7 @@ class SqlStore(ABC):
         """Nearest neighbours in one scope by cosine; ``score`` is the cosine similarity."""
         self._ensure_open()
         validate_scope(scope)
+        self._check_reading(scope)
         self._known_index(index, self._projections.vector_indexes())
         if self._embedder is None:
             raise ValueError("this store has no embedder")

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Collection, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
@@ -128,6 +129,7 @@ class Store(Protocol):
         order_by: Sequence[str] = (),
         limit: int | None = None,
     ) -> list[tuple[JSONValue, ...]]: ...
+    def reading(self, scope: str) -> AbstractContextManager[None]: ...
     def search_text(self, index: str, *, scope: str, query: str, limit: int = 10) -> list[Hit]: ...
     def search_vector(
         self, index: str, *, scope: str, query: str | Vectors, limit: int = 10
