@@ -300,3 +300,17 @@ def test_a_sidecar_of_an_erased_scope_is_never_used(tmp_path: Path) -> None:
     assert [h.doc_id for h in again.search_vector("notes_vec", scope="u1", query="note")] == [
         "n500"
     ]
+
+
+def test_an_attached_handle_writes_no_sidecar(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "m.db")
+    store.append(notes("u1", 0, 30))  # not a bulk import: no sidecar yet
+    store.close()
+    reader = SQLiteStore(
+        tmp_path / "m.db", embedder=HashEmbedder(), clock=FakeClock(), vector_index=CONFIG
+    )
+    reader.attach(NotesProjection())
+    assert len(reader.search_vector("notes_vec", scope="u1", query="note", limit=50)) == 30
+    assert reader.check().ok
+    reader.close()
+    assert not (tmp_path / "m.db.vectors").exists()

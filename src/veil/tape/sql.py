@@ -89,6 +89,9 @@ class SqlStore(ABC):
         self._closed = False
         self._codecs: dict[Table, TableCodec] = {}
         self._reading = threading.local()
+        self._writes = False
+        """Set by :meth:`register`: a handle that only :meth:`attach`-ed writes nothing, not
+        even derived files (``veil admin check`` never writes)."""
 
     COLUMN_TYPES: Mapping[str, str]
     """Portable column type → the dialect's SQL type."""
@@ -262,6 +265,7 @@ class SqlStore(ABC):
             if stale:
                 self._replay(cur, ProjectionSet(list(stale)))
         self._projections.projections.extend(projections)
+        self._writes = True
         if stale:
             self._after_rebuild([i for p in stale for i in _vector_names(p)])
 

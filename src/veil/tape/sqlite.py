@@ -312,7 +312,8 @@ class SQLiteStore(SqlStore):
         with self._lock:
             if not self._closed:
                 self._closed = True
-                self._vectors.persist()
+                if self._writes:
+                    self._vectors.persist()
                 with contextlib.suppress(Exception):  # statistics are an optimisation only
                     self._conn.execute("PRAGMA optimize")
                 self._conn.close()
