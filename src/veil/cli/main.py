@@ -158,7 +158,26 @@ def _add_server_commands(
 
     mcp = sub.add_parser("mcp", help="MCP server over stdio, bound to one scope and authority")
     mcp.add_argument("--db", default=None, help=db_help)
-    mcp.add_argument("--scope", required=True, help="the memory this server reads and writes")
+    mcp.add_argument(
+        "--scope",
+        default=None,
+        help="the memory this server reads and writes (required unless --project)",
+    )
+    mcp.add_argument(
+        "--project",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DIR",
+        help="serve a project's memory: DIR, else $CLAUDE_PROJECT_DIR, else the repository "
+        "around the current directory (its scope, .veil/memory.db and .veil/context.db)",
+    )
+    mcp.add_argument(
+        "--attempts-db",
+        default=None,
+        help="store of the attempt record (default: the --db store; with --project its "
+        ".veil/context.db)",
+    )
     mcp.add_argument("--authority", choices=["user", "assistant", "tool"], default="user")
     mcp.add_argument(
         "--model",
@@ -281,10 +300,18 @@ def _run_serve(args: argparse.Namespace) -> int:
 
 
 def _run_mcp(args: argparse.Namespace) -> int:
-    from veil.server.commands import run_mcp
+    from veil.server.commands import McpOptions, run_mcp
 
     return run_mcp(
-        args.db, args.scope, args.authority, args.server_model or args.model, args.embedder
+        McpOptions(
+            db=args.db,
+            scope=args.scope,
+            authority=args.authority,
+            model=args.server_model or args.model,
+            embedder=args.embedder,
+            project=args.project,
+            attempts_db=args.attempts_db,
+        )
     )
 
 
