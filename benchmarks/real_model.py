@@ -591,7 +591,9 @@ def main(argv: list[str] | None = None) -> int:
                 )
                 print(json.dumps(row), file=sys.stderr, flush=True)
                 rows.append(row)
-                recorded.append({"repo": repo.name, "mode": row["mode"], "row": row, "turns": turns})
+                recorded.append(
+                    {"repo": repo.name, "mode": row["mode"], "row": row, "turns": turns}
+                )
         data["agent"] = rows
         data["window"] = args.window
         if args.save_fixtures:

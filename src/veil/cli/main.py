@@ -118,6 +118,16 @@ def build_parser() -> argparse.ArgumentParser:
         action.add_argument("--embedder", default="static", help=embedder_help)
         action.set_defaults(run=_run_admin)
     _add_server_commands(sub)
+    hook = sub.add_parser(
+        "hook",
+        help="run a coding agent's hook: its JSON on stdin, the answer on stdout (always exits 0)",
+        description="Run by Claude Code (see `veil install claude-code`): reads the hook's JSON "
+        "on stdin and answers in Claude Code's hook format. Events: SessionStart, "
+        "UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure, PreCompact.",
+    )
+    hook.add_argument("client", nargs="?", metavar="CLIENT", help="claude-code")
+    hook.add_argument("event", nargs="?", metavar="EVENT", help="the hook event's name")
+    hook.set_defaults(run=_run_hook)
     local = sub.add_parser(
         "local", help="a local model, offline: llama.cpp's server and a 1.5B model (opt-in)"
     )
@@ -315,6 +325,12 @@ def _run_mcp(args: argparse.Namespace) -> int:
     )
 
 
+def _run_hook(args: argparse.Namespace) -> int:
+    from veil.cli.hook import run_hook
+
+    return run_hook(args.client, args.event, debug=args.debug)
+
+
 def _run_keys(args: argparse.Namespace) -> int:
     from veil.server.commands import run_keys_create, run_keys_list, run_keys_revoke
 
@@ -323,6 +339,25 @@ def _run_keys(args: argparse.Namespace) -> int:
     if args.keys_command == "list":
         return run_keys_list(args.db)
     return run_keys_revoke(args.db, args.key_id)
+
+
+def _hook_invocation(argv: list[str]) -> bool:
+    """``[--debug] hook …`` (without ``--help``): a hook must exit 0 whatever its arguments,
+    so it is not left to argparse, which exits 2 — Claude Code's "block" — on a mistake."""
+    rest = argv[1:] if argv[:1] == ["--debug"] else argv
+    return rest[:1] == ["hook"] and not {"-h", "--help"} & set(rest)
+
+
+def _hook(argv: list[str]) -> int:
+    from veil.cli.hook import run_hook
+
+    debug = argv[:1] == ["--debug"]
+    words = argv[2:] if debug else argv[1:]
+    client = words[0] if words else None
+    event = words[1] if len(words) > 1 else None
+    if len(words) > 2:
+        print(f"veil hook: ignoring extra arguments {words[2:]}", file=sys.stderr)
+    return run_hook(client, event, debug=debug)
 
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
@@ -348,8 +383,11 @@ def _isatty(stream: object) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if _hook_invocation(given):
+        return _hook(given)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(given)
     run = getattr(args, "run", None)
     if run is None:
         problem = _usage_problem(args)
