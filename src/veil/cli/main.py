@@ -128,6 +128,43 @@ def build_parser() -> argparse.ArgumentParser:
     hook.add_argument("client", nargs="?", metavar="CLIENT", help="claude-code")
     hook.add_argument("event", nargs="?", metavar="EVENT", help="the hook event's name")
     hook.set_defaults(run=_run_hook)
+    install = sub.add_parser(
+        "install",
+        help="register Veil with a coding agent (claude-code: hooks and MCP; codex: MCP)",
+        description="Merge Veil's hooks and MCP server into the agent's settings; never "
+        "clobbers, idempotent; --uninstall removes only Veil's entries.",
+    )
+    install.add_argument("agent", choices=["claude-code", "codex"])
+    where = install.add_mutually_exclusive_group()
+    where.add_argument(
+        "--project",
+        dest="where",
+        action="store_const",
+        const="project",
+        help="claude-code: this repository's .claude/settings.json and .mcp.json (default)",
+    )
+    where.add_argument(
+        "--user",
+        dest="where",
+        action="store_const",
+        const="user",
+        help="claude-code: ~/.claude/settings.json and ~/.claude.json, for every project",
+    )
+    install.add_argument("--uninstall", action="store_true", help="remove Veil's entries")
+    install.add_argument(
+        "--authority",
+        choices=["user", "assistant", "tool"],
+        default="user",
+        help="whose word what the agent remembers through the MCP server counts as "
+        "(default user; tool: never above what you say yourself)",
+    )
+    install.add_argument(
+        "--command",
+        default=None,
+        help="how the agent starts veil (default: veil if it is on PATH, else this "
+        "interpreter's -m veil.cli.main)",
+    )
+    install.set_defaults(run=_run_install)
     local = sub.add_parser(
         "local", help="a local model, offline: llama.cpp's server and a 1.5B model (opt-in)"
     )
@@ -329,6 +366,27 @@ def _run_hook(args: argparse.Namespace) -> int:
     from veil.cli.hook import run_hook
 
     return run_hook(args.client, args.event, debug=args.debug)
+
+
+def _run_install(args: argparse.Namespace) -> int:
+    from veil.cli.install import InstallOptions, run_install
+
+    if args.agent == "codex" and args.where == "project":
+        print(
+            "veil install: codex reads MCP servers from $CODEX_HOME/config.toml "
+            "(~/.codex/config.toml); there is no --project install",
+            file=sys.stderr,
+        )
+        return 2
+    return run_install(
+        InstallOptions(
+            agent=args.agent,
+            where=args.where or "project",
+            uninstall=args.uninstall,
+            authority=args.authority,
+            command=args.command,
+        )
+    )
 
 
 def _run_keys(args: argparse.Namespace) -> int:
