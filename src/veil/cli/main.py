@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
         action.add_argument("--embedder", default="static", help=embedder_help)
         action.set_defaults(run=_run_admin)
     _add_server_commands(sub)
+    from veil.cli import memory_args
+
+    memory_args.add_parser(sub, _run_memory)
     hook = sub.add_parser(
         "hook",
         help="run a coding agent's hook: its JSON on stdin, the answer on stdout (always exits 0)",
@@ -360,6 +363,12 @@ def _run_mcp(args: argparse.Namespace) -> int:
             attempts_db=args.attempts_db,
         )
     )
+
+
+def _run_memory(args: argparse.Namespace) -> int:
+    from veil.cli.memory import run_memory
+
+    return run_memory(args)
 
 
 def _run_hook(args: argparse.Namespace) -> int:
