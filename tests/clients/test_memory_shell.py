@@ -104,6 +104,9 @@ def test_without_a_model_remember_says_how_and_reads_still_work(
     line = one_line_error(refused)
     assert line.startswith("veil memory remember: no model configured;") and "VEIL_MODEL" in line
     assert not (project / ".veil").exists()  # nothing was done
+    assert "no store at nope.db (check --db)" in one_line_error(
+        memory("facts", "--db", "nope.db", cwd=project)
+    )
     missing = one_line_error(memory("facts", cwd=project))
     assert missing == (
         f"veil memory facts: no store at {project / '.veil' / 'memory.db'} (remember something "
@@ -242,6 +245,9 @@ def test_export_forget_and_import_of_an_export(project: Path, tmp_path: Path) ->
     assert done.stdout.strip() == (
         f"exported the memory of {project_scope(project)} (1 fact) to {export}"
     )
+    piped = memory("export", "-", cwd=project)
+    assert piped.returncode == 0  # the same lines, after a header with the export's own time
+    assert piped.stdout.splitlines()[1:] == export.read_text().splitlines()[1:]
     refused = one_line_error(memory("forget", cwd=project))
     assert refused.endswith("for good; run again with --yes")
     assert json.loads(memory("facts", "--json", cwd=project).stdout)["facts"]  # still there

@@ -89,7 +89,8 @@ def resolve_target(db: str | None, scope: str | None, *, create: bool) -> Target
         db = str(home / "memory.db")
     path = sqlite_path(db)
     if not create and path is not None and not path.exists():
-        raise MemoryCommandError(f"no store at {db} (remember something first, or pass --db)")
+        hint = "check --db" if home is None else "remember something first, or pass --db"
+        raise MemoryCommandError(f"no store at {db} ({hint})")
     if scope is None:
         assert root is not None
         scope = project_scope(root)
@@ -325,6 +326,8 @@ def _history(args: argparse.Namespace, target: Target, out: TextIO) -> int:
 
 
 def _export(args: argparse.Namespace, target: Target, out: TextIO) -> int:
+    if args.path == "-":
+        return _export_to_stdout(args, target, out)
     path = Path(args.path)
     with _open(args, target) as memory:
         try:
@@ -338,6 +341,18 @@ def _export(args: argparse.Namespace, target: Target, out: TextIO) -> int:
         out.write(
             f"exported the memory of {target.scope} ({_counts({'facts': facts})}) to {written}\n"
         )
+    return 0
+
+
+def _export_to_stdout(args: argparse.Namespace, target: Target, out: TextIO) -> int:
+    """``export -``: the JSONL on stdout (written to a temporary file first, as always)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="veil-export-") as tmp, _open(args, target) as memory:
+        written = memory.export(target.scope, Path(tmp) / "export.jsonl")
+        with written.open(encoding="utf-8") as handle:
+            for line in handle:
+                out.write(line)
     return 0
 
 

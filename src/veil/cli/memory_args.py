@@ -91,7 +91,7 @@ def add_parser(
     history.add_argument("relation", metavar="RELATION", help="e.g. prefers, located_at")
 
     export = actions.add_parser("export", parents=[common], help="write the memory as JSONL")
-    export.add_argument("path", metavar="PATH")
+    export.add_argument("path", metavar="PATH", help="the file to write; - writes to stdout")
 
     imported = actions.add_parser(
         "import",
