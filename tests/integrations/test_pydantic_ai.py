@@ -3,12 +3,14 @@ own FunctionModel, the processor installed the documented v2 way (ProcessHistory
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
-from pydantic_ai import Agent
+from pydantic_ai import Agent, AgentRunResult
 from pydantic_ai.capabilities import ProcessHistory
 from pydantic_ai.messages import (
     ModelMessage,
@@ -48,6 +50,12 @@ def received_chars(messages: list[ModelMessage]) -> int:
         for part in message.parts:
             total += len(str(getattr(part, "content", "") or getattr(part, "args", "") or ""))
     return total
+
+
+def run(agent: Agent[None, str], prompt: str, **options: Any) -> AgentRunResult[str]:
+    """``agent.run`` in a fresh event loop that is closed afterwards (``run_sync`` leaves a
+    loop of its own open for the rest of the process, which pytest reports as a leak)."""
+    return asyncio.run(agent.run(prompt, **options))
 
 
 def history(tmp_path: Path, session: str = "s1", window: int = 16_000) -> VeilHistory:
@@ -99,7 +107,7 @@ def test_the_messages_the_model_receives_shrink_and_a_stub_expands(tmp_path: Pat
         return ModelResponse(parts=[TextPart("worker 1 was fine")])
 
     processor = history(tmp_path)
-    result = agent_with(processor, model).run_sync("Which worker failed? Read all the logs.")
+    result = run(agent_with(processor, model), "Which worker failed? Read all the logs.")
     assert result.output == "worker 1 was fine"
 
     keep_all = sum(len(log_text(n)) for n in range(1, LOGS + 1))
@@ -136,7 +144,7 @@ def test_a_new_processor_on_the_same_store_carries_on(tmp_path: Path) -> None:
         return ModelResponse(parts=[TextPart("read six")])
 
     processor = history(tmp_path)
-    done = agent_with(processor, first).run_sync("Read six logs.")
+    done = run(agent_with(processor, first), "Read six logs.")
     items = len(processor.engine.items())
     processor.close()
 
@@ -147,7 +155,7 @@ def test_a_new_processor_on_the_same_store_carries_on(tmp_path: Path) -> None:
         return ModelResponse(parts=[TextPart("ok")])
 
     again = history(tmp_path)  # a new process: same store, same session
-    agent_with(again, second).run_sync("And now?", message_history=done.all_messages())
+    run(agent_with(again, second), "And now?", message_history=done.all_messages())
     assert len(again.engine.items()) == items  # nothing captured twice
     parts = returns(received[0])
     assert len(parts) == 6 and any(POINTER.search(str(p.content)) for p in parts)
@@ -172,7 +180,7 @@ def test_expanding_a_pointer_that_names_nothing_asks_the_model_again(tmp_path: P
         return ModelResponse(parts=[ToolCallPart("veil_expand", args, tool_call_id="x")])
 
     processor = history(tmp_path)
-    assert agent_with(processor, model).run_sync("go").output == "giving up"
+    assert run(agent_with(processor, model), "go").output == "giving up"
     assert len(retried) == 1 and "names no item" in retried[0] and "veil://" in retried[0]
 
 
@@ -201,7 +209,7 @@ def test_memory_tools_recall_and_remember_for_one_user(tmp_path: Path) -> None:
         return ModelResponse(parts=[TextPart("emacs")])
 
     agent = Agent(FunctionModel(model), toolsets=[memory_toolset(memory, user_id="u1")])
-    assert agent.run_sync("Remember my editor, then check it.").output == "emacs"
+    assert run(agent, "Remember my editor, then check it.").output == "emacs"
     assert answers == [
         "remembered: 1 fact",
         "## Facts\n- The user prefers emacs. (per assistant; not confirmed by the user)",
@@ -222,7 +230,7 @@ def test_pydantic_ais_test_model_runs_through_the_processor(tmp_path: Path) -> N
     processor = history(tmp_path)
     agent = agent_with(processor, lambda m, i: ModelResponse(parts=[TextPart("unused")]))
     with agent.override(model=TestModel(call_tools=["read_log"])):
-        result = agent.run_sync("Read a log.")
+        result = run(agent, "Read a log.")
     assert returns(result.all_messages())[0].content == log_text(0)
     assert len(processor.engine.items()) == 1
 
