@@ -13,7 +13,15 @@ import pytest
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "veil"
 LLM_SDKS = {"openai", "anthropic", "ollama", "litellm", "google", "mistralai", "cohere"}
-UPPER = {"veil.agent", "veil.cli", "veil.tui", "veil.server", "veil.llm"}
+UPPER = {
+    "veil.agent",
+    "veil.cli",
+    "veil.tui",
+    "veil.server",
+    "veil.llm",
+    "veil.clients",
+    "veil.integrations",
+}
 RULES: dict[str, set[str]] = {
     "memory": UPPER,
     "context": UPPER,
@@ -29,7 +37,10 @@ RULES: dict[str, set[str]] = {
         "veil.context",
         "veil.convergence",
     },
-    "agent": {"veil.cli", "veil.tui", "veil.server"},
+    "agent": {"veil.cli", "veil.tui", "veil.server", "veil.clients", "veil.integrations"},
+    "clients": {"veil.cli", "veil.tui", "veil.server", "veil.integrations"},
+    "server": {"veil.cli", "veil.tui", "veil.integrations"},
+    "integrations": {"veil.cli", "veil.tui", "veil.server", "veil.clients", "veil.agent"},
 }
 
 
@@ -58,6 +69,20 @@ def violations(package: str, banned: set[str]) -> list[str]:
 @pytest.mark.parametrize("package", sorted(RULES))
 def test_lower_layers_do_not_import_upper_layers(package: str) -> None:
     assert violations(package, RULES[package]) == []
+
+
+FRAMEWORKS = {"pydantic_ai", "agents"}
+"""The agent frameworks the adapters wrap (extras ``veil[pydantic-ai]``, ``veil[agents]``)."""
+
+
+def test_only_the_adapters_import_the_frameworks_and_nothing_imports_the_adapters() -> None:
+    found: list[str] = []
+    for path in sorted(SRC.rglob("*.py")):
+        inside = path.relative_to(SRC).parts[0] == "integrations"
+        for name in imports_of(path):
+            if not inside and (name.split(".")[0] in FRAMEWORKS or name.startswith("veil.integ")):
+                found.append(f"{path.relative_to(SRC)} imports {name}")
+    assert found == []
 
 
 def test_the_rule_detects_a_violation(tmp_path: Path) -> None:
