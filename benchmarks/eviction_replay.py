@@ -131,6 +131,7 @@ class Point:
     """Sums over trajectories for one policy at one setting."""
 
     tokens: int = 0
+    cached: int = 0
     steps: int = 0
     peak: int = 0
     keep_tokens: int = 0
@@ -142,6 +143,7 @@ class Point:
 
     def add(self, run: P.Run, keep: P.Run, needs: list[Need]) -> None:
         self.tokens += sum(run.tokens)
+        self.cached += sum(run.cached)
         self.steps += len(run.tokens)
         self.peak += max(run.tokens)
         self.keep_tokens += sum(keep.tokens)
@@ -154,7 +156,15 @@ class Point:
             self.info[k] = self.info.get(k, 0.0) + v
 
     def merge(self, other: Point) -> None:
-        for name in ("tokens", "steps", "peak", "keep_tokens", "keep_peak", "trajectories"):
+        for name in (
+            "tokens",
+            "cached",
+            "steps",
+            "peak",
+            "keep_tokens",
+            "keep_peak",
+            "trajectories",
+        ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for rule in RULES:
             self.needs[rule] += other.needs[rule]
@@ -169,6 +179,7 @@ class Point:
             "mean_tokens": round(self.tokens / max(1, self.steps), 1),
             "peak_tokens": round(self.peak / max(1, self.trajectories), 1),
             "tokens_vs_keep_all": round(self.tokens / max(1, self.keep_tokens), 4),
+            "cache_hit_share": round(self.cached / max(1, self.tokens), 4),
             "peak_vs_keep_all": round(self.peak / max(1, self.keep_peak), 4),
             "needs": needs,
             "misses": missed,
@@ -217,6 +228,7 @@ def replay_one(job: Job) -> tuple[dict[str, Point], list[Need]]:
         for f in BUDGETS:
             b = budget_for(t, f)
             record(f"truncate-oldest@{f}", P.truncate_oldest(t, b))
+            record(f"truncate-oldest obs@{f}", P.truncate_oldest_observations(t, b))
             record(f"compaction@{f}", P.compaction(t, b))
             record(f"LRU@{f}", P.lru(t, b, needs))
     embedder = default_embedder()

@@ -127,3 +127,6 @@ class ContextConfig:
     index_per_step: int = 8
     """Demoted items made searchable per step; the rest wait (``search`` drains them all)."""
     stub_chars: int = 160
+    excerpt_min_tokens: int = 256
+    """A result clipped because it cannot fit keeps at least this many tokens of head and
+    tail."""

@@ -24,7 +24,7 @@ from veil.context import fsrs
 from veil.context.codegraph import CodeGraph
 from veil.context.config import ContextConfig
 from veil.context.conflicts import Belief, Conflict, ConflictBook, content_digest
-from veil.context.eviction import Move, plan
+from veil.context.eviction import Bools, Move, plan
 from veil.context.items import (
     ITEM_KINDS,
     NEVER_EVICTED,
@@ -103,6 +103,7 @@ class ContextEngine:
         self._pending: list[Event] = []
         self._to_index: dict[str, None] = {}
         self.tick = 0
+        self._boundary_tick = 0
         self.overhead_tokens = 0
         self._threshold = Threshold.start(self.config.threshold)
         self._task_text = ""
@@ -178,6 +179,7 @@ class ContextEngine:
         reads: str | None = None,
         partial: bool = False,
         writes: str | None = None,
+        parent: str | None = None,
     ) -> ContextItem:
         """A tool call's result enters working memory (one tick of the session clock).
 
@@ -217,6 +219,7 @@ class ContextEngine:
             tool_call_id=tool_call_id,
             code_refs=refs,
             effect=effect,
+            parent=parent,
         )
         if reads and not partial and not is_error:
             self._check_belief(
@@ -299,6 +302,7 @@ class ContextEngine:
         manual: bool = False,
         turn_kind: TurnKind | None = None,
         effect: Effect | None = None,
+        parent: str | None = None,
     ) -> ContextItem:
         now = self.clock.now()
         item = ContextItem(
@@ -325,6 +329,7 @@ class ContextEngine:
             created_tick=self.tick,
             manual_tick=self.tick if manual else None,
             effect=effect,
+            parent=parent,
         )
         self._set.add(item)
         self._emit("context.item", {"item": item_payload(item)})
@@ -566,6 +571,11 @@ class ContextEngine:
             / np.maximum(c.view("durable_stability"), fsrs.STABILITY_MIN)
         ) ** fsrs.decay()
         hard, soft, exempt = self._set.protected(self.tick)
+        # A result the model has not read yet (captured since the last turn boundary) is never
+        # stubbed: the model asked for it. If the unread results cannot fit even alone, the
+        # largest are clipped to their head and tail below.
+        unread = c.flag("result") & (c.view("created_tick") > self._boundary_tick)
+        hard = hard | unread
         result = plan(
             self._set.ids,
             scores=self._set.scores(self.tick),
@@ -585,10 +595,14 @@ class ContextEngine:
             token_exponent=self.config.pressure_token_exponent,
             threshold_exempt=exempt,
         )
-        for move in result.moves:
+        moves = [*result.moves, *self._with_their_turns(result.moves, hard | soft)]
+        for move in moves:
             self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)
+        moves.extend(self._clip_unread(unread))
+        self._boundary_tick = self.tick
         self._index_some(self.config.index_per_step)
-        fill = result.live_tokens_after / self.budget
+        live_after = self._set.live_tokens()
+        fill = live_after / self.budget
         self._threshold = on_tick(
             self._threshold,
             tick=self.tick,
@@ -611,22 +625,74 @@ class ContextEngine:
         self.flush()
         return EvictionReport(
             self.tick,
-            result.moves,
+            tuple(moves),
             before,
             self._threshold.value,
             result.live_tokens_before,
-            result.live_tokens_after,
+            live_after,
             self.budget,
             result.pressure,
         )
 
-    def _move(self, item: ContextItem, tier: Tier, *, stage: int, reason: str) -> ContextItem:
-        updated = replace(item, tier=tier)
+    def _with_their_turns(self, moves: Sequence[Move], protected: Bools) -> list[Move]:
+        """A turn whose results all leave the prompt leaves with them (unless it is protected:
+        intent, correction, the newest turns): like truncation, the prompt loses the pair,
+        not just its tool result — but the pair stays addressable."""
+        out: list[Move] = []
+        leaving = {m.id for m in moves if m.to != "live"}
+        for move in moves:
+            item = self._set.items[move.id]
+            parent = item.parent
+            if move.to == "live" or parent is None or parent in leaving:
+                continue
+            turn = self._set.items.get(parent)
+            if turn is None or turn.tier != "live" or protected[self._set.row(parent)]:
+                continue
+            siblings = self._set.children(parent)
+            if all(self._set.items[s].tier != "live" or s in leaving for s in siblings):
+                out.append(Move(parent, move.to, move.stage, f"with its results: {move.reason}"))
+                leaving.add(parent)
+        return out
+
+    def _clip_unread(self, unread: Bools) -> list[Move]:
+        """When the results the model has not read cannot fit the budget even with everything
+        else evicted, the largest keep their head and tail (the whole text warm, its pointer in
+        the excerpt) until the prompt fits."""
+        over = self._set.live_tokens() - self.budget
+        if over <= 0:
+            return []
+        rows = [int(i) for i in np.flatnonzero(unread & self._set.cols.flag("live"))]
+        rows.sort(key=lambda r: -self._set.cols.f["tokens"][r])
+        moves: list[Move] = []
+        for row in rows:
+            if over <= 0:
+                break
+            item = self._set.items[self._set.ids[row]]
+            keep_tokens = max(self.config.excerpt_min_tokens, item.tokens - over)
+            chars = int(len(item.content) * keep_tokens / max(1, item.tokens))
+            if chars >= len(item.content):
+                continue
+            reason = f"too large for the window: {keep_tokens:,} of {item.tokens:,} tokens shown"
+            self._move(item, "warm", stage=2, reason=reason, excerpt=chars)
+            over = self._set.live_tokens() - self.budget
+            moves.append(Move(item.id, "warm", 2, reason))
+        return moves
+
+    def _move(
+        self, item: ContextItem, tier: Tier, *, stage: int, reason: str, excerpt: int = 0
+    ) -> ContextItem:
+        updated = replace(item, tier=tier, excerpt=excerpt if tier != "live" else 0)
         self._set.update(updated)
-        self._emit(
-            "context.tier",
-            {"id": item.id, "tier": tier, "stage": stage, "reason": reason, "tick": self.tick},
-        )
+        payload: dict[str, JSONValue] = {
+            "id": item.id,
+            "tier": tier,
+            "stage": stage,
+            "reason": reason,
+            "tick": self.tick,
+        }
+        if updated.excerpt:
+            payload["excerpt"] = updated.excerpt
+        self._emit("context.tier", payload)
         if tier == "live":
             self._to_index.pop(item.id, None)
         elif item.tier == "live":

@@ -43,6 +43,7 @@ class WorkingSet:
         self._row: dict[str, int] = {}
         self._by_call: dict[str, list[str]] = {}
         self._by_target: dict[tuple[str, str], list[str]] = {}
+        self._children: dict[str, list[str]] = {}
         self._turn_vectors: list[np.ndarray[Any, np.dtype[np.float32]]] = []
         self._turn_ids: list[str] = []
         self._sim_cache: tuple[int, Floats] | None = None
@@ -61,6 +62,10 @@ class WorkingSet:
 
     def items_for_call(self, tool_call_id: str) -> list[ContextItem]:
         return [self.items[i] for i in self._by_call.get(tool_call_id, [])]
+
+    def children(self, turn_id: str) -> list[str]:
+        """The results of the calls a turn made."""
+        return self._children.get(turn_id, [])
 
     def with_target(self, tool_name: str, target: str) -> list[ContextItem]:
         return [self.items[i] for i in self._by_target.get((tool_name, target), [])]
@@ -86,6 +91,8 @@ class WorkingSet:
             self._by_call.setdefault(item.tool_call_id, []).append(item.id)
         if item.tool_name and item.target:
             self._by_target.setdefault((item.tool_name, item.target), []).append(item.id)
+        if item.parent:
+            self._children.setdefault(item.parent, []).append(item.id)
         if item.kind != "turn" and self.config.touch_on_reference:
             self.references.add(item.id, item.content)
         f, b = self.cols.f, self.cols.b
@@ -129,6 +136,8 @@ class WorkingSet:
         f["relevance"][row] = jaccard(item.tags, self.task.tags)
         f["structure"][row] = structure(item.code_refs, self.task.touched, self.task.neighbours)
         f["manual_tick"][row] = -1e9 if item.manual_tick is None else item.manual_tick
+        if item.excerpt:  # a clipped result is shown as its head and tail
+            f["stub_tokens"][row] = self.count_tokens(stub(item))
         b["manual"][row] = item.manual
         b["pinned"][row] = item.pinned
         b["live"][row] = item.tier == "live"
