@@ -10,11 +10,13 @@ reserve); every budgeted policy gets the same budget.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from typing import Any
 
-from benchmarks.replay.load import Trajectory
+from benchmarks.replay.load import Step, Trajectory
 from benchmarks.replay.needs import Need
 from veil.agent.tool import ToolResult
 from veil.context import ContextConfig
@@ -294,6 +296,26 @@ def lru(t: Trajectory, budget: int, needs: Sequence[Need]) -> Run:
     return _run(t, prompts, live)
 
 
+_SWE_WINDOW = re.compile(r"^(\d+):", re.MULTILINE)
+
+
+def call_for(s: Step) -> tuple[str, dict[str, Any]]:
+    """The Veil tool call a trajectory step is: SWE-agent's file-window commands (``open``,
+    ``goto``, ``scroll_*``) read a window of the open file, so they are ``read`` calls with
+    that window; every other action is a ``bash`` command (whose tool declares a plain ``cat``
+    or ``sed -n`` of one file as a read)."""
+    if s.tool in ("open", "goto", "scroll_up", "scroll_down") and s.open_file:
+        first = _SWE_WINDOW.search(s.observation)
+        path = s.open_file
+        if s.tool == "open":
+            parts = s.action.split()
+            path = parts[1] if len(parts) > 1 else path
+        if first is not None:
+            return "read", {"path": path, "offset": int(first.group(1)), "limit": 100}
+        return "read", {"path": path}
+    return "bash", {"command": s.action}
+
+
 REPLAY_START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 """The replay's clock starts here and advances 30 s a step: bit-reproducible runs."""
 
@@ -370,14 +392,15 @@ def veil(
         live.append(frozenset(now))
         if k and k - 1 not in now:
             fresh_evicted += 1
-        call = ToolCall(f"call_{k}", "bash", {"command": s.action})
+        name, arguments = call_for(s)
+        call = ToolCall(f"call_{k}", name, arguments)
         originals[call.id] = k
         assistant = AssistantMessage(s.assistant, (call,))
         messages.append(assistant)
         harness.on_message(assistant)
         result = ToolResult(s.observation)
         patched = harness.after_tool_call(call, result)
-        messages.append(ToolResultMessage(call.id, "bash", (patched or result).content))
+        messages.append(ToolResultMessage(call.id, name, (patched or result).content))
         clock.advance(seconds=30)
     regrets = sum(1 for e in store.read(f"replay:{t.id}", kinds=["context.regret"]))
     store.close()

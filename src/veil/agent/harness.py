@@ -48,7 +48,7 @@ from veil.agent.tool import ToolResult
 from veil.agent.tools import coding_tools
 from veil.clock import Clock
 from veil.context import ContextConfig, ContextEngine, EvictionReport
-from veil.context.render import turn_stub
+from veil.context.render import range_note, turn_stub
 from veil.convergence.attempt import Attempt, call_digest, text_digest
 from veil.convergence.monitor import Escalation, is_check
 from veil.convergence.record import AttemptLog
@@ -275,14 +275,18 @@ class VeilHarness:
                 index = end
                 continue
             if run:
-                out.append(SystemMessage(range_note(self.engine, run, run_tokens, steps)))
+                out.append(
+                    SystemMessage(range_note([self.engine.item(i) for i in run], run_tokens, steps))
+                )
                 run, run_tokens, steps = [], 0, 0
             out.extend(
                 rendered[index:end] if isinstance(message, AssistantMessage) else [rendered[index]]
             )
             index = end if isinstance(message, AssistantMessage) else index + 1
         if run:
-            out.append(SystemMessage(range_note(self.engine, run, run_tokens, steps)))
+            out.append(
+                SystemMessage(range_note([self.engine.item(i) for i in run], run_tokens, steps))
+            )
         return out
 
     def _collapsed(self, index: int, end: int, message: Message) -> list[str] | None:
@@ -538,23 +542,6 @@ class VeilHarness:
     def evicted_tool_calls(self) -> set[str]:
         """Tool-call ids whose results are not in the prompt now (the TUI dims them)."""
         return {i.tool_call_id for i in self.engine.items() if i.tool_call_id and i.tier != "live"}
-
-
-RANGE_POINTERS = 5
-"""Pointers listed in a collapsed run's note (the newest; veil_recall finds the others)."""
-
-
-def range_note(engine: ContextEngine, result_ids: Sequence[str], tokens: int, steps: int) -> str:
-    """The note standing for a run of ``steps`` steps out of the prompt."""
-    items = [engine.item(i) for i in result_ids]
-    shown = [f"{i.tool_name or i.kind} {(i.target or '')[:60]} {i.pointer}" for i in items]
-    listed = "; ".join(shown[-RANGE_POINTERS:])
-    more = len(shown) - RANGE_POINTERS
-    extra = f"; {more} more (veil_recall finds them)" if more > 0 else ""
-    return (
-        f"[veil: {steps} earlier step{'s' if steps != 1 else ''} ({tokens:,} tokens) "
-        f"moved to warm memory: {listed}{extra}. veil_expand a pointer restores one]"
-    )
 
 
 def _turn_text(message: AssistantMessage) -> str:

@@ -34,7 +34,7 @@ from veil.context.items import (
     Tier,
     TurnKind,
 )
-from veil.context.manifest import ManifestRow, render_manifest
+from veil.context.manifest import EvictedRow, ManifestRow, render_manifest
 from veil.context.projection import (
     CONFLICTS,
     ITEMS,
@@ -44,7 +44,7 @@ from veil.context.projection import (
     ContextProjection,
 )
 from veil.context.records import conflict_payload, item_from_row, item_payload
-from veil.context.render import stub
+from veil.context.render import excerpt, stub
 from veil.context.score import Task
 from veil.context.signals import paths_in, tags_of
 from veil.context.threshold import Threshold, on_regret, on_tick
@@ -576,6 +576,14 @@ class ContextEngine:
         # largest are clipped to their head and tail below.
         unread = c.flag("result") & (c.view("created_tick") > self._boundary_tick)
         hard = hard | unread
+        # A step whose turn and results all leave renders as part of one note: planning counts
+        # no stub for those (the notes are charged to the budget).
+        stubs = c.view("stub_tokens")
+        notes = 0
+        if self.config.plan_collapsed:
+            stubs = np.where(self._set.collapsible(hard), 0.0, stubs)
+            _, notes = self._set.collapsed()
+            notes += self.config.collapsed_note_tokens
         result = plan(
             self._set.ids,
             scores=self._set.scores(self.tick),
@@ -587,17 +595,22 @@ class ContextEngine:
             durable_r=durable_r,
             idle_ticks=self.tick - c.view("last_tick"),
             threshold=before,
-            budget=self.budget,
+            budget=max(1, self.budget - notes),
             target_fill=self.config.target_fill,
             cold_retrievability=self.config.cold_retrievability,
             cold_after_ticks=self.config.cold_after_ticks,
-            stub_tokens=c.view("stub_tokens"),
+            stub_tokens=stubs,
             token_exponent=self.config.pressure_token_exponent,
             threshold_exempt=exempt,
         )
         moves = [*result.moves, *self._with_their_turns(result.moves, hard | soft)]
         for move in moves:
             self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)
+        shrunk = self._shrink_excerpts(unread)
+        for move in self._with_their_turns(shrunk, hard | soft):
+            self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)
+            shrunk.append(move)
+        moves.extend(shrunk)
         moves.extend(self._clip_unread(unread))
         self._boundary_tick = self.tick
         self._index_some(self.config.index_per_step)
@@ -654,6 +667,19 @@ class ContextEngine:
                 leaving.add(parent)
         return out
 
+    def _shrink_excerpts(self, unread: Bools) -> list[Move]:
+        """Over budget, a clipped result the model has read by now keeps a one-line stub
+        instead of its head and tail, oldest first."""
+        moves: list[Move] = []
+        for row in range(len(self._set.ids)):
+            if self._set.live_tokens() <= self.budget:
+                break
+            item = self._set.items[self._set.ids[row]]
+            if item.excerpt and not unread[row]:
+                self._move(item, item.tier, stage=2, reason="read: its excerpt becomes a stub")
+                moves.append(Move(item.id, item.tier, 2, "read: its excerpt becomes a stub"))
+        return moves
+
     def _clip_unread(self, unread: Bools) -> list[Move]:
         """When the results the model has not read cannot fit the budget even with everything
         else evicted, the largest keep their head and tail (the whole text warm, its pointer in
@@ -668,7 +694,9 @@ class ContextEngine:
             if over <= 0:
                 break
             item = self._set.items[self._set.ids[row]]
-            keep_tokens = max(self.config.excerpt_min_tokens, item.tokens - over)
+            # The excerpt carries a line saying what is left out: charge it too.
+            note = self.count_tokens(excerpt(replace(item, excerpt=1)))
+            keep_tokens = max(self.config.excerpt_min_tokens, item.tokens - over - note)
             chars = int(len(item.content) * keep_tokens / max(1, item.tokens))
             if chars >= len(item.content):
                 continue
@@ -738,6 +766,10 @@ class ContextEngine:
             for i in self._set.items.values()
             if i.tier == "live"
         ]
+        gone = sorted(
+            (i for i in self._set.items.values() if i.tier != "live" and i.kind != "turn"),
+            key=lambda i: -i.created_tick,
+        )[: self.config.manifest_evicted]
         return render_manifest(
             rows,
             threshold=self.threshold,
@@ -748,6 +780,9 @@ class ContextEngine:
             conflicts=[c.describe() for c in self.conflicts()],
             notes=notes,
             max_items=self.config.manifest_max_items,
+            evicted=[EvictedRow(_label(i), i.pointer) for i in gone],
+            max_tokens=max(64, int(self.config.manifest_max_share * self.config.window_tokens)),
+            count_tokens=self.count_tokens,
         )
 
     def _emit(self, kind: str, payload: dict[str, JSONValue]) -> None:

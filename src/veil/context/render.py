@@ -7,6 +7,8 @@ keep working across turns.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from veil.context.items import ContextItem
 
 
@@ -41,6 +43,23 @@ def excerpt(item: ContextItem) -> str:
         f"the context window); veil_expand {item.pointer} returns all of it]"
     )
     return f"{head}{note}\n{tail}"
+
+
+RANGE_POINTERS = 5
+"""Pointers listed in a collapsed run's note (the newest; veil_recall finds the others)."""
+
+
+def range_note(results: Sequence[ContextItem], tokens: int, steps: int) -> str:
+    """The note standing for a run of ``steps`` steps out of the prompt (their turns and the
+    ``results`` of their calls, ``tokens`` in all)."""
+    shown = [f"{i.tool_name or i.kind} {(i.target or '')[:60]} {i.pointer}" for i in results]
+    listed = "; ".join(shown[-RANGE_POINTERS:])
+    more = len(shown) - RANGE_POINTERS
+    extra = f"; {more} more (veil_recall finds them)" if more > 0 else ""
+    return (
+        f"[veil: {steps} earlier step{'s' if steps != 1 else ''} ({tokens:,} tokens) "
+        f"moved to warm memory: {listed}{extra}. veil_expand a pointer restores one]"
+    )
 
 
 def turn_stub(item: ContextItem) -> str:

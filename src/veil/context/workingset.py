@@ -19,7 +19,7 @@ from veil.context.columns import Columns
 from veil.context.config import ContextConfig
 from veil.context.items import NEVER_EVICTED, ContextItem
 from veil.context.references import ReferenceIndex
-from veil.context.render import stub, turn_stub
+from veil.context.render import range_note, stub, turn_stub
 from veil.context.score import Task, score_many
 from veil.context.signals import jaccard, structure
 from veil.context.turns import max_similarities
@@ -47,7 +47,7 @@ class WorkingSet:
         self._turn_vectors: list[np.ndarray[Any, np.dtype[np.float32]]] = []
         self._turn_ids: list[str] = []
         self._sim_cache: tuple[int, Floats] | None = None
-        self.references = ReferenceIndex()
+        self.references = ReferenceIndex(paths_only=config.reference_names == "paths")
         """Distinctive names in non-turn items' content, for re-reference touches."""
 
     # ---- lookups --------------------------------------------------------------------
@@ -75,11 +75,55 @@ class WorkingSet:
         return len(self._turn_ids)
 
     def live_tokens(self) -> int:
-        """Tokens of the prompt as rendered: live items in full, evicted results as stubs."""
+        """Tokens of the prompt as rendered: live items in full, evicted results and turns as
+        stubs — except steps whose turn and results are all out, which render as one note per
+        run of them (:meth:`collapsed`)."""
         live = self.cols.flag("live")
-        return int(
-            self.cols.view("tokens")[live].sum() + self.cols.view("stub_tokens")[~live].sum()
-        )
+        stubs = self.cols.view("stub_tokens").copy()
+        rows, notes = self.collapsed()
+        stubs[rows] = 0.0
+        return int(self.cols.view("tokens")[live].sum() + stubs[~live].sum() + notes)
+
+    def collapsed(self) -> tuple[list[int], int]:
+        """Rows of the steps that render as part of a collapsed run (a turn out of the prompt
+        with every result of its calls out, none clipped), and the tokens of the notes their
+        runs render as (in turn order; any other turn ends a run)."""
+        c = self.cols
+        live = c.flag("live")
+        rows: list[int] = []
+        notes = 0
+        run: list[ContextItem] = []
+        run_tokens = steps = 0
+
+        def close() -> int:
+            return self.count_tokens(range_note(run, run_tokens, steps)) if run else 0
+
+        for turn_id in self._turn_ids:
+            kids = self._children.get(turn_id, [])
+            turn_row = self._row[turn_id]
+            kid_rows = [self._row[k] for k in kids]
+            ok = bool(kids) and not live[turn_row]
+            ok = ok and not any(live[r] or self.items[self.ids[r]].excerpt for r in kid_rows)
+            if ok:
+                rows.append(turn_row)
+                rows.extend(kid_rows)
+                run.extend(self.items[k] for k in kids)
+                run_tokens += self.items[turn_id].tokens + sum(self.items[k].tokens for k in kids)
+                steps += 1
+            elif run:
+                notes += close()
+                run, run_tokens, steps = [], 0, 0
+        return rows, notes + close()
+
+    def collapsible(self, protected: Bools) -> Bools:
+        """Rows whose eviction would leave no stub: turns, and results whose turn may leave
+        with them (it is not protected)."""
+        c = self.cols
+        out = c.flag("is_turn").copy()
+        for turn_id, kids in self._children.items():
+            if not protected[self._row[turn_id]]:
+                out[[self._row[k] for k in kids]] = True
+        return out
 
     # ---- changes --------------------------------------------------------------------
 
@@ -136,8 +180,11 @@ class WorkingSet:
         f["relevance"][row] = jaccard(item.tags, self.task.tags)
         f["structure"][row] = structure(item.code_refs, self.task.touched, self.task.neighbours)
         f["manual_tick"][row] = -1e9 if item.manual_tick is None else item.manual_tick
+        before = self.items.get(item.id)
         if item.excerpt:  # a clipped result is shown as its head and tail
             f["stub_tokens"][row] = self.count_tokens(stub(item))
+        elif before is not None and before.excerpt:  # …and once read, as its one-line stub
+            f["stub_tokens"][row] = self.count_tokens(stub(replace(item, tier="cold")))
         b["manual"][row] = item.manual
         b["pinned"][row] = item.pinned
         b["live"][row] = item.tier == "live"
