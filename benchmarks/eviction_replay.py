@@ -107,6 +107,17 @@ VEIL_CONFIGS: dict[str, Callable[[], ContextConfig]] = {
     "results protected 10 ticks": lambda: _cfg(protected_results_ticks=10),
     "T max 0.6": lambda: _cfg(threshold=_threshold(maximum=0.6)),
     "ticks_per_day 2": lambda: _cfg(ticks_per_day=2.0),
+    "ticks_per_day 96": lambda: _cfg(ticks_per_day=96.0),
+    "recency weight 0.5": lambda: _cfg(
+        weights=replace(
+            ContextConfig().weights,
+            recency=0.5,
+            frequency=0.125,
+            relevance=0.125,
+            structure=0.125,
+            cognitive=0.125,
+        )
+    ),
 }
 """ContextConfig candidates tried on set A (``--sweep``): the defaults, the defaults before
 this issue moved them (stage-2 order and target fill), and one-knob variations of the

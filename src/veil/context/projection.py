@@ -65,7 +65,7 @@ ITEM_FIELDS = tuple(c.name for c in ITEM_COLUMNS)
 
 class ContextProjection:
     name = "context"
-    version = 3
+    version = 4
     tables = (
         Table(
             ITEMS,
