@@ -207,9 +207,7 @@ def test_request_wire_format(wire: WireServer, provider: AnthropicProvider) -> N
         {"role": "assistant", "content": [{"type": "text", "text": "(no content)"}]},
         {
             "role": "user",
-            "content": [
-                {"type": "text", "text": "go on", "cache_control": {"type": "ephemeral"}}
-            ],
+            "content": [{"type": "text", "text": "go on", "cache_control": {"type": "ephemeral"}}],
         },
     ]
 

@@ -100,6 +100,7 @@ class VeilHarness:
             embedder=embedder,
             clock=clock,
             project_root=project_root,
+            deferred=True,
         )
         self.escalations: list[Escalation] = []
         self.attempts = AttemptLog(
@@ -238,7 +239,8 @@ class VeilHarness:
         )
         tail = self.tail_context()
         self._tail_tokens = self.engine.count_tokens(tail)
-        self.engine.flush()
+        # The request goes out next: the step's events are written while it is in flight.
+        self.engine.persist_in_background()
         return [*out, SystemMessage(tail)] if tail else out
 
     def tail_context(self) -> str:

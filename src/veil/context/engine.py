@@ -7,12 +7,21 @@ the tape. Decisions are pure functions; this class holds state and does the I/O.
 
 The session clock is the tick: one per captured tool call. Live-tier decay runs on ticks, so a
 session left idle overnight has not forgotten anything when it resumes.
+
+Persistence is buffered: capture and ``step`` decide in memory and queue their events; ``flush``
+appends them (and indexes what was demoted) in one transaction. With ``deferred=True`` ``step``
+does not flush; the caller persists with :meth:`ContextEngine.persist_in_background` while the
+model request is in flight (the harness does), so the hook on the tool-call path is arithmetic
+only. An event counts as acknowledged once its flush returned; a crash before that loses only
+decisions the model has not yet acted on, never a written event.
 """
 
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -86,8 +95,10 @@ class ContextEngine:
         project_root: Path | None = None,
         token_counter: TokenCounter = estimate_tokens,
         register: bool = True,
+        deferred: bool = False,
     ) -> None:
         self.store = store
+        self.deferred = deferred
         self.session_id = session_id
         self.scope = scope
         self.config = config or ContextConfig()
@@ -102,6 +113,11 @@ class ContextEngine:
         self._has_intent = False
         self._pending: list[Event] = []
         self._to_index: dict[str, None] = {}
+        self._writer: ThreadPoolExecutor | None = None
+        self._writing: Future[None] | None = None
+        self._write_lock = threading.Lock()
+        self._unwritten: list[Event] = []
+        self._failed: BaseException | None = None
         self.tick = 0
         self._boundary_tick = 0
         self.overhead_tokens = 0
@@ -613,7 +629,6 @@ class ContextEngine:
         moves.extend(shrunk)
         moves.extend(self._clip_unread(unread))
         self._boundary_tick = self.tick
-        self._index_some(self.config.index_per_step)
         live_after = self._set.live_tokens()
         fill = live_after / self.budget
         self._threshold = on_tick(
@@ -635,7 +650,8 @@ class ContextEngine:
                 "turns": self._set.turns,
             },
         )
-        self.flush()
+        if not self.deferred:
+            self.flush()
         return EvictionReport(
             self.tick,
             tuple(moves),
@@ -799,11 +815,81 @@ class ContextEngine:
             )
         )
 
+    def _take_pending(self) -> list[Event]:
+        """Events to write next, in order: any batch a failed write gave back, the buffer, and
+        up to ``index_per_step`` index events for demoted items (indexing embeds, so it
+        happens at persistence, off the decision path)."""
+        self._index_some(self.config.index_per_step)
+        with self._write_lock:
+            events, self._unwritten = [*self._unwritten, *self._pending], []
+            self._pending = []
+        return events
+
     def flush(self) -> None:
-        """Append buffered events (``step`` and explicit verbs flush; capture buffers)."""
-        if self._pending:
-            events, self._pending = self._pending, []
+        """Append every buffered event now (after any background write has finished), in one
+        transaction. Explicit verbs flush; capture buffers; ``step`` flushes unless deferred.
+        A failed background write is raised here; its events are kept and written first by
+        the next flush."""
+        self.wait()
+        events = self._take_pending()
+        if events:
+            try:
+                self.store.append(events)
+            except BaseException:
+                with self._write_lock:
+                    self._unwritten = [*events, *self._unwritten]
+                raise
+
+    def persist_in_background(self) -> Future[None]:
+        """Queue the buffered events for one append on the engine's writer thread and return
+        at once (the harness calls this as the model request goes out). Writes keep their
+        order. If one fails, it and every later batch are kept in memory, not dropped, and
+        the next ``flush``/``persist_in_background``/``wait`` raises the error; the engine's
+        in-memory state is never shared with the writer (events are taken on this thread)."""
+        self._raise_failed_write()
+        events = self._take_pending()
+        with self._write_lock:
+            if self._writer is None:
+                self._writer = ThreadPoolExecutor(1, thread_name_prefix="veil-context-writer")
+            self._writing = self._writer.submit(self._append, events)
+            return self._writing
+
+    def _append(self, events: list[Event]) -> None:
+        """The writer thread's job; never raises (a failure is kept for the owner)."""
+        with self._write_lock:
+            if self._failed is not None:  # keep order: nothing after a failed batch is written
+                self._unwritten.extend(events)
+                return
+        if not events:
+            return
+        try:
             self.store.append(events)
+        except BaseException as exc:
+            with self._write_lock:
+                self._failed = exc
+                self._unwritten.extend(events)
+
+    def _raise_failed_write(self) -> None:
+        with self._write_lock:
+            failed, self._failed = self._failed, None
+        if failed is not None:
+            raise failed
+
+    def wait(self) -> None:
+        """Block until queued background writes are on the tape; raise if one failed."""
+        writing = self._writing
+        if writing is not None:
+            writing.result()
+            self._writing = None
+        self._raise_failed_write()
+
+    def close(self) -> None:
+        """Persist everything buffered and stop the writer thread (the store stays open)."""
+        self.flush()
+        with self._write_lock:
+            writer, self._writer = self._writer, None
+        if writer is not None:
+            writer.shutdown(wait=True)
 
     def _load(self) -> None:
         """Resume: rebuild the in-memory state of this session from the projection."""
