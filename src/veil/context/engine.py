@@ -687,14 +687,13 @@ class ContextEngine:
         """Over budget, a clipped result the model has read by now keeps a one-line stub
         instead of its head and tail, oldest first."""
         moves: list[Move] = []
-        clipped = [r for r, i in enumerate(self._set.ids) if self._set.items[i].excerpt]
-        for row in clipped:
+        candidates = np.flatnonzero(self._set.cols.flag("clipped") & ~unread)
+        for row in candidates.tolist():
             if self._set.live_tokens() <= self.budget:
                 break
             item = self._set.items[self._set.ids[row]]
-            if not unread[row]:
-                self._move(item, item.tier, stage=2, reason="read: its excerpt becomes a stub")
-                moves.append(Move(item.id, item.tier, 2, "read: its excerpt becomes a stub"))
+            self._move(item, item.tier, stage=2, reason="read: its excerpt becomes a stub")
+            moves.append(Move(item.id, item.tier, 2, "read: its excerpt becomes a stub"))
         return moves
 
     def _clip_unread(self, unread: Bools) -> list[Move]:
