@@ -120,6 +120,7 @@ def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
     samples: list[float] = []
     cpu: list[float] = []
     deferred: list[float] = []
+    evicting: list[float] = []
     moves = 0
     for j in range(calls):
         tool, args, out = output_for(n_items + j)
@@ -134,6 +135,8 @@ def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
         engine.wait()
         deferred.append(time.perf_counter() - t1)
         moves += len(report.moves)
+        if report.moves:
+            evicting.append(samples[-1])
         if j % 4 == 3:
             engine.capture_turn("assistant", f"Step {j} done", calls=["act"])
     engine.close()
@@ -195,6 +198,8 @@ def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
         "hook_ms": hook,
         "hook_cpu_ms": hook_cpu,
         "deferred_ms": percentiles(deferred),
+        "evicting_calls": len(evicting),
+        "evicting_wall_ms": percentiles(evicting) if evicting else None,
         "references_ms": refs,
         "ratios_p95_over_reference_median": {
             k: round(hook["p95"] / v["median"], 2) if v["median"] else None for k, v in refs.items()
@@ -207,9 +212,10 @@ def render_table(results: list[dict[str, Any]]) -> str:
     lines = [
         "| items | hook wall median ms | wall p95 | wall p99 | CPU median | CPU p95 "
         "| deferred median | deferred p95 | numpy scorer median ms | Python-loop scorer ms "
-        "| bare append ms | moves | p95 / numpy | p95 / loop |",
+        "| bare append ms | moves | calls that evicted | their wall p95 | p95 / numpy "
+        "| p95 / loop |",
         "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-        "| ---: | ---: |",
+        "| ---: | ---: | ---: | ---: |",
     ]
     for r in results:
         refs = r["references_ms"]
@@ -220,7 +226,9 @@ def render_table(results: list[dict[str, Any]]) -> str:
             f"{r['hook_cpu_ms']['p95']:.3f} | {r['deferred_ms']['median']:.3f} | "
             f"{r['deferred_ms']['p95']:.3f} | {refs['numpy_score_many']['median']:.3f} | "
             f"{refs['python_loop_score']['median']:.2f} | {refs['store_append']['median']:.3f} | "
-            f"{r['moves']} | {ratio['numpy_score_many']} | {ratio['python_loop_score']} |"
+            f"{r['moves']} | {r['evicting_calls']} | "
+            f"{r['evicting_wall_ms']['p95'] if r['evicting_wall_ms'] else '-'} | "
+            f"{ratio['numpy_score_many']} | {ratio['python_loop_score']} |"
         )
     return "\n".join(lines)
 
