@@ -68,7 +68,7 @@ SET_NAMES = {
 }
 BUDGETS: tuple[float, ...] = (0.25, 0.375, 0.5, 0.625, 0.75)
 """Budget = fixed + f × (keep-all peak − fixed)."""
-SAMPLE = {"A": 2, "B": 3}
+SAMPLE = {"A": 4, "B": 3}
 """Full run: every n-th trajectory of each set (250 of 500 in A, 276 of 826 in B)."""
 QUICK = 12
 SWEEP_EVERY = 5
@@ -238,7 +238,10 @@ def replay_one(job: Job) -> tuple[dict[str, Point], list[Need]]:
             record(f"LRU@{f}", P.lru(t, b, needs))
     embedder = default_embedder()
     for name in job.veil_configs:
-        for f in job.veil_budgets:
+        # The chosen config is drawn over every budget; the others (ablations) at the goals'.
+        chosen = name == CHOSEN or len(job.veil_configs) > 4
+        budgets = [f for f in job.veil_budgets if chosen or f in GOAL_BUDGETS]
+        for f in budgets:
             record(f"veil[{name}]@{f}", P.veil(t, budget_for(t, f), embedder, VEIL_CONFIGS[name]()))
     return out, needs
 
