@@ -69,7 +69,7 @@ SET_NAMES = {
 BUDGETS: tuple[float, ...] = (0.25, 0.375, 0.5, 0.625, 0.75)
 """Budget = fixed + f × (keep-all peak − fixed)."""
 SAMPLE = {"A": 4, "B": 3}
-"""Full run: every n-th trajectory of each set (250 of 500 in A, 276 of 826 in B)."""
+"""Full run: every n-th trajectory of each set (125 of 500 in A, 276 of 826 in B)."""
 QUICK = 12
 SWEEP_EVERY = 5
 """--sweep: every 5th trajectory of set A (100), at the goal budgets only."""
