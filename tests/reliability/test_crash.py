@@ -82,7 +82,8 @@ class ForkServer:
     """Talks to ``crash_worker``: start a child with a command, kill it after a delay."""
 
     def __init__(self) -> None:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        path = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability.crash_worker"],
             cwd=REPO,
@@ -228,11 +229,20 @@ def test_kill_writers_at_random_points(forks: ForkServer, tmp_path: Path) -> Non
             db = tmp_path / f"db{n}" / "crash.db"
             acked = []
         seed = rng.randrange(1 << 30)
-        # every other database in synchronous=NORMAL, as the harness opens context.db
+        # every other database in synchronous=NORMAL with the context engine's persistence
+        # deferred to its writer thread, as the harness opens and drives context.db
         mode = "full" if (n // KILLS_PER_DB) % 2 == 0 else "normal"
-        modes[mode] += 1
+        deferred = mode == "normal"
+        modes[mode + (" deferred" if deferred else "")] += 1
         run = forks.run(
-            {"op": "mix", "db": str(db), "seed": seed, "ops": 10_000, "synchronous": mode},
+            {
+                "op": "mix",
+                "db": str(db),
+                "seed": seed,
+                "ops": 10_000,
+                "synchronous": mode,
+                "deferred": deferred,
+            },
             kill_after_s=rng.uniform(0.0, 0.6),
         )
         assert not run.errors, run.errors

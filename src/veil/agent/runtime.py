@@ -381,7 +381,7 @@ class AgentSession:
         if end is None:
             end = AgentEnd("error", "the run ended without a result", 0)
         s.sessions.end(s.session_id, status=end.reason, summary=end.message)
-        harness.engine.flush()
+        harness.engine.close()
         return end
 
     def events(self, s: Setup) -> Iterator[AgentEvent]:

@@ -55,6 +55,8 @@ ITEM_COLUMNS = (
     Column("target", "text"),
     Column("created_tick", "int"),
     Column("effect", "text"),
+    Column("parent", "text"),
+    Column("excerpt", "int"),
     Column("seq", "int"),
     Column("indexed", "bool"),
 )
@@ -63,7 +65,7 @@ ITEM_FIELDS = tuple(c.name for c in ITEM_COLUMNS)
 
 class ContextProjection:
     name = "context"
-    version = 3
+    version = 4
     tables = (
         Table(
             ITEMS,
@@ -137,7 +139,8 @@ class ContextProjection:
                 )
             ]
         if kind == "context.tier":
-            ops = [Patch(ITEMS, key, {"tier": p["tier"], "indexed": False})]
+            excerpt = int(cast(int, p.get("excerpt") or 0))
+            ops = [Patch(ITEMS, key, {"tier": p["tier"], "indexed": False, "excerpt": excerpt})]
             if p["tier"] == "live":  # back in the prompt: no longer a search result
                 ops.append(IndexText(ITEMS_TEXT, scope, str(p["id"]), ""))
                 ops.append(IndexVector(ITEMS_VEC, scope, str(p["id"]), ""))
