@@ -42,7 +42,7 @@ from veil.tape import (
     open_store,
     sqlite_path,
 )
-from veil.testing import NotesProjection
+from veil.tape.contract import NotesProjection
 
 CONTEXT_DB = Path(".veil") / "context.db"
 MEMORY_DB = Path(".veil") / "memory.db"
