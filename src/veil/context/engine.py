@@ -580,12 +580,7 @@ class ContextEngine:
         c = self._set.cols
         now = self.clock.now().timestamp()
         wall_days = np.maximum(0.0, now - c.view("last_wall")) / 86400.0
-        durable_r = (
-            1.0
-            + fsrs.factor()
-            * wall_days
-            / np.maximum(c.view("durable_stability"), fsrs.STABILITY_MIN)
-        ) ** fsrs.decay()
+        durable_r = fsrs.retrievability_many(wall_days, c.view("durable_stability"))
         hard, soft, exempt = self._set.protected(self.tick)
         # A result the model has not read yet (captured since the last turn boundary) is never
         # stubbed: the model asked for it. If the unread results cannot fit even alone, the
