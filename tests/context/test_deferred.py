@@ -82,10 +82,10 @@ class FailingAppends(SQLiteStore):
 
     broken = False
 
-    def append(self, events: Any) -> Any:
+    def append(self, events: Any, *, keep_recorded_at: bool = False) -> Any:
         if self.broken:
             raise OSError("disk full")
-        return super().append(events)
+        return super().append(events, keep_recorded_at=keep_recorded_at)
 
 
 def test_a_failed_background_write_is_raised_and_loses_nothing(tmp_path: Path) -> None:

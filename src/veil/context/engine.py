@@ -19,9 +19,8 @@ decisions the model has not yet acted on, never a written event.
 from __future__ import annotations
 
 import re
-import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -59,8 +58,10 @@ from veil.context.signals import paths_in, tags_of
 from veil.context.threshold import Threshold, on_regret, on_tick
 from veil.context.turns import CallKind, classify_turn
 from veil.context.workingset import WorkingSet
+from veil.context.writer import ContextWriter
 from veil.embed.protocol import Embedder
-from veil.tape import Event, JSONValue, Store, new_id
+from veil.tape import JSONValue, Store, new_id
+from veil.tape.recorder import Recorder
 from veil.tokens import TokenCounter, estimate_tokens
 
 POINTER = re.compile(r"^veil://(warm|cold|live)/([A-Za-z0-9_\-]+)$")
@@ -111,13 +112,18 @@ class ContextEngine:
         self._set = WorkingSet(self.config, token_counter, embedder)
         self._book = ConflictBook()
         self._has_intent = False
-        self._pending: list[Event] = []
         self._to_index: dict[str, None] = {}
-        self._writer: ThreadPoolExecutor | None = None
-        self._writing: Future[None] | None = None
-        self._write_lock = threading.Lock()
-        self._unwritten: list[Event] = []
-        self._failed: BaseException | None = None
+        self._writer = ContextWriter(
+            Recorder(
+                store,
+                scope=scope,
+                actor="veil",
+                clock=self.clock,
+                id_prefix="cx",
+                provenance={"session_id": session_id},
+            ),
+            before_take=lambda: self._index_some(self.config.index_per_step),
+        )
         self.tick = 0
         self._boundary_tick = 0
         self.overhead_tokens = 0
@@ -797,93 +803,26 @@ class ContextEngine:
         )
 
     def _emit(self, kind: str, payload: dict[str, JSONValue]) -> None:
-        self._pending.append(
-            Event(
-                id=new_id("cx"),
-                scope=self.scope,
-                kind=kind,
-                at=self.clock.now(),
-                actor="veil",
-                payload=payload,
-                provenance={"session_id": self.session_id},
-            )
-        )
-
-    def _take_pending(self) -> list[Event]:
-        """Events to write next, in order: any batch a failed write gave back, the buffer, and
-        up to ``index_per_step`` index events for demoted items (indexing embeds, so it
-        happens at persistence, off the decision path)."""
-        self._index_some(self.config.index_per_step)
-        with self._write_lock:
-            events, self._unwritten = [*self._unwritten, *self._pending], []
-            self._pending = []
-        return events
+        self._writer.emit(kind, payload)
 
     def flush(self) -> None:
-        """Append every buffered event now (after any background write has finished), in one
-        transaction. Explicit verbs flush; capture buffers; ``step`` flushes unless deferred.
-        A failed background write is raised here; its events are kept and written first by
-        the next flush."""
-        self.wait()
-        events = self._take_pending()
-        if events:
-            try:
-                self.store.append(events)
-            except BaseException:
-                with self._write_lock:
-                    self._unwritten = [*events, *self._unwritten]
-                raise
+        """Append every buffered event now, in one transaction (after any background write).
+        Explicit verbs flush; capture buffers; ``step`` flushes unless deferred. See
+        :class:`~veil.context.writer.ContextWriter` for what a failed write keeps."""
+        self._writer.flush()
 
     def persist_in_background(self) -> Future[None]:
         """Queue the buffered events for one append on the engine's writer thread and return
-        at once (the harness calls this as the model request goes out). Writes keep their
-        order. If one fails, it and every later batch are kept in memory, not dropped, and
-        the next ``flush``/``persist_in_background``/``wait`` raises the error; the engine's
-        in-memory state is never shared with the writer (events are taken on this thread)."""
-        self._raise_failed_write()
-        events = self._take_pending()
-        with self._write_lock:
-            if self._writer is None:
-                self._writer = ThreadPoolExecutor(1, thread_name_prefix="veil-context-writer")
-            self._writing = self._writer.submit(self._append, events)
-            return self._writing
-
-    def _append(self, events: list[Event]) -> None:
-        """The writer thread's job; never raises (a failure is kept for the owner)."""
-        with self._write_lock:
-            if self._failed is not None:  # keep order: nothing after a failed batch is written
-                self._unwritten.extend(events)
-                return
-        if not events:
-            return
-        try:
-            self.store.append(events)
-        except BaseException as exc:
-            with self._write_lock:
-                self._failed = exc
-                self._unwritten.extend(events)
-
-    def _raise_failed_write(self) -> None:
-        with self._write_lock:
-            failed, self._failed = self._failed, None
-        if failed is not None:
-            raise failed
+        at once (the harness calls this as the model request goes out)."""
+        return self._writer.persist_in_background()
 
     def wait(self) -> None:
         """Block until queued background writes are on the tape; raise if one failed."""
-        writing = self._writing
-        if writing is not None:
-            writing.result()
-            self._writing = None
-        self._raise_failed_write()
+        self._writer.wait()
 
     def close(self) -> None:
         """Persist everything buffered and stop the writer thread (the store stays open)."""
-        self.flush()
-        with self._write_lock:
-            writer, self._writer = self._writer, None
-        if writer is not None:
-            writer.shutdown(wait=True)
+        self._writer.close()
 
     def _load(self) -> None:
         """Resume: rebuild the in-memory state of this session from the projection."""

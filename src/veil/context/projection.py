@@ -133,7 +133,9 @@ class ContextProjection:
             ]
         if kind == "context.tier":
             excerpt = int(cast(int, p.get("excerpt") or 0))
-            ops = [Patch(ITEMS, key, {"tier": p["tier"], "indexed": False, "excerpt": excerpt})]
+            ops: list[Op] = [
+                Patch(ITEMS, key, {"tier": p["tier"], "indexed": False, "excerpt": excerpt})
+            ]
             if p["tier"] == "live":  # back in the prompt: no longer a search result
                 ops.append(IndexText(ITEMS_TEXT, scope, str(p["id"]), ""))
                 ops.append(IndexVector(ITEMS_VEC, scope, str(p["id"]), ""))
