@@ -35,8 +35,9 @@ BENCHMARKS: tuple[str, ...] = (
     "eviction_replay",
 )
 """Modules of ``benchmarks/`` that define ``main(argv)`` and are run by ``make bench``."""
-EXPLICIT: tuple[str, ...] = ("soak",)
-"""Benchmarks too long for ``make bench`` (run them by hand; the report still shows them)."""
+EXPLICIT: tuple[str, ...] = ("soak", "real_model")
+"""Benchmarks too long for ``make bench`` or needing a real model (run them by hand; the
+report still shows them)."""
 
 
 def command(name: str, *, quick: bool) -> list[str]:

@@ -20,6 +20,7 @@ from benchmarks.replay.needs import (
     region_of,
 )
 
+from veil.context import ContextConfig
 from veil.tokens import estimate_tokens
 
 
@@ -303,3 +304,18 @@ def test_quick_run_end_to_end(tmp_path: Path) -> None:
         assert data["sets"][name]["needs"] > 0
     section = eviction_replay.render_section(data)
     assert not section.startswith("#") and "keep-all" in section
+
+
+def test_the_veil_policy_is_deterministic_and_keeps_what_it_has_not_read() -> None:
+    """The real harness under a fake clock: the same trajectory twice gives the same prompts,
+    step for step; the newest observation is always verbatim (the model has not read it)."""
+    from veil.embed import default_embedder
+
+    t = _traj(n=14, obs_chars=1600)
+    budget = t.fixed_tokens + 1_200
+    first = P.veil(t, budget, default_embedder(), ContextConfig())
+    second = P.veil(t, budget, default_embedder(), ContextConfig())
+    assert first.tokens == second.tokens and first.live == second.live
+    assert first.cached == second.cached
+    assert all((k - 1) in first.live[k] for k in range(1, len(t.steps)))
+    assert min(len(live) for live in first.live[5:]) < 5, "nothing was ever evicted"

@@ -71,3 +71,33 @@ def test_openai_provider_example(server: str) -> None:
 def test_custom_loop_example() -> None:
     module = runpy.run_path(str(EXAMPLES / "custom_loop.py"))
     assert module["main"]() == "hello.py prints hello 200 times."
+
+
+def run_example(name: str, store: Path) -> list[str]:
+    result = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), str(store)],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    return result.stdout.splitlines()
+
+
+def test_pydantic_ai_example_shrinks_what_the_model_receives(tmp_path: Path) -> None:
+    lines = run_example("pydantic_ai_history.py", tmp_path)
+    requests = [line for line in lines if line.startswith("request ")]
+    sent = [int(line.split(", ")[1].split(" tokens")[0].replace(",", "")) for line in requests]
+    full = [int(line.split("(")[1].split(" in full")[0].replace(",", "")) for line in requests]
+    assert len(requests) == 14 and sent[-1] < full[-1] / 3
+    assert "veil_expand gave back log 1 in full: True" in lines
+    assert any(line.startswith("the model sees log 1 as: [veil: read_log 1 — ") for line in lines)
+    assert lines[-1] == "Every worker finished; log 1 is clean."
+
+
+def test_openai_agents_example_keeps_items_across_sessions(tmp_path: Path) -> None:
+    lines = run_example("openai_agents_session.py", tmp_path)
+    runs = [line for line in lines if line.startswith("run ")]
+    sent = int(runs[-1].split(" had ")[1].split(" characters")[0].replace(",", ""))
+    kept = int(runs[-1].split("everything: ")[1].rstrip(")").replace(",", ""))
+    assert len(runs) == 10 and sent < kept / 2
+    assert "veil_expand gave back the log in full: True" in lines
+    assert lines[-1] == "a new session object on the same store sees 44 items"

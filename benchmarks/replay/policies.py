@@ -10,13 +10,24 @@ reserve); every budgeted policy gets the same budget.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import Any
 
-from benchmarks.replay.load import Trajectory
+from benchmarks.replay.load import Step, Trajectory
 from benchmarks.replay.needs import Need
-from veil.context import ContextConfig, ContextEngine
+from veil.agent.tool import ToolResult
+from veil.context import ContextConfig
 from veil.embed.protocol import Embedder
+from veil.llm.messages import (
+    AssistantMessage,
+    Message,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
 from veil.tape.sqlite import SQLiteStore
 from veil.tokens import estimate_tokens
 
@@ -31,6 +42,35 @@ class Run:
     live: list[frozenset[int]]
     """Earlier observations in the prompt verbatim at each step."""
     info: dict[str, float] = field(default_factory=dict[str, float])
+    cached: list[int] = field(default_factory=lambda: [])
+    """At each step, the tokens at the start of the prompt that are byte for byte the previous
+    step's prompt (what a provider's prompt cache serves); 0 at the first step."""
+
+
+Segment = tuple[object, int]
+"""One part of a prompt: what it is (comparable between steps) and its tokens."""
+
+
+def cached_prefix(previous: Sequence[Segment], current: Sequence[Segment]) -> int:
+    """Tokens of ``current`` that repeat ``previous`` from the start, segment by segment."""
+    total = 0
+    for a, b in zip(previous, current, strict=False):
+        if a != b:
+            break
+        total += b[1]
+    return total
+
+
+class PrefixTracker:
+    """Collects a policy's prompts step by step and records the cached prefix of each."""
+
+    def __init__(self) -> None:
+        self.previous: list[Segment] = []
+        self.cached: list[int] = []
+
+    def add(self, segments: list[Segment]) -> None:
+        self.cached.append(cached_prefix(self.previous, segments) if self.previous else 0)
+        self.previous = segments
 
 
 def _masked_stub(observation: str) -> int:
@@ -43,14 +83,38 @@ def _lru_stub(action: str, tokens: int) -> int:
     return estimate_tokens(f"[evicted: output of `{action[:80]}` — {tokens:,} tokens]")
 
 
+def _pairs(t: Trajectory, k: int, obs: list[Segment | None]) -> list[Segment]:
+    """The prompt at step ``k``: the fixed part, then every earlier (assistant message,
+    observation) pair — ``obs[j]`` is the observation's segment as the policy shows it, or None
+    when the policy dropped the whole pair."""
+    out: list[Segment] = [("fixed", t.fixed_tokens)]
+    for j in range(k):
+        o = obs[j]
+        if o is None:
+            continue
+        out.append((("a", j), t.steps[j].assistant_tokens))
+        if o[1] or o[0] != "gone":
+            out.append(o)
+    return out
+
+
+def _run(
+    t: Trajectory,
+    prompts: Sequence[list[Segment]],
+    live: list[frozenset[int]],
+    info: dict[str, float] | None = None,
+) -> Run:
+    tracker = PrefixTracker()
+    for segments in prompts:
+        tracker.add(segments)
+    return Run([sum(x[1] for x in p) for p in prompts], live, info or {}, tracker.cached)
+
+
 def keep_all(t: Trajectory) -> Run:
-    tokens: list[int] = []
-    total = t.fixed_tokens
-    for k, s in enumerate(t.steps):
-        tokens.append(total)
-        total += s.assistant_tokens + s.obs_tokens
-        del k
-    return Run(tokens, [frozenset(range(k)) for k in range(len(t.steps))])
+    prompts: list[list[Segment]] = []
+    for k in range(len(t.steps)):
+        prompts.append(_pairs(t, k, [(("o", j), t.steps[j].obs_tokens) for j in range(k)]))
+    return _run(t, prompts, [frozenset(range(k)) for k in range(len(t.steps))])
 
 
 def mask_last_n(t: Trajectory, n: int) -> Run:
@@ -58,16 +122,17 @@ def mask_last_n(t: Trajectory, n: int) -> Run:
     one-line placeholder; assistant messages stay."""
     steps = t.steps
     stub = [_masked_stub(s.observation) for s in steps]
-    tokens: list[int] = []
+    prompts: list[list[Segment]] = []
     live: list[frozenset[int]] = []
     for k in range(len(steps)):
         first_full = max(0, k - n)
-        cost = t.fixed_tokens + sum(s.assistant_tokens for s in steps[:k])
-        cost += sum(stub[j] for j in range(first_full))
-        cost += sum(steps[j].obs_tokens for j in range(first_full, k))
-        tokens.append(cost)
+        obs: list[Segment | None] = [
+            (("o", j), steps[j].obs_tokens) if j >= first_full else (("m", j), stub[j])
+            for j in range(k)
+        ]
+        prompts.append(_pairs(t, k, obs))
         live.append(frozenset(range(first_full, k)))
-    return Run(tokens, live)
+    return _run(t, prompts, live)
 
 
 def truncate_oldest(t: Trajectory, budget: int) -> Run:
@@ -75,16 +140,40 @@ def truncate_oldest(t: Trajectory, budget: int) -> Run:
     always stays. Dropped pairs never come back."""
     steps = t.steps
     start = 0
-    tokens: list[int] = []
+    prompts: list[list[Segment]] = []
     live: list[frozenset[int]] = []
     for k in range(len(steps)):
         cost = t.fixed_tokens + sum(s.assistant_tokens + s.obs_tokens for s in steps[start:k])
         while cost > budget and start < k - 1:
             cost -= steps[start].assistant_tokens + steps[start].obs_tokens
             start += 1
-        tokens.append(cost)
+        obs: list[Segment | None] = [
+            (("o", j), steps[j].obs_tokens) if j >= start else None for j in range(k)
+        ]
+        prompts.append(_pairs(t, k, obs))
         live.append(frozenset(range(start, k)))
-    return Run(tokens, live)
+    return _run(t, prompts, live)
+
+
+def truncate_oldest_observations(t: Trajectory, budget: int) -> Run:
+    """Drop the oldest observations (the assistant messages stay) until the prompt fits; the
+    newest observation always stays. Dropped observations never come back."""
+    steps = t.steps
+    start = 0
+    prompts: list[list[Segment]] = []
+    live: list[frozenset[int]] = []
+    for k in range(len(steps)):
+        cost = t.fixed_tokens + sum(s.assistant_tokens for s in steps[:k])
+        cost += sum(s.obs_tokens for s in steps[start:k])
+        while cost > budget and start < k - 1:
+            cost -= steps[start].obs_tokens
+            start += 1
+        obs: list[Segment | None] = [
+            (("o", j), steps[j].obs_tokens) if j >= start else ("gone", 0) for j in range(k)
+        ]
+        prompts.append(_pairs(t, k, obs))
+        live.append(frozenset(range(start, k)))
+    return _run(t, prompts, live)
 
 
 def opencode_prune(t: Trajectory, protect: int, minimum: int, skip_turns: int = 2) -> Run:
@@ -94,7 +183,7 @@ def opencode_prune(t: Trajectory, protect: int, minimum: int, skip_turns: int = 
     ``protect`` tokens are cleared — only if together they exceed ``minimum`` tokens."""
     steps = t.steps
     cleared = [False] * len(steps)
-    tokens: list[int] = []
+    prompts: list[list[Segment]] = []
     live: list[frozenset[int]] = []
     for k in range(len(steps)):
         total = 0
@@ -110,13 +199,13 @@ def opencode_prune(t: Trajectory, protect: int, minimum: int, skip_turns: int = 
         if pruned > minimum:
             for j in to_prune:
                 cleared[j] = True
-        cost = t.fixed_tokens + sum(
-            s.assistant_tokens + (OPENCODE_STUB_TOKENS if cleared[j] else s.obs_tokens)
-            for j, s in enumerate(steps[:k])
-        )
-        tokens.append(cost)
+        obs: list[Segment | None] = [
+            (("c", j), OPENCODE_STUB_TOKENS) if cleared[j] else (("o", j), steps[j].obs_tokens)
+            for j in range(k)
+        ]
+        prompts.append(_pairs(t, k, obs))
         live.append(frozenset(j for j in range(k) if not cleared[j]))
-    return Run(tokens, live, {"cleared": float(sum(cleared))})
+    return _run(t, prompts, live, {"cleared": float(sum(cleared))})
 
 
 def compaction_params(t: Trajectory, budget: int) -> tuple[int, int]:
@@ -127,18 +216,21 @@ def compaction_params(t: Trajectory, budget: int) -> tuple[int, int]:
 
 
 def compaction(t: Trajectory, budget: int) -> Run:
-    """pi / Claude Code compaction: when the prompt exceeds the budget, every message before the
-    newest ``keep_recent`` tokens (whole steps, at least the newest) is replaced by one summary.
-    Summarised observations are gone verbatim."""
+    """pi / Claude Code compaction at the budget: when the prompt exceeds it, every message
+    before the newest ``keep_recent`` tokens (whole steps, at least the newest) is replaced by
+    one summary. Summarised observations are gone verbatim. The summary's tokens are in every
+    later prompt; ``info["summarise_tokens"]`` is what the summarising calls read (the prompt
+    at each compaction), a cost the agent pays besides its own prompts."""
     keep_recent, summary = compaction_params(t, budget)
     steps = t.steps
     cut = 0
     summary_tokens = 0
     compactions = 0
-    tokens: list[int] = []
+    summarise = 0
+    pairs = [s.assistant_tokens + s.obs_tokens for s in steps]
+    prompts: list[list[Segment]] = []
     live: list[frozenset[int]] = []
     for k in range(len(steps)):
-        pairs = [s.assistant_tokens + s.obs_tokens for s in steps]
         cost = t.fixed_tokens + summary_tokens + sum(pairs[cut:k])
         if cost > budget and k - cut > 1:
             acc = 0
@@ -149,13 +241,21 @@ def compaction(t: Trajectory, budget: int) -> Run:
                 acc += pairs[j]
                 new_cut = j
             if new_cut > cut:
+                summarise += cost
                 cut = new_cut
                 summary_tokens = summary
                 compactions += 1
-                cost = t.fixed_tokens + summary_tokens + sum(pairs[cut:k])
-        tokens.append(cost)
+        obs: list[Segment | None] = [
+            (("o", j), steps[j].obs_tokens) if j >= cut else None for j in range(k)
+        ]
+        prompt = _pairs(t, k, obs)
+        if summary_tokens:
+            prompt.insert(1, (("summary", cut), summary_tokens))
+        prompts.append(prompt)
         live.append(frozenset(range(cut, k)))
-    return Run(tokens, live, {"compactions": float(compactions)})
+    return _run(
+        t, prompts, live, {"compactions": float(compactions), "summarise_tokens": summarise}
+    )
 
 
 def lru(t: Trajectory, budget: int, needs: Sequence[Need]) -> Run:
@@ -169,7 +269,7 @@ def lru(t: Trajectory, budget: int, needs: Sequence[Need]) -> Run:
     by_step: dict[int, list[Need]] = {}
     for need in needs:
         by_step.setdefault(need.step, []).append(need)
-    tokens: list[int] = []
+    prompts: list[list[Segment]] = []
     live: list[frozenset[int]] = []
     for k in range(len(steps)):
         cost = t.fixed_tokens + sum(
@@ -183,19 +283,41 @@ def lru(t: Trajectory, budget: int, needs: Sequence[Need]) -> Run:
                     break
                 full[j] = False
                 cost -= steps[j].obs_tokens - stub[j]
-        tokens.append(cost)
+        obs: list[Segment | None] = [
+            (("o", j), steps[j].obs_tokens) if full[j] else (("s", j), stub[j]) for j in range(k)
+        ]
+        prompts.append(_pairs(t, k, obs))
         now = frozenset(j for j in range(k) if full[j])
         live.append(now)
         for need in by_step.get(k, []):
             for j in need.sources:
                 if j in now:
                     last_use[j] = k
-    return Run(tokens, live)
+    return _run(t, prompts, live)
 
 
-VEIL_TURN_STUB = (
-    "[veil: earlier action moved to warm memory; veil_expand veil://warm/{id} restores it]"
-)
+_SWE_WINDOW = re.compile(r"^(\d+):", re.MULTILINE)
+
+
+def call_for(s: Step) -> tuple[str, dict[str, Any]]:
+    """The Veil tool call a trajectory step is: SWE-agent's file-window commands (``open``,
+    ``goto``, ``scroll_*``) read a window of the open file, so they are ``read`` calls with
+    that window; every other action is a ``bash`` command (whose tool declares a plain ``cat``
+    or ``sed -n`` of one file as a read)."""
+    if s.tool in ("open", "goto", "scroll_up", "scroll_down") and s.open_file:
+        first = _SWE_WINDOW.search(s.observation)
+        path = s.open_file
+        if s.tool == "open":
+            parts = s.action.split()
+            path = parts[1] if len(parts) > 1 else path
+        if first is not None:
+            return "read", {"path": path, "offset": int(first.group(1)), "limit": 100}
+        return "read", {"path": path}
+    return "bash", {"command": s.action}
+
+
+REPLAY_START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
+"""The replay's clock starts here and advances 30 s a step: bit-reproducible runs."""
 
 
 def veil(
@@ -204,71 +326,83 @@ def veil(
     embedder: Embedder,
     config: ContextConfig | None = None,
 ) -> Run:
-    """Veil's context engine driven as :class:`veil.agent.harness.VeilHarness` drives it.
+    """Veil as the harness runs it: :class:`veil.agent.harness.VeilHarness`'s own hooks on the
+    trajectory's messages, and the prompt counted exactly as ``transform_context`` and
+    ``transform_system`` render it (system prompt, the conversation with stubs, collapsed runs'
+    notes and clipped results, the manifest at the end).
 
-    The instance message is the first user turn (the intent); after each tool result:
-    ``capture_tool_result`` (tool ``bash`` or the SWE-agent command, arguments
-    ``{"command": action}``), ``step()`` (after_tool_call), ``step()`` again (on_turn_end), then
-    the assistant message is captured as a turn (the harness observes it when it builds the next
-    request), the manifest is rendered into the system prompt and ``overhead_tokens`` is set to
-    system + manifest, exactly as ``transform_system`` does. The window is
-    ``budget + reserve_tokens`` so that window − reserve is the budget every policy gets.
+    Each step is an assistant message with one ``bash`` call (``{"command": action}``) and its
+    observation as the tool result: ``on_message`` then ``after_tool_call`` (capture, attempt),
+    and the next request's ``transform_context`` (the turn boundary: score, evict, render). A
+    live assistant message costs what every policy counts for it (the trajectory's assistant
+    text); everything else costs the rendered text. The window is ``budget + reserve_tokens``,
+    so that window − reserve is the budget every policy gets, and the harness subtracts the
+    system prompt and the manifest from it itself. A fake clock (30 s per step) makes a run
+    bit-reproducible.
 
-    Prompt tokens at step ``k``: system + manifest + ``engine.live_tokens`` (live items in full,
-    evicted results as their stubs) + the harness's stub for every evicted assistant turn (the
-    engine counts 0 for those). Re-references are the engine's own (``capture_tool_result`` and
-    ``capture_turn`` touch what the action or turn names), as in the harness.
-
-    ``info``: ``regrets`` (the engine saw the same command again while its result was evicted),
-    ``fresh_evicted`` (steps whose newest observation — the result of the previous action — was
-    already a stub when the model was to read it), ``threshold_end``.
+    ``info``: ``regrets``, ``fresh_evicted`` (steps whose newest observation was not in the
+    prompt verbatim when the model was to read it: must be 0), ``clipped`` (newest results
+    shown as head and tail because they could not fit), ``threshold_end``.
     """
+    from veil.agent.harness import VeilHarness
+    from veil.testing import FakeClock
+
     base = config or ContextConfig()
     cfg = replace(base, window_tokens=budget + base.reserve_tokens)
-    store = SQLiteStore(":memory:", embedder=embedder)
-    engine = ContextEngine(
-        store, session_id="replay", scope=f"replay:{t.id}", config=cfg, embedder=embedder
+    clock = FakeClock(REPLAY_START)
+    store = SQLiteStore(":memory:", embedder=embedder, clock=clock)
+    harness = VeilHarness(
+        store=store,
+        scope=f"replay:{t.id}",
+        session_id="replay",
+        embedder=embedder,
+        clock=clock,
+        config=cfg,
     )
-    engine.capture_turn("user", t.instance, target="turn:1")
-    system_tokens = t.system_tokens
-    turn_stub = estimate_tokens(VEIL_TURN_STUB.format(id="ci_" + "x" * 20))
-    obs_items: list[str] = []
-    turn_items: list[str] = []
+    harness.use_tools([], system_prompt=t.system)
+    messages: list[Message] = [UserMessage(t.instance)]
+    harness.start(t.instance, messages)
+    tracker = PrefixTracker()
     tokens: list[int] = []
     live: list[frozenset[int]] = []
-    regrets = 0
-    fresh_evicted = 0
-    manifest_tokens = estimate_tokens(engine.manifest())
-    engine.overhead_tokens = system_tokens + manifest_tokens
+    fresh_evicted = clipped = 0
+    originals: dict[str, int] = {}  # tool-call id → step
     for k, s in enumerate(t.steps):
-        items = {i.id: i for i in engine.items()}
-        evicted_turns = sum(1 for i in turn_items if items[i].tier != "live")
-        tokens.append(
-            system_tokens + manifest_tokens + engine.live_tokens + evicted_turns * turn_stub
-        )
-        now = frozenset(j for j, i in enumerate(obs_items) if items[i].tier == "live")
-        live.append(now)
+        view = harness.transform_context(messages)
+        system = harness.transform_system(t.system)
+        segments: list[Segment] = [(("system", system), estimate_tokens(system))]
+        now: set[int] = set()
+        for m in view:
+            if isinstance(m, AssistantMessage) and m.tool_calls:
+                j = originals[m.tool_calls[0].id]
+                live_turn = m.content == t.steps[j].assistant
+                cost = t.steps[j].assistant_tokens if live_turn else estimate_tokens(m.content)
+                segments.append((("assistant", m.content), cost))
+            elif isinstance(m, ToolResultMessage):
+                j = originals[m.tool_call_id]
+                if m.content == t.steps[j].observation:
+                    now.add(j)
+                elif "characters of this output are left out" in m.content:
+                    clipped += 1
+                segments.append((("tool", m.tool_call_id, m.content), estimate_tokens(m.content)))
+            else:
+                segments.append(((m.kind, m.content), estimate_tokens(m.content)))
+        tracker.add(segments)
+        tokens.append(sum(x[1] for x in segments))
+        live.append(frozenset(now))
         if k and k - 1 not in now:
             fresh_evicted += 1
-        tool = s.tool
-        item = engine.capture_tool_result(
-            tool_call_id=f"call_{k}",
-            tool_name=tool,
-            arguments={"command": s.action} if s.action else {},
-            output=s.observation,
-        )
-        obs_items.append(item.id)
-        last = engine._threshold.last_regret_tick  # pyright: ignore[reportPrivateUsage]
-        if last == engine.tick:
-            regrets += 1
-        engine.step()
-        engine.step()
-        turn = engine.capture_turn(
-            "assistant", s.assistant, calls=["act"], target=f"turn:{2 * k + 2}"
-        )
-        turn_items.append(turn.id)
-        manifest_tokens = estimate_tokens(engine.manifest())
-        engine.overhead_tokens = system_tokens + manifest_tokens
+        name, arguments = call_for(s)
+        call = ToolCall(f"call_{k}", name, arguments)
+        originals[call.id] = k
+        assistant = AssistantMessage(s.assistant, (call,))
+        messages.append(assistant)
+        harness.on_message(assistant)
+        result = ToolResult(s.observation)
+        patched = harness.after_tool_call(call, result)
+        messages.append(ToolResultMessage(call.id, name, (patched or result).content))
+        clock.advance(seconds=30)
+    regrets = sum(1 for e in store.read(f"replay:{t.id}", kinds=["context.regret"]))
     store.close()
     return Run(
         tokens,
@@ -276,6 +410,8 @@ def veil(
         {
             "regrets": float(regrets),
             "fresh_evicted": float(fresh_evicted),
-            "threshold_end": engine.threshold,
+            "clipped": float(clipped),
+            "threshold_end": harness.engine.threshold,
         },
+        tracker.cached,
     )

@@ -9,12 +9,13 @@ is the test suite every store backend must pass; subclass it and implement ``mak
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping
 from typing import Any
 
 from veil.clock import FakeClock
 from veil.embed.hashing import HashEmbedder
+from veil.llm.scripted import ScriptedCompletionExhausted as ScriptExhausted
+from veil.llm.scripted import ScriptedModel
 from veil.tape.contract import NotesProjection, StoreContract, note_event
 
 __all__ = [
@@ -27,46 +28,6 @@ __all__ = [
     "StoreContract",
     "note_event",
 ]
-
-
-class ScriptExhausted(RuntimeError):
-    """A :class:`ScriptedModel` was called more times than it has responses."""
-
-
-@dataclass
-class ScriptedModel:
-    """A ``complete(messages, *, json_schema=None) -> str`` that replays ``responses`` in order.
-
-    A response may be a string (returned as is), a dict or list (serialised as JSON), or an
-    exception instance (raised, to simulate a failing model). Each call's messages are
-    recorded in :attr:`calls`, its schema in :attr:`schemas`.
-    """
-
-    responses: Sequence[str | Mapping[str, Any] | list[Any] | BaseException]
-    calls: list[list[dict[str, Any]]] = field(default_factory=lambda: [])
-    schemas: list[dict[str, Any] | None] = field(default_factory=lambda: [])
-
-    def __call__(
-        self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None
-    ) -> str:
-        self.calls.append([dict(m) for m in messages])
-        self.schemas.append(json_schema)
-        index = len(self.calls) - 1
-        if index >= len(self.responses):
-            raise ScriptExhausted(
-                f"ScriptedModel has {len(self.responses)} responses and was called "
-                f"{index + 1} times; add a response for call {index + 1}"
-            )
-        response = self.responses[index]
-        if isinstance(response, BaseException):
-            raise response
-        if isinstance(response, str):
-            return response
-        return json.dumps(response)
-
-    @property
-    def remaining(self) -> int:
-        return max(0, len(self.responses) - len(self.calls))
 
 
 # ---- a scripted model behind a real OpenAI-compatible HTTP server --------------------------

@@ -87,8 +87,10 @@ def test_an_eviction_rewrites_the_request_only_from_the_first_stub(tmp_path: Pat
         if first_change is None:
             continue
         rewrites += 1
-        # What changed is a tool result that became a stub with a pointer, and everything
-        # before it (tools, system prompt, earlier messages) was kept byte for byte.
+        # What changed is a tool result that became a stub with a pointer, or the note of a
+        # run of whole steps that left (it names their pointers and grows as steps join it);
+        # everything before it (tools, system prompt, earlier messages) was kept byte for byte.
         assert first_change > 1
-        assert "veil://" in b[first_change] and "veil://" not in a[first_change]
+        assert "veil://" in b[first_change]
+        assert "veil://" not in a[first_change] or "earlier step" in a[first_change]
     assert rewrites >= 1

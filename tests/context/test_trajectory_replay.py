@@ -15,7 +15,8 @@ import pytest
 from tests.conftest import SHARED
 from tests.context.conftest import MakeEngine
 from veil.context import ContextEngine
-from veil.context.render import turn_stub
+from veil.context.items import ContextItem
+from veil.context.render import range_note, turn_stub
 
 TRAJECTORIES = SHARED / "data" / "trajectories" / "mini_swe_agent_gemini3pro_verified.jsonl.gz"
 WANTED = ("mini-gemini3pro-verified/django__django-11099",)
@@ -34,10 +35,41 @@ def load(ids: tuple[str, ...]) -> list[dict[str, Any]]:
 
 
 def rendered_tokens(engine: ContextEngine) -> int:
-    """The transcript as the model would see it: live items in full, evicted results and turns
-    as their stubs (computed independently of the engine's own accounting)."""
+    """The transcript as the model would see it, computed independently of the engine's own
+    accounting: live items in full, evicted results and turns as their stubs — except runs of
+    whole steps out of the prompt (turn and every result of its calls out, none clipped),
+    which render as one note per run."""
+    items = engine.items()
+    kids: dict[str, list[ContextItem]] = {}
+    for item in items:
+        if item.parent:
+            kids.setdefault(item.parent, []).append(item)
+
+    def whole_step_out(turn: ContextItem) -> bool:
+        results = kids.get(turn.id, [])
+        out = all(r.tier != "live" and not r.excerpt for r in results)
+        return bool(results) and turn.tier != "live" and out
+
     total = 0
-    for item in engine.items():
+    run: list[ContextItem] = []
+    run_tokens = steps = 0
+    collapsed: set[str] = set()
+    for item in items:
+        if item.kind != "turn":
+            continue
+        if whole_step_out(item):
+            run.extend(kids[item.id])
+            run_tokens += item.tokens + sum(r.tokens for r in kids[item.id])
+            steps += 1
+            collapsed |= {item.id, *(r.id for r in kids[item.id])}
+        elif run:
+            total += engine.count_tokens(range_note(run, run_tokens, steps))
+            run, run_tokens, steps = [], 0, 0
+    if run:
+        total += engine.count_tokens(range_note(run, run_tokens, steps))
+    for item in items:
+        if item.id in collapsed:
+            continue
         if item.tier == "live":
             total += item.tokens
         elif item.tool_call_id:

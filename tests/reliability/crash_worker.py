@@ -10,8 +10,8 @@ written with a single ``os.write`` (atomic on a pipe):
 * ``dead <pid> <status>`` (from the server) — the child is gone.
 
 Commands: ``{"op": "mix" | "maintain" | "forget" | "hold" | "reproject", "db": path,
-"seed": n, "ops": n, "synchronous": "full" | "normal", "busy_s": x}``. ``db`` is a SQLite path
-or a PostgreSQL DSN (``postgresql://…``; ``synchronous`` is then ignored).
+"seed": n, "ops": n, "synchronous": "full" | "normal", "deferred": bool, "busy_s": x}``.
+``db`` is a SQLite path or a PostgreSQL DSN (``postgresql://…``; ``synchronous`` is then ignored).
 
 No database connection crosses a fork: the server itself never opens a store (it only imports
 the modules, psycopg and psycopg-pool included, so children start fast); every child opens its
@@ -53,10 +53,15 @@ def is_postgres(db: str) -> bool:
     return db.startswith(("postgresql://", "postgres://"))
 
 
-def mix(db: str, seed: int, ops: int, synchronous: str) -> None:
+def mix(db: str, seed: int, ops: int, synchronous: str, deferred: bool = False) -> None:
     """Remember, context capture (+ step) and session appends, in a seeded random order.
     ``synchronous`` is the SQLite durability mode (``full``: the default; ``normal``: what
-    the harness uses for its working-memory database); unused on PostgreSQL."""
+    the harness uses for its working-memory database); unused on PostgreSQL.
+
+    ``deferred``: the engine persists as the harness runs it — ``step`` only decides, the
+    events are written on the engine's writer thread while the next operation (standing in
+    for the model request) runs on the same store, and a capture is acknowledged once that
+    write has been waited for."""
     rng = random.Random(seed)
     target = db if is_postgres(db) else f"sqlite:///{db}?synchronous={synchronous}"
     store = open_store(target, embedder=HashEmbedder())
@@ -67,13 +72,19 @@ def mix(db: str, seed: int, ops: int, synchronous: str) -> None:
         scope=PROJECT_SCOPE,
         config=ContextConfig(window_tokens=4000),
         embedder=HashEmbedder(),
+        deferred=deferred,
     )
     sessions = Sessions(store, scope=PROJECT_SCOPE)
+    in_flight: str | None = None
     session_id = sessions.start(title=f"crash {seed}", model="scripted")
     idx = 0
     for i in range(ops):
         token = f"tok{seed}x{i}"
         choice = rng.random()
+        if in_flight is not None and (choice >= 0.4 or rng.random() < 0.5):
+            engine.wait()  # the write that ran during the previous operation is on the tape
+            say("ack " + json.dumps({"kind": "capture", "item": in_flight}))
+            in_flight = None
         if choice < 0.4:
             report = memory.remember(
                 f"I prefer {token} now; see tok{seed}y{i}", user_id=MEMORY_SCOPE
@@ -97,8 +108,12 @@ def mix(db: str, seed: int, ops: int, synchronous: str) -> None:
                 arguments={"command": f"echo {token}"},
                 output=body,
             )
-            engine.step()  # step flushes: from here the capture is acknowledged
-            say("ack " + json.dumps({"kind": "capture", "item": item.id}))
+            engine.step()
+            if deferred:  # written while the next operation runs; acknowledged after wait()
+                engine.persist_in_background()
+                in_flight = item.id
+            else:  # step flushes: from here the capture is acknowledged
+                say("ack " + json.dumps({"kind": "capture", "item": item.id}))
         else:
             messages: list[Message] = [
                 UserMessage(f"user says {token}"),
@@ -107,6 +122,9 @@ def mix(db: str, seed: int, ops: int, synchronous: str) -> None:
             sessions.append(session_id, idx, messages)
             idx += len(messages)
             say("ack " + json.dumps({"kind": "session", "session": session_id, "idx": idx - 1}))
+    if in_flight is not None:
+        engine.wait()
+        say("ack " + json.dumps({"kind": "capture", "item": in_flight}))
     say("done")
 
 
@@ -191,7 +209,13 @@ def child(command: dict[str, Any]) -> None:
     say(f"pid {os.getpid()}")
     op, db, seed = str(command["op"]), str(command["db"]), int(command["seed"])
     if op == "mix":
-        mix(db, seed, int(command.get("ops", 1000)), str(command.get("synchronous", "full")))
+        mix(
+            db,
+            seed,
+            int(command.get("ops", 1000)),
+            str(command.get("synchronous", "full")),
+            bool(command.get("deferred", False)),
+        )
     elif op == "maintain":
         maintain(db, seed)
     elif op == "forget":

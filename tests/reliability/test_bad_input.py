@@ -285,11 +285,11 @@ def test_model_that_hangs_past_its_timeout(tmp_path: Path) -> None:
 
 
 def test_figures() -> None:
-    """Runs last in this module: the number of generated inputs tried."""
+    """Runs last in this module: the number of generated inputs tried (each test above fails
+    on a crash, so no crash count is recorded here: it could only be a literal)."""
     record_figures(
         "bad_input",
         inputs=sum(TRIED.values()),
         by_entry=dict(TRIED),
         malformed_outputs=len(MALFORMED) + 1,
-        crashes=0,
     )

@@ -82,7 +82,8 @@ class ForkServer:
     """Talks to ``crash_worker``: start a child with a command, kill it after a delay."""
 
     def __init__(self) -> None:
-        env = {**os.environ, "PYTHONPATH": str(REPO)}
+        path = [str(REPO), *filter(None, [os.environ.get("PYTHONPATH")])]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tests.reliability.crash_worker"],
             cwd=REPO,
@@ -220,7 +221,8 @@ def test_kill_writers_at_random_points(forks: ForkServer, tmp_path: Path) -> Non
     kills = size(20, 400)
     rng = random.Random(SEED)
     acked: list[dict[str, Any]] = []
-    killed = completed = 0
+    killed = completed = lost = failed_checks = 0
+    report: list[str] = []
     modes: Counter[str] = Counter()
     db = tmp_path / "db0" / "crash.db"
     for n in range(kills):
@@ -228,11 +230,20 @@ def test_kill_writers_at_random_points(forks: ForkServer, tmp_path: Path) -> Non
             db = tmp_path / f"db{n}" / "crash.db"
             acked = []
         seed = rng.randrange(1 << 30)
-        # every other database in synchronous=NORMAL, as the harness opens context.db
+        # every other database in synchronous=NORMAL with the context engine's persistence
+        # deferred to its writer thread, as the harness opens and drives context.db
         mode = "full" if (n // KILLS_PER_DB) % 2 == 0 else "normal"
-        modes[mode] += 1
+        deferred = mode == "normal"
+        modes[mode + (" deferred" if deferred else "")] += 1
         run = forks.run(
-            {"op": "mix", "db": str(db), "seed": seed, "ops": 10_000, "synchronous": mode},
+            {
+                "op": "mix",
+                "db": str(db),
+                "seed": seed,
+                "ops": 10_000,
+                "synchronous": mode,
+                "deferred": deferred,
+            },
             kill_after_s=rng.uniform(0.0, 0.6),
         )
         assert not run.errors, run.errors
@@ -241,21 +252,25 @@ def test_kill_writers_at_random_points(forks: ForkServer, tmp_path: Path) -> Non
         acked.extend(run.acks)
         store = open_all(db)
         try:
-            assert integrity_problems(store, db) == [], f"after kill {n} (seed {seed})"
-            assert missing_acks(store, acked) == [], f"after kill {n} (seed {seed})"
+            problems = integrity_problems(store, db)
+            failed_checks += bool(problems)
+            missing = missing_acks(store, acked)
+            lost += len(missing)
             # working memory resumes from the killed session
             ContextEngine(store, session_id=f"ctx{seed}", scope=PROJECT_SCOPE, register=False)
         finally:
             store.close()
-    assert killed == kills
+        report.extend(f"after kill {n} (seed {seed}): {x}" for x in [*problems, *missing])
     record_figures(
         "crash.writers",
         kills=killed,
         acknowledged_writes=completed,
         by_mode=dict(modes),
-        lost=0,
-        check_failures=0,
+        lost=lost,
+        check_failures=failed_checks,
     )
+    assert report == []
+    assert killed == kills
 
 
 def _copy_db(template: Path, target: Path) -> Path:
@@ -300,8 +315,9 @@ def test_kill_maintain_and_forget_midway(
         attempts=kills,
         old_state=outcomes["old"],
         new_state=outcomes["new"],
-        mixed=0,
+        mixed=outcomes["mixed"],
     )
+    assert outcomes["mixed"] == 0
 
 
 def kill_midway(
@@ -364,10 +380,9 @@ def kill_midway(
             else:
                 old = state == before and not store.erasures()
                 new = state == after and len(store.erasures()) == 1
-            assert old or new, f"{op} kill {n}: neither old nor new state: {kinds} {state}"
             assert not (run.acks and old), f"{op} acknowledged but not applied"
             assert store.read("user:bystander"), "another scope was touched"
-            outcomes["old" if old else "new"] += 1
+            outcomes["old" if old else "new" if new else "mixed"] += 1
             killed += run.killed
         finally:
             store.close()
@@ -499,7 +514,8 @@ def test_pg_kill_writers_at_random_points(
     rng = random.Random(f"{SEED}:postgresql")
     settings = pg_durability_settings(pg_server_dsn)
     acked: list[dict[str, Any]] = []
-    killed = completed = with_acks = 0
+    killed = completed = with_acks = lost = failed_checks = 0
+    report: list[str] = []
     waits: list[float] = []
     db = ""
     for n in range(kills):
@@ -521,24 +537,28 @@ def test_pg_kill_writers_at_random_points(
         waits.append(next_writer_wait(db))
         store = open_all(db)
         try:
-            assert integrity_problems(store, db) == [], f"after kill {n} (seed {seed})"
-            assert missing_acks(store, acked) == [], f"after kill {n} (seed {seed})"
+            problems = integrity_problems(store, db)
+            failed_checks += bool(problems)
+            missing = missing_acks(store, acked)
+            lost += len(missing)
             assert len(store.read(PROBE_SCOPE)) == n % PG_KILLS_PER_DB + 1
             ContextEngine(store, session_id=f"ctx{seed}", scope=PROJECT_SCOPE, register=False)
         finally:
             store.close()
-    assert killed == kills
+        report.extend(f"after kill {n} (seed {seed}): {x}" for x in [*problems, *missing])
     record_figures(
         "crash.writers",
         backend="postgresql",
         kills=killed,
         kills_after_first_ack=with_acks,
         acknowledged_writes=completed,
-        lost=0,
-        check_failures=0,
+        lost=lost,
+        check_failures=failed_checks,
         next_writer_max_s=round(max(waits), 3),
         server=settings,
     )
+    assert report == []
+    assert killed == kills
 
 
 @pytest.fixture(scope="module")
@@ -576,8 +596,9 @@ def test_pg_kill_maintain_and_forget_midway(
         attempts=kills,
         old_state=outcomes["old"],
         new_state=outcomes["new"],
-        mixed=0,
+        mixed=outcomes["mixed"],
     )
+    assert outcomes["mixed"] == 0
 
 
 @pytest.mark.parametrize("case", ["sqlite", "pg-idle", "pg-busy"])

@@ -321,7 +321,10 @@ def test_veil_mcp_subprocess_binds_scope_and_authority(tmp_path: Path) -> None:
         return out
 
     out = asyncio.run(asyncio.wait_for(session(), 60))
-    assert set(out["schemas"]) == {"remember", "recall", "history", "confirm", "dispute"}
+    assert set(out["schemas"]) == {
+        "remember", "recall", "facts", "history", "confirm", "dispute",
+        "attempts", "record_attempt",
+    }  # fmt: skip
     for name, schema in out["schemas"].items():
         props = set(schema.get("properties", {}))
         assert not props & {"user_id", "author", "scope", "actor", "authority"}, name

@@ -48,7 +48,7 @@ from veil.agent.tool import ToolResult
 from veil.agent.tools import coding_tools
 from veil.clock import Clock
 from veil.context import ContextConfig, ContextEngine, EvictionReport
-from veil.context.render import turn_stub
+from veil.context.render import range_note, turn_stub
 from veil.convergence.attempt import Attempt, call_digest, text_digest
 from veil.convergence.monitor import Escalation, is_check
 from veil.convergence.record import AttemptLog
@@ -100,6 +100,7 @@ class VeilHarness:
             embedder=embedder,
             clock=clock,
             project_root=project_root,
+            deferred=True,
         )
         self.escalations: list[Escalation] = []
         self.attempts = AttemptLog(
@@ -114,6 +115,8 @@ class VeilHarness:
         """Tokens of the tool schemas sent with every request (:meth:`use_tools`)."""
         self._tools: dict[str, object] = {t.spec.name: t for t in coding_tools()}
         self._turn_items: dict[int, str] = {}
+        self._call_turn: dict[str, str] = {}
+        """Tool-call id → the turn item of the message that made the call."""
         self._result_items: dict[int, str] = {}
         self._call_seen: dict[str, int] = {}
         self._seen = 0
@@ -231,10 +234,13 @@ class VeilHarness:
         report = self.engine.step(overhead_tokens=self.request_overhead())
         self.reports.append(report)
         self._report_moves(report)
-        out = [self._render(index, message) for index, message in enumerate(messages)]
+        out = self._collapse(
+            messages, [self._render(index, message) for index, message in enumerate(messages)]
+        )
         tail = self.tail_context()
         self._tail_tokens = self.engine.count_tokens(tail)
-        self.engine.flush()
+        # The request goes out next: the step's events are written while it is in flight.
+        self.engine.persist_in_background()
         return [*out, SystemMessage(tail)] if tail else out
 
     def tail_context(self) -> str:
@@ -247,6 +253,58 @@ class VeilHarness:
         if not (note or evicted or self.engine.conflicts()):
             return ""
         return self.engine.manifest(notes=[note] if note else [])
+
+    def _collapse(self, messages: list[Message], rendered: list[Message]) -> list[Message]:
+        """Runs of steps whose turn and tool results are all out of the prompt become one note:
+        the request loses them as truncation would, but the note names them and their
+        pointers. A step is an assistant message with tool calls and the results after it."""
+        out: list[Message] = []
+        run: list[str] = []  # result item ids of the collapsed steps in the current run
+        run_tokens = steps = 0
+        index = 0
+        while index < len(messages):
+            message = messages[index]
+            end = index + 1
+            while end < len(messages) and isinstance(messages[end], ToolResultMessage):
+                end += 1
+            collapsed = self._collapsed(index, end, message)
+            if collapsed is not None:
+                run.extend(collapsed)
+                run_tokens += sum(self.engine.item(i).tokens for i in collapsed)
+                turn = self._turn_items[index]
+                run_tokens += self.engine.item(turn).tokens
+                steps += 1
+                index = end
+                continue
+            if run:
+                out.append(
+                    SystemMessage(range_note([self.engine.item(i) for i in run], run_tokens, steps))
+                )
+                run, run_tokens, steps = [], 0, 0
+            out.extend(
+                rendered[index:end] if isinstance(message, AssistantMessage) else [rendered[index]]
+            )
+            index = end if isinstance(message, AssistantMessage) else index + 1
+        if run:
+            out.append(
+                SystemMessage(range_note([self.engine.item(i) for i in run], run_tokens, steps))
+            )
+        return out
+
+    def _collapsed(self, index: int, end: int, message: Message) -> list[str] | None:
+        """The result items of the step at ``index`` when it and they are all evicted."""
+        if not isinstance(message, AssistantMessage) or not message.tool_calls:
+            return None
+        turn = self._turn_items.get(index)
+        if turn is None or self.engine.item(turn).tier == "live":
+            return None
+        results = [self._result_items.get(i) for i in range(index + 1, end)]
+        if not results or any(r is None for r in results):
+            return None
+        found = [r for r in results if r is not None]
+        if any(self.engine.item(r).tier == "live" or self.engine.item(r).excerpt for r in found):
+            return None
+        return found
 
     def _render(self, index: int, message: Message) -> Message:
         if isinstance(message, ToolResultMessage):
@@ -313,6 +371,7 @@ class VeilHarness:
             reads=found.touches.reads,
             partial=found.touches.partial,
             writes=found.touches.writes,
+            parent=self._call_turn.get(call.id),
         )
         self._note_used_facts(call)
         if self.attempts.goal is not None:
@@ -329,7 +388,20 @@ class VeilHarness:
         return replace(result, content=content) if content != result.content else None
 
     def on_message(self, message: AssistantMessage) -> None:
-        """A message with no tool call is a step of its own (the monologue pattern)."""
+        """An assistant message becomes a turn item as soon as it is complete, before its tools
+        run, so that their results know it (a turn and its results leave the prompt together).
+        A message with no tool call is also a step of its own (the monologue pattern)."""
+        index = self._seen  # the loop appended it right after the last request was built
+        if message.tool_calls and index not in self._turn_items:
+            item = self.engine.capture_turn(
+                "assistant",
+                _turn_text(message),
+                calls=call_kinds(self._tools, [c.name for c in message.tool_calls]),
+                target=f"turn:{index}",
+            )
+            self._turn_items[index] = item.id
+            for call in message.tool_calls:
+                self._call_turn[call.id] = item.id
         if message.tool_calls or not message.content.strip() or self.attempts.goal is None:
             return
         self.attempts.observe(action=None, message=message.content.strip())

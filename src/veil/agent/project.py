@@ -32,6 +32,17 @@ def project_root(cwd: Path) -> Path:
     return git_root(cwd) or cwd.resolve()
 
 
+def veil_dir(root: Path) -> Path:
+    """The project's ``.veil/``, created on first use with a ``.gitignore`` that ignores it
+    (its stores hold file contents and command output: never committed by accident)."""
+    path = root / ".veil"
+    path.mkdir(exist_ok=True)
+    ignore = path / ".gitignore"
+    if not ignore.exists():
+        ignore.write_text("# Veil's stores hold file contents and command output.\n*\n")
+    return path
+
+
 def project_scope(root: Path) -> str:
     """``project:<id>`` for the repository at ``root``."""
     try:

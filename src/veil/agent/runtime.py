@@ -33,7 +33,7 @@ from veil.agent.harness import VeilHarness
 from veil.agent.instructions import project_instructions
 from veil.agent.loop import AgentLoopConfig, run_agent
 from veil.agent.permissions import Approval, AskCallback, PermissionPolicy
-from veil.agent.project import project_root, project_scope
+from veil.agent.project import project_root, project_scope, veil_dir
 from veil.agent.sessions import Sessions
 from veil.agent.tool import Tool, ToolContext, ToolResult, Touches, touches_of
 from veil.agent.tools import coding_tools
@@ -156,16 +156,6 @@ class Setup:
     profile: ProfileSettings = dataclasses.field(
         default_factory=lambda: PROFILE_SETTINGS["default"]
     )
-
-
-def veil_dir(root: Path) -> Path:
-    """The project's ``.veil/``, created on first use with a ``.gitignore`` that ignores it."""
-    path = root / ".veil"
-    path.mkdir(exist_ok=True)
-    ignore = path / ".gitignore"
-    if not ignore.exists():
-        ignore.write_text("# Veil's stores hold file contents and command output.\n*\n")
-    return path
 
 
 def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) -> Setup:
@@ -391,7 +381,7 @@ class AgentSession:
         if end is None:
             end = AgentEnd("error", "the run ended without a result", 0)
         s.sessions.end(s.session_id, status=end.reason, summary=end.message)
-        harness.engine.flush()
+        harness.engine.close()
         return end
 
     def events(self, s: Setup) -> Iterator[AgentEvent]:

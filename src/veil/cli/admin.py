@@ -28,6 +28,7 @@ from pathlib import Path
 
 from veil.agent.project import project_root
 from veil.agent.sessions import SessionProjection
+from veil.clients.claude_code_state import ClaudeCodeProjection
 from veil.context.projection import ContextProjection
 from veil.convergence.record import ConvergenceProjection
 from veil.embed import EmbedderUnavailable, embedder_from_spec, spec_of
@@ -41,7 +42,7 @@ from veil.tape import (
     open_store,
     sqlite_path,
 )
-from veil.testing import NotesProjection
+from veil.tape.contract import NotesProjection
 
 CONTEXT_DB = Path(".veil") / "context.db"
 MEMORY_DB = Path(".veil") / "memory.db"
@@ -53,6 +54,7 @@ KNOWN_PROJECTIONS: dict[str, Callable[[], Projection]] = {
     "sessions": SessionProjection,
     "convergence": ConvergenceProjection,
     "server_keys": KeysProjection,
+    "claude_code": ClaudeCodeProjection,
 }
 
 

@@ -157,8 +157,9 @@ def replay(tmp: Path) -> bool:
 
 
 def long_term(tmp: Path) -> bool:
+    from veil.clock import FakeClock
+    from veil.llm.scripted import ScriptedModel
     from veil.memory import Memory
-    from veil.testing import FakeClock, ScriptedModel
 
     real = os.environ.get("VEIL_MODEL")
     if real:

@@ -118,6 +118,56 @@ def build_parser() -> argparse.ArgumentParser:
         action.add_argument("--embedder", default="static", help=embedder_help)
         action.set_defaults(run=_run_admin)
     _add_server_commands(sub)
+    from veil.cli import memory_args
+
+    memory_args.add_parser(sub, _run_memory)
+    hook = sub.add_parser(
+        "hook",
+        help="run a coding agent's hook: its JSON on stdin, the answer on stdout (always exits 0)",
+        description="Run by Claude Code (see `veil install claude-code`): reads the hook's JSON "
+        "on stdin and answers in Claude Code's hook format. Events: SessionStart, "
+        "UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure, PreCompact.",
+    )
+    hook.add_argument("client", nargs="?", metavar="CLIENT", help="claude-code")
+    hook.add_argument("event", nargs="?", metavar="EVENT", help="the hook event's name")
+    hook.set_defaults(run=_run_hook)
+    install = sub.add_parser(
+        "install",
+        help="register Veil with a coding agent (claude-code: hooks and MCP; codex: MCP)",
+        description="Merge Veil's hooks and MCP server into the agent's settings; never "
+        "clobbers, idempotent; --uninstall removes only Veil's entries.",
+    )
+    install.add_argument("agent", choices=["claude-code", "codex"])
+    where = install.add_mutually_exclusive_group()
+    where.add_argument(
+        "--project",
+        dest="where",
+        action="store_const",
+        const="project",
+        help="claude-code: this repository's .claude/settings.json and .mcp.json (default)",
+    )
+    where.add_argument(
+        "--user",
+        dest="where",
+        action="store_const",
+        const="user",
+        help="claude-code: ~/.claude/settings.json and ~/.claude.json, for every project",
+    )
+    install.add_argument("--uninstall", action="store_true", help="remove Veil's entries")
+    install.add_argument(
+        "--authority",
+        choices=["user", "assistant", "tool"],
+        default="user",
+        help="whose word what the agent remembers through the MCP server counts as "
+        "(default user; tool: never above what you say yourself)",
+    )
+    install.add_argument(
+        "--command",
+        default=None,
+        help="how the agent starts veil (default: veil if it is on PATH, else this "
+        "interpreter's -m veil.cli.main)",
+    )
+    install.set_defaults(run=_run_install)
     local = sub.add_parser(
         "local", help="a local model, offline: llama.cpp's server and a 1.5B model (opt-in)"
     )
@@ -158,7 +208,26 @@ def _add_server_commands(
 
     mcp = sub.add_parser("mcp", help="MCP server over stdio, bound to one scope and authority")
     mcp.add_argument("--db", default=None, help=db_help)
-    mcp.add_argument("--scope", required=True, help="the memory this server reads and writes")
+    mcp.add_argument(
+        "--scope",
+        default=None,
+        help="the memory this server reads and writes (required unless --project)",
+    )
+    mcp.add_argument(
+        "--project",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="DIR",
+        help="serve a project's memory: DIR, else $CLAUDE_PROJECT_DIR, else the repository "
+        "around the current directory (its scope, .veil/memory.db and .veil/context.db)",
+    )
+    mcp.add_argument(
+        "--attempts-db",
+        default=None,
+        help="store of the attempt record (default: the --db store; with --project its "
+        ".veil/context.db)",
+    )
     mcp.add_argument("--authority", choices=["user", "assistant", "tool"], default="user")
     mcp.add_argument(
         "--model",
@@ -281,10 +350,51 @@ def _run_serve(args: argparse.Namespace) -> int:
 
 
 def _run_mcp(args: argparse.Namespace) -> int:
-    from veil.server.commands import run_mcp
+    from veil.server.commands import McpOptions, run_mcp
 
     return run_mcp(
-        args.db, args.scope, args.authority, args.server_model or args.model, args.embedder
+        McpOptions(
+            db=args.db,
+            scope=args.scope,
+            authority=args.authority,
+            model=args.server_model or args.model,
+            embedder=args.embedder,
+            project=args.project,
+            attempts_db=args.attempts_db,
+        )
+    )
+
+
+def _run_memory(args: argparse.Namespace) -> int:
+    from veil.cli.memory import run_memory
+
+    return run_memory(args)
+
+
+def _run_hook(args: argparse.Namespace) -> int:
+    from veil.cli.hook import run_hook
+
+    return run_hook(args.client, args.event, debug=args.debug)
+
+
+def _run_install(args: argparse.Namespace) -> int:
+    from veil.cli.install import InstallOptions, run_install
+
+    if args.agent == "codex" and args.where == "project":
+        print(
+            "veil install: codex reads MCP servers from $CODEX_HOME/config.toml "
+            "(~/.codex/config.toml); there is no --project install",
+            file=sys.stderr,
+        )
+        return 2
+    return run_install(
+        InstallOptions(
+            agent=args.agent,
+            where=args.where or "project",
+            uninstall=args.uninstall,
+            authority=args.authority,
+            command=args.command,
+        )
     )
 
 
@@ -296,6 +406,25 @@ def _run_keys(args: argparse.Namespace) -> int:
     if args.keys_command == "list":
         return run_keys_list(args.db)
     return run_keys_revoke(args.db, args.key_id)
+
+
+def _hook_invocation(argv: list[str]) -> bool:
+    """``[--debug] hook …`` (without ``--help``): a hook must exit 0 whatever its arguments,
+    so it is not left to argparse, which exits 2 — Claude Code's "block" — on a mistake."""
+    rest = argv[1:] if argv[:1] == ["--debug"] else argv
+    return rest[:1] == ["hook"] and not {"-h", "--help"} & set(rest)
+
+
+def _hook(argv: list[str]) -> int:
+    from veil.cli.hook import run_hook
+
+    debug = argv[:1] == ["--debug"]
+    words = argv[2:] if debug else argv[1:]
+    client = words[0] if words else None
+    event = words[1] if len(words) > 1 else None
+    if len(words) > 2:
+        print(f"veil hook: ignoring extra arguments {words[2:]}", file=sys.stderr)
+    return run_hook(client, event, debug=debug)
 
 
 def _usage_problem(args: argparse.Namespace) -> str | None:
@@ -321,8 +450,11 @@ def _isatty(stream: object) -> bool:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    given = list(sys.argv[1:] if argv is None else argv)
+    if _hook_invocation(given):
+        return _hook(given)
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = parser.parse_args(given)
     run = getattr(args, "run", None)
     if run is None:
         problem = _usage_problem(args)

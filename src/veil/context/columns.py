@@ -17,12 +17,24 @@ FLOAT_COLUMNS = (
     "tokens",
     "turn_weight",
     "turn_index",
-    "similarity",
+    "parent_turn",
     "manual_tick",
     "stub_tokens",
     "created_tick",
 )
-BOOL_COLUMNS = ("result", "procedural", "manual", "pinned", "never", "live", "warm", "is_turn")
+BOOL_COLUMNS = (
+    "result",
+    "procedural",
+    "manual",
+    "pinned",
+    "never",
+    "live",
+    "warm",
+    "is_turn",
+    "clipped",
+)
+"""``parent_turn``: the turn ordinal (``turn_index``) of the turn whose call made a result, or
+-1; ``clipped``: a result shown as its head and tail (it has an excerpt)."""
 
 
 class Columns:

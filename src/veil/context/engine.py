@@ -7,12 +7,20 @@ the tape. Decisions are pure functions; this class holds state and does the I/O.
 
 The session clock is the tick: one per captured tool call. Live-tier decay runs on ticks, so a
 session left idle overnight has not forgotten anything when it resumes.
+
+Persistence is buffered: capture and ``step`` decide in memory and queue their events; ``flush``
+appends them (and indexes what was demoted) in one transaction. With ``deferred=True`` ``step``
+does not flush; the caller persists with :meth:`ContextEngine.persist_in_background` while the
+model request is in flight (the harness does), so the hook on the tool-call path is arithmetic
+only. An event counts as acknowledged once its flush returned; a crash before that loses only
+decisions the model has not yet acted on, never a written event.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
@@ -24,7 +32,7 @@ from veil.context import fsrs
 from veil.context.codegraph import CodeGraph
 from veil.context.config import ContextConfig
 from veil.context.conflicts import Belief, Conflict, ConflictBook, content_digest
-from veil.context.eviction import Move, plan
+from veil.context.eviction import Bools, Move, plan
 from veil.context.items import (
     ITEM_KINDS,
     NEVER_EVICTED,
@@ -34,7 +42,7 @@ from veil.context.items import (
     Tier,
     TurnKind,
 )
-from veil.context.manifest import ManifestRow, render_manifest
+from veil.context.manifest import EvictedRow, ManifestRow, render_manifest
 from veil.context.projection import (
     CONFLICTS,
     ITEMS,
@@ -44,14 +52,16 @@ from veil.context.projection import (
     ContextProjection,
 )
 from veil.context.records import conflict_payload, item_from_row, item_payload
-from veil.context.render import stub
+from veil.context.render import excerpt, stub
 from veil.context.score import Task
 from veil.context.signals import paths_in, tags_of
 from veil.context.threshold import Threshold, on_regret, on_tick
 from veil.context.turns import CallKind, classify_turn
 from veil.context.workingset import WorkingSet
+from veil.context.writer import ContextWriter
 from veil.embed.protocol import Embedder
-from veil.tape import Event, JSONValue, Store, new_id
+from veil.tape import JSONValue, Store, new_id
+from veil.tape.recorder import Recorder
 from veil.tokens import TokenCounter, estimate_tokens
 
 POINTER = re.compile(r"^veil://(warm|cold|live)/([A-Za-z0-9_\-]+)$")
@@ -86,8 +96,10 @@ class ContextEngine:
         project_root: Path | None = None,
         token_counter: TokenCounter = estimate_tokens,
         register: bool = True,
+        deferred: bool = False,
     ) -> None:
         self.store = store
+        self.deferred = deferred
         self.session_id = session_id
         self.scope = scope
         self.config = config or ContextConfig()
@@ -100,9 +112,20 @@ class ContextEngine:
         self._set = WorkingSet(self.config, token_counter, embedder)
         self._book = ConflictBook()
         self._has_intent = False
-        self._pending: list[Event] = []
         self._to_index: dict[str, None] = {}
+        self._writer = ContextWriter(
+            Recorder(
+                store,
+                scope=scope,
+                actor="veil",
+                clock=self.clock,
+                id_prefix="cx",
+                provenance={"session_id": session_id},
+            ),
+            before_take=lambda: self._index_some(self.config.index_per_step),
+        )
         self.tick = 0
+        self._boundary_tick = 0
         self.overhead_tokens = 0
         self._threshold = Threshold.start(self.config.threshold)
         self._task_text = ""
@@ -178,6 +201,7 @@ class ContextEngine:
         reads: str | None = None,
         partial: bool = False,
         writes: str | None = None,
+        parent: str | None = None,
     ) -> ContextItem:
         """A tool call's result enters working memory (one tick of the session clock).
 
@@ -217,6 +241,7 @@ class ContextEngine:
             tool_call_id=tool_call_id,
             code_refs=refs,
             effect=effect,
+            parent=parent,
         )
         if reads and not partial and not is_error:
             self._check_belief(
@@ -299,6 +324,7 @@ class ContextEngine:
         manual: bool = False,
         turn_kind: TurnKind | None = None,
         effect: Effect | None = None,
+        parent: str | None = None,
     ) -> ContextItem:
         now = self.clock.now()
         item = ContextItem(
@@ -325,6 +351,7 @@ class ContextEngine:
             created_tick=self.tick,
             manual_tick=self.tick if manual else None,
             effect=effect,
+            parent=parent,
         )
         self._set.add(item)
         self._emit("context.item", {"item": item_payload(item)})
@@ -559,13 +586,21 @@ class ContextEngine:
         c = self._set.cols
         now = self.clock.now().timestamp()
         wall_days = np.maximum(0.0, now - c.view("last_wall")) / 86400.0
-        durable_r = (
-            1.0
-            + fsrs.factor()
-            * wall_days
-            / np.maximum(c.view("durable_stability"), fsrs.STABILITY_MIN)
-        ) ** fsrs.decay()
+        durable_r = fsrs.retrievability_many(wall_days, c.view("durable_stability"))
         hard, soft, exempt = self._set.protected(self.tick)
+        # A result the model has not read yet (captured since the last turn boundary) is never
+        # stubbed: the model asked for it. If the unread results cannot fit even alone, the
+        # largest are clipped to their head and tail below.
+        unread = c.flag("result") & (c.view("created_tick") > self._boundary_tick)
+        hard = hard | unread
+        # A step whose turn and results all leave renders as part of one note: planning counts
+        # no stub for those (the notes are charged to the budget).
+        stubs = c.view("stub_tokens")
+        notes = 0
+        if self.config.plan_collapsed:
+            stubs = np.where(self._set.collapsible(hard), 0.0, stubs)
+            _, notes = self._set.collapsed()
+            notes += self.config.collapsed_note_tokens
         result = plan(
             self._set.ids,
             scores=self._set.scores(self.tick),
@@ -577,18 +612,26 @@ class ContextEngine:
             durable_r=durable_r,
             idle_ticks=self.tick - c.view("last_tick"),
             threshold=before,
-            budget=self.budget,
+            budget=max(1, self.budget - notes),
             target_fill=self.config.target_fill,
             cold_retrievability=self.config.cold_retrievability,
             cold_after_ticks=self.config.cold_after_ticks,
-            stub_tokens=c.view("stub_tokens"),
+            stub_tokens=stubs,
             token_exponent=self.config.pressure_token_exponent,
             threshold_exempt=exempt,
         )
-        for move in result.moves:
+        moves = [*result.moves, *self._with_their_turns(result.moves, hard | soft)]
+        for move in moves:
             self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)
-        self._index_some(self.config.index_per_step)
-        fill = result.live_tokens_after / self.budget
+        shrunk = self._shrink_excerpts(unread)
+        for move in self._with_their_turns(shrunk, hard | soft):
+            self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)
+            shrunk.append(move)
+        moves.extend(shrunk)
+        moves.extend(self._clip_unread(unread))
+        self._boundary_tick = self.tick
+        live_after = self._set.live_tokens()
+        fill = live_after / self.budget
         self._threshold = on_tick(
             self._threshold,
             tick=self.tick,
@@ -608,25 +651,93 @@ class ContextEngine:
                 "turns": self._set.turns,
             },
         )
-        self.flush()
+        if not self.deferred:
+            self.flush()
         return EvictionReport(
             self.tick,
-            result.moves,
+            tuple(moves),
             before,
             self._threshold.value,
             result.live_tokens_before,
-            result.live_tokens_after,
+            live_after,
             self.budget,
             result.pressure,
         )
 
-    def _move(self, item: ContextItem, tier: Tier, *, stage: int, reason: str) -> ContextItem:
-        updated = replace(item, tier=tier)
+    def _with_their_turns(self, moves: Sequence[Move], protected: Bools) -> list[Move]:
+        """A turn whose results all leave the prompt leaves with them (unless it is protected:
+        intent, correction, the newest turns): like truncation, the prompt loses the pair,
+        not just its tool result — but the pair stays addressable."""
+        out: list[Move] = []
+        leaving = {m.id for m in moves if m.to != "live"}
+        for move in moves:
+            item = self._set.items[move.id]
+            parent = item.parent
+            if move.to == "live" or parent is None or parent in leaving:
+                continue
+            turn = self._set.items.get(parent)
+            if turn is None or turn.tier != "live" or protected[self._set.row(parent)]:
+                continue
+            siblings = self._set.children(parent)
+            if all(self._set.items[s].tier != "live" or s in leaving for s in siblings):
+                out.append(Move(parent, move.to, move.stage, f"with its results: {move.reason}"))
+                leaving.add(parent)
+        return out
+
+    def _shrink_excerpts(self, unread: Bools) -> list[Move]:
+        """Over budget, a clipped result the model has read by now keeps a one-line stub
+        instead of its head and tail, oldest first."""
+        moves: list[Move] = []
+        candidates = np.flatnonzero(self._set.cols.flag("clipped") & ~unread)
+        for row in candidates.tolist():
+            if self._set.live_tokens() <= self.budget:
+                break
+            item = self._set.items[self._set.ids[row]]
+            self._move(item, item.tier, stage=2, reason="read: its excerpt becomes a stub")
+            moves.append(Move(item.id, item.tier, 2, "read: its excerpt becomes a stub"))
+        return moves
+
+    def _clip_unread(self, unread: Bools) -> list[Move]:
+        """When the results the model has not read cannot fit the budget even with everything
+        else evicted, the largest keep their head and tail (the whole text warm, its pointer in
+        the excerpt) until the prompt fits."""
+        over = self._set.live_tokens() - self.budget
+        if over <= 0:
+            return []
+        rows = [int(i) for i in np.flatnonzero(unread & self._set.cols.flag("live"))]
+        rows.sort(key=lambda r: -self._set.cols.f["tokens"][r])
+        moves: list[Move] = []
+        for row in rows:
+            if over <= 0:
+                break
+            item = self._set.items[self._set.ids[row]]
+            # The excerpt carries a line saying what is left out: charge it too.
+            note = self.count_tokens(excerpt(replace(item, excerpt=1)))
+            keep_tokens = max(self.config.excerpt_min_tokens, item.tokens - over - note)
+            chars = int(len(item.content) * keep_tokens / max(1, item.tokens))
+            if chars >= len(item.content):
+                continue
+            reason = f"too large for the window: {keep_tokens:,} of {item.tokens:,} tokens shown"
+            self._move(item, "warm", stage=2, reason=reason, excerpt=chars)
+            over = self._set.live_tokens() - self.budget
+            moves.append(Move(item.id, "warm", 2, reason))
+        return moves
+
+    def _move(
+        self, item: ContextItem, tier: Tier, *, stage: int, reason: str, excerpt: int = 0
+    ) -> ContextItem:
+        updated = replace(item, tier=tier, excerpt=excerpt if tier != "live" else 0)
         self._set.update(updated)
-        self._emit(
-            "context.tier",
-            {"id": item.id, "tier": tier, "stage": stage, "reason": reason, "tick": self.tick},
-        )
+        payload: dict[str, JSONValue] = {
+            "id": item.id,
+            "tier": tier,
+            "stage": stage,
+            "reason": reason,
+            "tick": self.tick,
+        }
+        if updated.excerpt:
+            payload["excerpt"] = updated.excerpt
+        self._emit("context.tier", payload)
         if tier == "live":
             self._to_index.pop(item.id, None)
         elif item.tier == "live":
@@ -672,6 +783,10 @@ class ContextEngine:
             for i in self._set.items.values()
             if i.tier == "live"
         ]
+        gone = sorted(
+            (i for i in self._set.items.values() if i.tier != "live" and i.kind != "turn"),
+            key=lambda i: -i.created_tick,
+        )[: self.config.manifest_evicted]
         return render_manifest(
             rows,
             threshold=self.threshold,
@@ -682,26 +797,32 @@ class ContextEngine:
             conflicts=[c.describe() for c in self.conflicts()],
             notes=notes,
             max_items=self.config.manifest_max_items,
+            evicted=[EvictedRow(_label(i), i.pointer) for i in gone],
+            max_tokens=max(64, int(self.config.manifest_max_share * self.config.window_tokens)),
+            count_tokens=self.count_tokens,
         )
 
     def _emit(self, kind: str, payload: dict[str, JSONValue]) -> None:
-        self._pending.append(
-            Event(
-                id=new_id("cx"),
-                scope=self.scope,
-                kind=kind,
-                at=self.clock.now(),
-                actor="veil",
-                payload=payload,
-                provenance={"session_id": self.session_id},
-            )
-        )
+        self._writer.emit(kind, payload)
 
     def flush(self) -> None:
-        """Append buffered events (``step`` and explicit verbs flush; capture buffers)."""
-        if self._pending:
-            events, self._pending = self._pending, []
-            self.store.append(events)
+        """Append every buffered event now, in one transaction (after any background write).
+        Explicit verbs flush; capture buffers; ``step`` flushes unless deferred. See
+        :class:`~veil.context.writer.ContextWriter` for what a failed write keeps."""
+        self._writer.flush()
+
+    def persist_in_background(self) -> Future[None]:
+        """Queue the buffered events for one append on the engine's writer thread and return
+        at once (the harness calls this as the model request goes out)."""
+        return self._writer.persist_in_background()
+
+    def wait(self) -> None:
+        """Block until queued background writes are on the tape; raise if one failed."""
+        self._writer.wait()
+
+    def close(self) -> None:
+        """Persist everything buffered and stop the writer thread (the store stays open)."""
+        self._writer.close()
 
     def _load(self) -> None:
         """Resume: rebuild the in-memory state of this session from the projection."""

@@ -13,7 +13,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+Floats = np.ndarray[Any, np.dtype[np.float64]]
 
 DEFAULT_WEIGHTS: tuple[float, ...] = (
     0.212,
@@ -45,19 +49,6 @@ GOOD = 3
 EASY = 4
 
 
-@dataclass(frozen=True)
-class Horizon:
-    """A time scale: the live tier (session ticks, S ≤ 7 days) or the durable store (wall-clock
-    days, S ≤ 365)."""
-
-    name: str
-    max_stability_days: float
-
-
-LIVE = Horizon("live", 7.0)
-DURABLE = Horizon("durable", 365.0)
-
-
 def decay(w: Sequence[float] = DEFAULT_WEIGHTS) -> float:
     return -w[20]
 
@@ -73,6 +64,13 @@ def retrievability(
     if elapsed_days <= 0:
         return 1.0
     return (1.0 + factor(w) * elapsed_days / max(stability, STABILITY_MIN)) ** decay(w)
+
+
+def retrievability_many(elapsed_days: Floats, stability: Floats) -> Floats:
+    """:func:`retrievability` over arrays (the hot path scores every item at once): 1 where
+    no time has passed."""
+    r = (1.0 + factor() * elapsed_days / np.maximum(stability, STABILITY_MIN)) ** decay()
+    return np.where(elapsed_days <= 0, 1.0, r)
 
 
 def initial_stability(rating: int = GOOD, w: Sequence[float] = DEFAULT_WEIGHTS) -> float:

@@ -77,6 +77,13 @@ class ContextItem:
     """Wall-clock time of the last access (ISO), for the durable horizon."""
     effect: Effect | None = None
     """For a tool result: what its call did to the file named by ``code_refs[0]``."""
+    parent: str | None = None
+    """For a tool result: the turn item of the assistant message that made the call. A turn and
+    its results that are all out of the prompt leave it together (one note for a run of them,
+    as truncation would drop them, but addressable)."""
+    excerpt: int = 0
+    """For a result too large to fit the window even alone: the characters of its head and
+    tail kept in the prompt (its stub), the whole text being warm. 0: a one-line stub."""
 
     @property
     def pointer(self) -> str:

@@ -1,11 +1,15 @@
-"""The manifest: a compact list of what is loaded, appended to the system prompt. Pure.
+"""The manifest: what is loaded, in a bounded share of the window. Pure.
 
-Budget-aware: at most ``max_items`` rows (highest score first), with a count of the rest.
+Budget-aware: a line of counts (what is in the prompt, in warm and cold memory, the window's
+fill and the threshold), then rows of the loaded items — pinned first, then by score — and the
+pointers of the items that left the prompt most recently (what the model may want back), as many
+as fit ``max_tokens``. Contradictions and notes (the convergence note) are always shown: they
+are what the model must act on.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 MANIFEST_OPEN = "<veil-manifest>"
@@ -22,6 +26,12 @@ class ManifestRow:
     label: str
 
 
+@dataclass(frozen=True)
+class EvictedRow:
+    label: str
+    pointer: str
+
+
 def render_manifest(
     rows: Sequence[ManifestRow],
     *,
@@ -33,22 +43,53 @@ def render_manifest(
     conflicts: Sequence[str],
     notes: Sequence[str] = (),
     max_items: int = 40,
+    evicted: Sequence[EvictedRow] = (),
+    max_tokens: int | None = None,
+    count_tokens: Callable[[str], int] = lambda s: len(s) // 4,
 ) -> str:
+    """The manifest text; rows are added while the whole stays within ``max_tokens`` (the
+    count line, contradictions and notes always come)."""
     fill = live_tokens / budget if budget else 0.0
-    lines = [
+    head = [
         MANIFEST_OPEN,
         f"window: {live_tokens:,}/{budget:,} tokens ({fill:.0%}); threshold T={threshold:.3f}; "
-        f"warm {warm}, cold {cold} (veil_expand restores a pointer)",
+        f"{len(rows)} items loaded, warm {warm}, cold {cold} (veil_expand restores a pointer)",
     ]
+    tail: list[str] = []
+    if conflicts:
+        tail.append("unresolved contradictions (settle with veil_conflicts / veil_resolve):")
+        tail.extend(f"- {c}" for c in conflicts)
+    tail.extend(notes)
+    tail.append(MANIFEST_CLOSE)
+    room = None if max_tokens is None else max_tokens - count_tokens("\n".join(head + tail))
+    body: list[str] = []
+
+    def add(line: str) -> bool:
+        nonlocal room
+        cost = count_tokens(line) + 1
+        if room is not None and cost > room:
+            return False
+        body.append(line)
+        if room is not None:
+            room -= cost
+        return True
+
     ordered = sorted(rows, key=lambda r: (not r.pinned, -r.score, r.id))
+    shown = 0
     for row in ordered[:max_items]:
         pin = " pinned" if row.pinned else ""
-        lines.append(f"- {row.id} {row.kind} {row.tokens}t score={row.score:.2f}{pin} {row.label}")
-    if len(ordered) > max_items:
-        lines.append(f"- … and {len(ordered) - max_items} more live items")
-    if conflicts:
-        lines.append("unresolved contradictions (settle with veil_conflicts / veil_resolve):")
-        lines.extend(f"- {c}" for c in conflicts)
-    lines.extend(notes)
-    lines.append(MANIFEST_CLOSE)
-    return "\n".join(lines)
+        if not add(f"- {row.id} {row.kind} {row.tokens}t score={row.score:.2f}{pin} {row.label}"):
+            break
+        shown += 1
+    if evicted:
+        listed = 0
+        if add("left the prompt most recently:"):
+            for row in evicted:
+                if not add(f"- {row.label} {row.pointer}"):
+                    break
+                listed += 1
+            if not listed:
+                body.pop()
+    if len(ordered) > shown:
+        add(f"- … and {len(ordered) - shown} more loaded items")
+    return "\n".join(head + body + tail)

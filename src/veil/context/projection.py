@@ -2,7 +2,8 @@
 
 ``context.item`` carries the full content, so an evicted item is restored byte-identical from
 the tape; warm and cold items are indexed for search (FTS5 + vectors) and live ones are not
-(they are in the prompt already). Turn texts are embedded and stored in ``ctx_turn_vec``.
+(they are in the prompt already). Turn embeddings live in the engine's memory only (they are
+recomputed on resume); version 5 dropped the ``ctx_turn_vec`` index nothing read.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ CONFLICTS = "ctx_conflicts"
 STATE = "ctx_state"
 ITEMS_TEXT = "ctx_text"
 ITEMS_VEC = "ctx_vec"
-TURNS_VEC = "ctx_turn_vec"
 
 ITEM_COLUMNS = (
     Column("item_id", "text", nullable=False),
@@ -55,6 +55,8 @@ ITEM_COLUMNS = (
     Column("target", "text"),
     Column("created_tick", "int"),
     Column("effect", "text"),
+    Column("parent", "text"),
+    Column("excerpt", "int"),
     Column("seq", "int"),
     Column("indexed", "bool"),
 )
@@ -63,7 +65,7 @@ ITEM_FIELDS = tuple(c.name for c in ITEM_COLUMNS)
 
 class ContextProjection:
     name = "context"
-    version = 3
+    version = 5
     tables = (
         Table(
             ITEMS,
@@ -102,7 +104,7 @@ class ContextProjection:
         ),
     )
     text_indexes = (TextIndex(ITEMS_TEXT),)
-    vector_indexes = (VectorIndex(ITEMS_VEC), VectorIndex(TURNS_VEC))
+    vector_indexes = (VectorIndex(ITEMS_VEC),)
 
     def apply(self, event: Event) -> list[Op]:
         p = event.payload
@@ -112,14 +114,7 @@ class ContextProjection:
             item = cast(dict[str, JSONValue], p["item"])
             row: dict[str, JSONValue] = {"scope": scope, **{k: item.get(k) for k in ITEM_FIELDS}}
             row["seq"] = event.seq
-            ops: list[Op] = [Put(ITEMS, row)]
-            if item.get("kind") == "turn":
-                ops.append(
-                    IndexVector(
-                        TURNS_VEC, scope, str(item["item_id"]), str(item.get("content") or "")
-                    )
-                )
-            return ops
+            return [Put(ITEMS, row)]
         key = {"scope": scope, "item_id": p.get("id")}
         if kind == "context.access":
             return [
@@ -137,7 +132,10 @@ class ContextProjection:
                 )
             ]
         if kind == "context.tier":
-            ops = [Patch(ITEMS, key, {"tier": p["tier"], "indexed": False})]
+            excerpt = int(cast(int, p.get("excerpt") or 0))
+            ops: list[Op] = [
+                Patch(ITEMS, key, {"tier": p["tier"], "indexed": False, "excerpt": excerpt})
+            ]
             if p["tier"] == "live":  # back in the prompt: no longer a search result
                 ops.append(IndexText(ITEMS_TEXT, scope, str(p["id"]), ""))
                 ops.append(IndexVector(ITEMS_VEC, scope, str(p["id"]), ""))

@@ -35,6 +35,8 @@ def item_payload(item: ContextItem) -> dict[str, JSONValue]:
         "target": item.target,
         "created_tick": item.created_tick,
         "effect": item.effect,
+        "parent": item.parent,
+        "excerpt": item.excerpt,
     }
 
 
@@ -68,6 +70,8 @@ def item_from_row(row: Row) -> ContextItem:
         session_id=opt("session_id"),
         created_tick=int(cast(int, row["created_tick"])),
         effect=cast(Effect | None, row.get("effect")),
+        parent=cast(str | None, row.get("parent")),
+        excerpt=int(cast(int, row.get("excerpt") or 0)),
     )
 
 

@@ -31,7 +31,7 @@ MAX_SCAN_CHARS = 100_000
 """Only the head of a very large output is scanned (the names that matter are usually early)."""
 
 
-def names(text: str, limit: int = 2_000) -> frozenset[str]:
+def names(text: str, limit: int = 2_000, *, paths_only: bool = False) -> frozenset[str]:
     """The distinctive names in ``text``: paths (with a ``/`` or a known extension), dotted
     names, and identifiers with an underscore or a camelCase hump (at least 4 characters).
     Plain words are not names: they would tie unrelated items together."""
@@ -45,6 +45,8 @@ def names(text: str, limit: int = 2_000) -> frozenset[str]:
 
     for m in _PATH.finditer(head):
         keep(m.group(0))
+    if paths_only:
+        return frozenset(list(found)[:limit])
     for m in _DOTTED.finditer(head):
         dotted = m.group(0)
         keep(dotted)
@@ -63,11 +65,12 @@ def names(text: str, limit: int = 2_000) -> frozenset[str]:
 class ReferenceIndex:
     """name → the items whose content carries it (items are only ever added)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, paths_only: bool = False) -> None:
         self._items: dict[str, list[str]] = {}
+        self.paths_only = paths_only
 
     def add(self, item_id: str, text: str) -> None:
-        for name in names(text):
+        for name in names(text, paths_only=self.paths_only):
             self._items.setdefault(name, []).append(item_id)
 
     def named_by(self, text: str, *, max_items: int, exclude: Iterable[str] = ()) -> list[str]:
@@ -75,7 +78,9 @@ class ReferenceIndex:
         carried by more than ``max_items`` items are skipped); each item once."""
         skip = set(exclude)
         carriers = [
-            self._items[n] for n in names(text) if 0 < len(self._items.get(n, ())) <= max_items
+            self._items[n]
+            for n in names(text, paths_only=self.paths_only)
+            if 0 < len(self._items.get(n, ())) <= max_items
         ]
         carriers.sort(key=len)
         out: dict[str, None] = {}

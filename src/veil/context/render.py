@@ -7,10 +7,16 @@ keep working across turns.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from veil.context.items import ContextItem
 
 
 def stub(item: ContextItem, max_chars: int = 160) -> str:
+    """The one-line stub of an evicted item — or, for a result clipped because it could not
+    fit (``item.excerpt``), its head and tail around a line that says what is left out."""
+    if item.excerpt:
+        return excerpt(item)
     what = item.tool_name or item.kind
     target = (item.target or "").replace("\n", " ")
     if len(target) > 80:
@@ -21,6 +27,39 @@ def stub(item: ContextItem, max_chars: int = 160) -> str:
         f"veil_expand {item.pointer} restores it]"
     )
     return text if len(text) <= max_chars + 80 else text[: max_chars + 77] + "...]"
+
+
+def excerpt(item: ContextItem) -> str:
+    """Head and tail of a result (``item.excerpt`` characters in all, cut at line ends)."""
+    half = max(1, item.excerpt // 2)
+    text = item.content
+    head = text[:half]
+    head = head[: head.rfind("\n") + 1] or head
+    tail = text[-half:]
+    tail = tail[tail.find("\n") + 1 :] or tail
+    omitted = max(0, len(text) - len(head) - len(tail))
+    note = (
+        f"[veil: {omitted:,} characters of this output are left out here (it is larger than "
+        f"the context window); veil_expand {item.pointer} returns all of it]"
+    )
+    return f"{head}{note}\n{tail}"
+
+
+RANGE_POINTERS = 5
+"""Pointers listed in a collapsed run's note (the newest; veil_recall finds the others)."""
+
+
+def range_note(results: Sequence[ContextItem], tokens: int, steps: int) -> str:
+    """The note standing for a run of ``steps`` steps out of the prompt (their turns and the
+    ``results`` of their calls, ``tokens`` in all)."""
+    shown = [f"{i.tool_name or i.kind} {(i.target or '')[:60]} {i.pointer}" for i in results]
+    listed = "; ".join(shown[-RANGE_POINTERS:])
+    more = len(shown) - RANGE_POINTERS
+    extra = f"; {more} more (veil_recall finds them)" if more > 0 else ""
+    return (
+        f"[veil: {steps} earlier step{'s' if steps != 1 else ''} ({tokens:,} tokens) "
+        f"moved to warm memory: {listed}{extra}. veil_expand a pointer restores one]"
+    )
 
 
 def turn_stub(item: ContextItem) -> str:

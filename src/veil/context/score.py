@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 
 from veil.context import fsrs
 from veil.context.config import ContextConfig
-from veil.context.items import NEVER_EVICTED, ContextItem
+from veil.context.items import ContextItem
 from veil.context.signals import cognitive, frequency, jaccard, structure
 
 Floats = NDArray[np.float64]
@@ -68,15 +68,6 @@ def score(item: ContextItem, task: Task, tick: int, config: ContextConfig) -> fl
     return base
 
 
-def evictable(item: ContextItem) -> bool:
-    """Corrections and intent carry eviction weight 0: never candidates."""
-    return (
-        not item.pinned
-        and item.kind not in NEVER_EVICTED
-        and item.turn_kind not in ("intent", "correction")
-    )
-
-
 def score_many(
     *,
     stability: Floats,
@@ -94,11 +85,7 @@ def score_many(
     """Vectorised :func:`score` over columns (relevance and structure precomputed per task)."""
     w = config.weights
     elapsed = np.maximum(0.0, tick - last_tick) / config.ticks_per_day
-    recency = np.where(
-        elapsed <= 0,
-        1.0,
-        (1.0 + fsrs.factor() * elapsed / np.maximum(stability, fsrs.STABILITY_MIN)) ** fsrs.decay(),
-    )
+    recency = fsrs.retrievability_many(elapsed, stability)
     freq = np.minimum(1.0, np.log1p(np.maximum(access, 0)) / np.log1p(max(1, w.frequency_cap)))
     cog = np.clip(0.5 + cognitive_weight / 2.0, 0.0, 1.0)
     base = (

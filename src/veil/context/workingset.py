@@ -19,10 +19,9 @@ from veil.context.columns import Columns
 from veil.context.config import ContextConfig
 from veil.context.items import NEVER_EVICTED, ContextItem
 from veil.context.references import ReferenceIndex
-from veil.context.render import stub, turn_stub
+from veil.context.render import range_note, stub, turn_stub
 from veil.context.score import Task, score_many
 from veil.context.signals import jaccard, structure
-from veil.context.turns import max_similarities
 from veil.embed.protocol import Embedder
 
 Floats = np.ndarray[Any, np.dtype[np.float64]]
@@ -43,10 +42,16 @@ class WorkingSet:
         self._row: dict[str, int] = {}
         self._by_call: dict[str, list[str]] = {}
         self._by_target: dict[tuple[str, str], list[str]] = {}
-        self._turn_vectors: list[np.ndarray[Any, np.dtype[np.float32]]] = []
+        self._children: dict[str, list[str]] = {}
+        self._turn_matrix = np.zeros((0, 1), dtype=np.float32)
+        """One row per turn (its embedding, computed once at capture), grown geometrically."""
         self._turn_ids: list[str] = []
         self._sim_cache: tuple[int, Floats] | None = None
-        self.references = ReferenceIndex()
+        self._turn_rows = np.zeros(0, dtype=np.int64)
+        self._ring = np.zeros((0, 0), dtype=np.float32)
+        self._ring_done = 0
+        self._note_cache: dict[tuple[int, int], int] = {}
+        self.references = ReferenceIndex(paths_only=config.reference_names == "paths")
         """Distinctive names in non-turn items' content, for re-reference touches."""
 
     # ---- lookups --------------------------------------------------------------------
@@ -62,6 +67,10 @@ class WorkingSet:
     def items_for_call(self, tool_call_id: str) -> list[ContextItem]:
         return [self.items[i] for i in self._by_call.get(tool_call_id, [])]
 
+    def children(self, turn_id: str) -> list[str]:
+        """The results of the calls a turn made."""
+        return self._children.get(turn_id, [])
+
     def with_target(self, tool_name: str, target: str) -> list[ContextItem]:
         return [self.items[i] for i in self._by_target.get((tool_name, target), [])]
 
@@ -70,11 +79,95 @@ class WorkingSet:
         return len(self._turn_ids)
 
     def live_tokens(self) -> int:
-        """Tokens of the prompt as rendered: live items in full, evicted results as stubs."""
+        """Tokens of the prompt as rendered: live items in full, evicted results and turns as
+        stubs — except steps whose turn and results are all out, which render as one note per
+        run of them (:meth:`collapsed`)."""
         live = self.cols.flag("live")
-        return int(
-            self.cols.view("tokens")[live].sum() + self.cols.view("stub_tokens")[~live].sum()
-        )
+        stubs = self.cols.view("stub_tokens").copy()
+        rows, notes = self.collapsed()
+        stubs[rows] = 0.0
+        return int(self.cols.view("tokens")[live].sum() + stubs[~live].sum() + notes)
+
+    def collapsed(self) -> tuple[list[int], int]:
+        """Rows of the steps that render as part of a collapsed run (a turn out of the prompt
+        with every result of its calls out, none clipped), and the tokens of the notes their
+        runs render as (in turn order; any other turn ends a run).
+
+        Vectorised over the turn ordinals (it runs several times per step); a run's note is
+        counted once and cached by the run's span, which fixes its results and tokens."""
+        c = self.cols
+        n_turns = len(self._turn_ids)
+        if n_turns == 0:
+            return [], 0
+        live = c.flag("live")
+        parent = c.view("parent_turn").astype(np.int64)
+        kid = parent >= 0
+        kid_rows = np.flatnonzero(kid)
+        kid_turn = parent[kid_rows]
+        bad = (live | c.flag("clipped"))[kid_rows]
+        has_kids = np.bincount(kid_turn, minlength=n_turns) > 0
+        any_bad = np.bincount(kid_turn, weights=bad.astype(np.float64), minlength=n_turns) > 0
+        turn_rows = self._turn_row_array()
+        ok = has_kids & ~any_bad & ~live[turn_rows]
+        if not ok.any():
+            return [], 0
+        rows = np.concatenate([turn_rows[ok], kid_rows[ok[kid_turn]]])
+        edges = np.diff(np.concatenate([[0], ok.astype(np.int8), [0]]))
+        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
+        spans = zip(starts.tolist(), ends.tolist(), strict=True)
+        notes = sum(self._run_note_tokens(a, b) for a, b in spans)
+        return rows.tolist(), notes
+
+    def _add_turn_vector(self, ordinal: int, vector: np.ndarray[Any, np.dtype[np.float32]]) -> None:
+        matrix = self._turn_matrix
+        if matrix.shape[1] != vector.shape[0]:  # the first turn fixes the width
+            matrix = np.zeros((max(64, ordinal + 1), vector.shape[0]), dtype=np.float32)
+        elif ordinal >= matrix.shape[0]:
+            grown = np.zeros((2 * matrix.shape[0] + 1, matrix.shape[1]), dtype=np.float32)
+            grown[: matrix.shape[0]] = matrix
+            matrix = grown
+        matrix[ordinal] = vector
+        self._turn_matrix = matrix
+
+    def _link_parent(self, item_id: str, turn_id: str) -> None:
+        """Record a result's turn ordinal once both are known; drop cached notes it changes."""
+        turn_row = self._row.get(turn_id)
+        if turn_row is None or not self.cols.b["is_turn"][turn_row]:
+            return
+        ordinal = int(self.cols.f["turn_index"][turn_row])
+        self.cols.f["parent_turn"][self._row[item_id]] = ordinal
+        for key in [k for k in self._note_cache if k[0] <= ordinal < k[1]]:
+            del self._note_cache[key]
+
+    def _turn_row_array(self) -> np.ndarray[Any, np.dtype[np.int64]]:
+        if len(self._turn_rows) != len(self._turn_ids):
+            self._turn_rows = np.array([self._row[t] for t in self._turn_ids], dtype=np.int64)
+        return self._turn_rows
+
+    def _run_note_tokens(self, start: int, end: int) -> int:
+        """Tokens of the note for the run of turns ``start``…``end - 1`` (turn ordinals)."""
+        key = (start, end)
+        cached = self._note_cache.get(key)
+        if cached is None:
+            results: list[ContextItem] = []
+            tokens = 0
+            for turn_id in self._turn_ids[start:end]:
+                kids = [self.items[k] for k in self._children.get(turn_id, [])]
+                results.extend(kids)
+                tokens += self.items[turn_id].tokens + sum(k.tokens for k in kids)
+            cached = self.count_tokens(range_note(results, tokens, end - start))
+            self._note_cache[key] = cached
+        return cached
+
+    def collapsible(self, protected: Bools) -> Bools:
+        """Rows whose eviction would leave no stub: turns, and results whose turn may leave
+        with them (it is not protected)."""
+        c = self.cols
+        out = c.flag("is_turn").copy()
+        for turn_id, kids in self._children.items():
+            if not protected[self._row[turn_id]]:
+                out[[self._row[k] for k in kids]] = True
+        return out
 
     # ---- changes --------------------------------------------------------------------
 
@@ -86,9 +179,13 @@ class WorkingSet:
             self._by_call.setdefault(item.tool_call_id, []).append(item.id)
         if item.tool_name and item.target:
             self._by_target.setdefault((item.tool_name, item.target), []).append(item.id)
+        f, b = self.cols.f, self.cols.b
+        f["parent_turn"][row] = -1
+        if item.parent:
+            self._children.setdefault(item.parent, []).append(item.id)
+            self._link_parent(item.id, item.parent)
         if item.kind != "turn" and self.config.touch_on_reference:
             self.references.add(item.id, item.content)
-        f, b = self.cols.f, self.cols.b
         f["tokens"][row] = item.tokens
         # An evicted tool result or turn leaves a stub in the transcript; other items nothing.
         cold = replace(item, tier="cold")
@@ -108,11 +205,14 @@ class WorkingSet:
         if item.kind == "turn":
             f["turn_index"][row] = len(self._turn_ids)
             self._turn_ids.append(item.id)
-            self._turn_vectors.append(
+            for kid in self._children.get(item.id, []):  # results loaded before their turn
+                self._link_parent(kid, item.id)
+            vector = (
                 self.embedder.embed([item.content])[0]
                 if self.embedder is not None
                 else np.zeros(1, dtype=np.float32)
             )
+            self._add_turn_vector(len(self._turn_ids) - 1, vector)
         self.update(item)
 
     def update(self, item: ContextItem) -> None:
@@ -129,6 +229,12 @@ class WorkingSet:
         f["relevance"][row] = jaccard(item.tags, self.task.tags)
         f["structure"][row] = structure(item.code_refs, self.task.touched, self.task.neighbours)
         f["manual_tick"][row] = -1e9 if item.manual_tick is None else item.manual_tick
+        before = self.items.get(item.id)
+        if item.excerpt:  # a clipped result is shown as its head and tail
+            f["stub_tokens"][row] = self.count_tokens(stub(item))
+        elif before is not None and before.excerpt:  # …and once read, as its one-line stub
+            f["stub_tokens"][row] = self.count_tokens(stub(replace(item, tier="cold")))
+        b["clipped"][row] = bool(item.excerpt)
         b["manual"][row] = item.manual
         b["pinned"][row] = item.pinned
         b["live"][row] = item.tier == "live"
@@ -195,12 +301,33 @@ class WorkingSet:
                 return grown
             return cached[1]
         sim = np.zeros(self.cols.size, dtype=np.float64)
-        if self.embedder is not None and n_turns > protected:
-            matrix = np.stack(self._turn_vectors)
-            best = max_similarities(matrix[:-protected], matrix[-protected:])
-            sim[[self._row[i] for i in self._turn_ids[:-protected]]] = best
+        if self.embedder is not None and n_turns > protected > 0:
+            sim[self._turn_row_array()[:-protected]] = self._recent_cosines(n_turns, protected)
         self._sim_cache = (n_turns, sim)
         return sim
+
+    def _recent_cosines(
+        self, n_turns: int, protected: int
+    ) -> np.ndarray[Any, np.dtype[np.float32]]:
+        """For each turn older than the last ``protected``, its largest cosine with one of them
+        (what :func:`max_similarities` computes), kept incrementally: column ``j % protected``
+        of a ring holds every earlier turn's cosine with turn ``j``, written once when turn
+        ``j`` arrives (one matrix-vector product), so a new turn costs O(turns) instead of a
+        matrix product over all turns."""
+        matrix = self._turn_matrix
+        ring = self._ring
+        if ring.shape[1] != protected or self._ring_done > n_turns:
+            ring = np.zeros((0, protected), dtype=np.float32)
+            self._ring_done = 0
+        if ring.shape[0] < n_turns:
+            grown = np.zeros((max(64, 2 * n_turns), protected), dtype=np.float32)
+            grown[: ring.shape[0]] = ring
+            ring = grown
+        for j in range(max(self._ring_done, n_turns - protected), n_turns):
+            ring[:j, j % protected] = matrix[:j] @ matrix[j]
+        self._ring = ring
+        self._ring_done = n_turns
+        return ring[: n_turns - protected].max(axis=1)
 
     def protected(self, tick: int) -> tuple[Bools, Bools, Bools]:
         """(hard, soft, threshold-exempt). Hard: pinned/intent/correction, never moved. Soft:

@@ -21,8 +21,8 @@ ends the run with that message. Every request is recorded in :attr:`ScriptedProv
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
-from dataclasses import asdict
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
@@ -216,3 +216,46 @@ def _chunks(text: str, n: int) -> list[str]:
         return []
     size = max(1, -(-len(text) // n))
     return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+# ---- a scripted ``complete`` callable (extraction without a model) -----------------------
+
+
+class ScriptedCompletionExhausted(RuntimeError):
+    """A :class:`ScriptedModel` was called more times than it has responses."""
+
+
+@dataclass
+class ScriptedModel:
+    """A ``complete(messages, *, json_schema=None) -> str`` that replays ``responses`` in order.
+
+    A response may be a string (returned as is), a dict or list (serialised as JSON), or an
+    exception instance (raised, to simulate a failing model). Each call's messages are
+    recorded in :attr:`calls`, its schema in :attr:`schemas`.
+    """
+
+    responses: Sequence[str | Mapping[str, Any] | list[Any] | BaseException]
+    calls: list[list[dict[str, Any]]] = field(default_factory=lambda: [])
+    schemas: list[dict[str, Any] | None] = field(default_factory=lambda: [])
+
+    def __call__(
+        self, messages: list[dict[str, Any]], *, json_schema: dict[str, Any] | None = None
+    ) -> str:
+        self.calls.append([dict(m) for m in messages])
+        self.schemas.append(json_schema)
+        index = len(self.calls) - 1
+        if index >= len(self.responses):
+            raise ScriptedCompletionExhausted(
+                f"ScriptedModel has {len(self.responses)} responses and was called "
+                f"{index + 1} times; add a response for call {index + 1}"
+            )
+        response = self.responses[index]
+        if isinstance(response, BaseException):
+            raise response
+        if isinstance(response, str):
+            return response
+        return json.dumps(response)
+
+    @property
+    def remaining(self) -> int:
+        return max(0, len(self.responses) - len(self.calls))

@@ -148,31 +148,95 @@ def run_serve(options: ServeOptions) -> int:
     return 0
 
 
-def run_mcp(
-    db: str | None, scope: str, authority: Authority, model: str | None, embedder: str
-) -> int:
-    """Serve MCP over stdio, bound to ``scope`` and ``authority``."""
+@dataclass(frozen=True)
+class McpOptions:
+    """``veil mcp``'s command line. ``project`` (``--project [DIR]``) binds the server to a
+    project: DIR, else ``$CLAUDE_PROJECT_DIR`` (set by Claude Code), else the git repository
+    around the current directory; its scope is the project's (unless ``--scope``), its memory
+    ``.veil/memory.db`` and its attempt record ``.veil/context.db`` (unless ``--db`` /
+    ``--attempts-db``). Without ``project`` the scope is required and the attempt record is
+    kept in the ``--db`` store unless ``--attempts-db`` names another."""
+
+    db: str | None
+    scope: str | None
+    authority: Authority
+    model: str | None
+    embedder: str = "static"
+    project: str | None = None
+    attempts_db: str | None = None
+
+
+@dataclass(frozen=True)
+class McpTargets:
+    """Where a ``veil mcp`` server reads and writes, resolved from :class:`McpOptions`."""
+
+    scope: str
+    db: str
+    attempts_db: str | None
+    """``None``: the attempt record lives in the memory store itself."""
+
+
+def mcp_targets(options: McpOptions, env: Mapping[str, str] = os.environ) -> McpTargets:
+    """Resolve the stores and the scope; ``ValueError`` with a one-line reason."""
+    if options.project is None:
+        if not options.scope:
+            raise ValueError("--scope is required (or --project to serve this project's memory)")
+        return McpTargets(options.scope, options.db or DEFAULT_DB, options.attempts_db)
+    from veil.agent.project import project_root, project_scope, veil_dir
+
+    start = options.project or env.get("CLAUDE_PROJECT_DIR") or str(Path.cwd())
+    root = Path(start).expanduser()
+    if not root.is_dir():
+        raise ValueError(f"--project {start}: no such directory")
+    root = project_root(root)
+    scope = options.scope or project_scope(root)
+    if options.db is None or options.attempts_db is None:
+        home = veil_dir(root)
+        db = options.db or str(home / "memory.db")
+        attempts = options.attempts_db or f"sqlite:///{home / 'context.db'}?synchronous=normal"
+    else:
+        db, attempts = options.db, options.attempts_db
+    return McpTargets(scope, db, attempts)
+
+
+def run_mcp(options: McpOptions) -> int:
+    """Serve MCP over stdio, bound to one scope and one authority."""
+    from veil.convergence.record import AttemptLog
     from veil.server.mcp_server import Binding, run_stdio
+    from veil.tape import new_id
 
     try:
-        binding = Binding(scope, authority)
+        targets = mcp_targets(options)
+        binding = Binding(targets.scope, options.authority)
     except ValueError as exc:
         print(f"veil mcp: {exc}", file=sys.stderr)
         return 2
     try:
-        memory = _open_memory(db, model, embedder)
+        memory = _open_memory(targets.db, options.model, options.embedder)
     except STARTUP_ERRORS as exc:
+        print(f"veil mcp: {exc}", file=sys.stderr)
+        return 2
+    try:
+        attempts_store = (
+            open_store(targets.attempts_db) if targets.attempts_db is not None else memory.store
+        )
+    except (BackendUnavailable, ValueError) as exc:
+        memory.close()
         print(f"veil mcp: {exc}", file=sys.stderr)
         return 2
     if memory.complete is None:
         print(
             "veil mcp: no model configured: the remember tool answers with an error; "
-            "recall, history, confirm and dispute work (set VEIL_MODEL or pass --model)",
+            "recall, facts, history, confirm, dispute and the attempt tools work "
+            "(set VEIL_MODEL or pass --model)",
             file=sys.stderr,
         )
     try:
-        run_stdio(memory, binding)
+        log = AttemptLog(attempts_store, targets.scope, new_id("mcp"), actor="mcp")
+        run_stdio(memory, binding, log)
     finally:
+        if attempts_store is not memory.store:
+            attempts_store.close()
         memory.close()
     return 0
 

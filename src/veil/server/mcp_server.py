@@ -1,4 +1,6 @@
-"""``veil mcp``: an MCP server over stdio exposing remember, recall, history, confirm, dispute.
+"""``veil mcp``: an MCP server over stdio exposing remember, recall, facts, history, confirm,
+dispute — and, with an attempt log, the convergence tools ``attempts`` and ``record_attempt``
+(:mod:`veil.server.mcp_attempts`).
 
 Binding (SPEC 4, 8): the scope and the authority of every write come from the server's
 command line (``--scope``, ``--authority``), fixed for the life of the process. No tool takes a
@@ -20,8 +22,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from veil import __version__
+from veil.convergence.record import AttemptLog
 from veil.memory import Memory, MemoryError, UnknownFact
 from veil.server.keys import Authority, is_reserved
+from veil.server.mcp_attempts import attempt_tools
 from veil.server.mcp_protocol import JSONObject, McpServer, Tool, ToolFailed, object_schema
 from veil.server.schemas import MAX_TOKEN_BUDGET, NO_MODEL, fact_out, recall_out, report_out
 from veil.tape.events import validate_scope
@@ -33,6 +37,11 @@ INSTRUCTIONS = (
     "a new statement supersedes the old one and the old one stays in history. Everything you "
     "write is attributed to this server's configured author, never to whoever you claim to be."
 )
+ATTEMPT_INSTRUCTIONS = (
+    "For coding work: call attempts with the task before retrying a fix, and record_attempt "
+    "after each edit, test run or command, so that what already failed is not tried again."
+)
+MAX_FACTS = 200
 TIME = {
     "type": "string",
     "description": "An ISO-8601 time with an offset, e.g. 2024-05-01T09:30:00+00:00.",
@@ -80,7 +89,7 @@ def _guarded(fn: Callable[[JSONObject], JSONObject]) -> Callable[[JSONObject], J
 
 
 def memory_tools(memory: Memory, binding: Binding) -> list[Tool]:
-    """The five memory tools, bound to ``binding``: no tool takes a scope or an author."""
+    """The six memory tools, bound to ``binding``: no tool takes a scope or an author."""
     scope, author = binding.scope, binding.authority
 
     def remember(a: JSONObject) -> JSONObject:
@@ -99,6 +108,21 @@ def memory_tools(memory: Memory, binding: Binding) -> list[Tool]:
     def history(a: JSONObject) -> JSONObject:
         facts = memory.history(scope, a["subject"], a["relation"])
         return {"facts": [fact_out(f).model_dump(mode="json") for f in facts]}
+
+    def facts(a: JSONObject) -> JSONObject:
+        found = memory.facts(
+            scope,
+            include_history=bool(a.get("include_history", False)),
+            subject=a.get("subject"),
+            relation=a.get("relation"),
+        )
+        limit = max(1, min(int(a.get("limit", MAX_FACTS)), MAX_FACTS))
+        shown = found[-limit:]
+        return {
+            "facts": [fact_out(f).model_dump(mode="json") for f in shown],
+            "total": len(found),
+            "truncated": len(shown) < len(found),
+        }
 
     def confirm(a: JSONObject) -> JSONObject:
         return fact_out(memory.confirm(a["fact_id"], user_id=scope, actor=author)).model_dump(
@@ -149,6 +173,36 @@ def memory_tools(memory: Memory, binding: Binding) -> list[Tool]:
             read_only=True,
         ),
         Tool(
+            "facts",
+            "List what the memory currently holds as facts (each with its statement, subject, "
+            "relation, value, status and who said it), newest last. Filter by subject or "
+            "relation; include_history adds superseded and disputed values. For a question, "
+            "recall is better: it ranks and fits a token budget.",
+            object_schema(
+                {
+                    "subject": text
+                    | {
+                        "description": "Only facts about this subject: 'user' for the person, "
+                        "or an entity's name."
+                    },
+                    "relation": text
+                    | {"description": "Only this relation, e.g. prefers, uses_tool, located_at."},
+                    "include_history": {
+                        "type": "boolean",
+                        "description": "Also list values that were superseded or disputed "
+                        "(default false: current facts only).",
+                    },
+                    "limit": {
+                        "type": "integer",
+                        "description": f"At most this many facts, the newest (default and "
+                        f"maximum {MAX_FACTS}).",
+                    },
+                }
+            ),
+            _guarded(facts),
+            read_only=True,
+        ),
+        Tool(
             "history",
             "Every value one fact has had, oldest first, each with the window it was valid in: "
             "for 'what did they use before?'.",
@@ -186,14 +240,22 @@ def memory_tools(memory: Memory, binding: Binding) -> list[Tool]:
     ]
 
 
-def build_server(memory: Memory, binding: Binding) -> McpServer:
-    """The MCP server; the caller owns ``memory``."""
-    return McpServer("veil", __version__, memory_tools(memory, binding), INSTRUCTIONS)
+def build_server(memory: Memory, binding: Binding, attempts: AttemptLog | None = None) -> McpServer:
+    """The MCP server; the caller owns ``memory`` (and ``attempts``' store). With ``attempts``
+    (an :class:`AttemptLog` whose scope is the binding's) the convergence tools are added."""
+    tools = memory_tools(memory, binding)
+    instructions = INSTRUCTIONS
+    if attempts is not None:
+        if attempts.scope != binding.scope:
+            raise ValueError("the attempt log's scope must be the server's scope")
+        tools = [*tools, *attempt_tools(attempts)]
+        instructions += " " + ATTEMPT_INSTRUCTIONS
+    return McpServer("veil", __version__, tools, instructions)
 
 
-def run_stdio(memory: Memory, binding: Binding) -> None:
+def run_stdio(memory: Memory, binding: Binding, attempts: AttemptLog | None = None) -> None:
     """Serve over stdin/stdout until the client closes the stream."""
-    build_server(memory, binding).serve()
+    build_server(memory, binding, attempts).serve()
 
 
 __all__ = ["Binding", "build_server", "memory_tools", "run_stdio"]

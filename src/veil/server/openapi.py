@@ -10,10 +10,10 @@ import json
 import sys
 from typing import Any
 
+from veil.embed.hashing import HashEmbedder
 from veil.memory import Memory
 from veil.server.app import create_app
 from veil.server.keys import KeyRing
-from veil.testing import HashEmbedder
 
 
 def openapi_document() -> dict[str, Any]:

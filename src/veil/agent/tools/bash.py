@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -172,6 +173,32 @@ def _status(outcome: _Outcome, timeout: float) -> str:
     return f"[exit code {code}]"
 
 
+_VIEW = re.compile(
+    r"^\s*(?:cd\s+[^;&|]+&&\s*)?(?P<cmd>cat|nl(?:\s+-ba)?|head|tail|sed\s+-n)"
+    r"(?P<opts>(?:\s+(?:-n\s*\d+|-\d+|-[a-z]+|'\d+(?:,\d+)?p'|\"\d+(?:,\d+)?p\"|\d+(?:,\d+)?p))*)"
+    r"\s+(?P<path>[\w./-]+)\s*$"
+)
+_RANGE = re.compile(r"(\d+)(?:,(\d+))?p|-n\s*(\d+)|-(\d+)")
+
+
+def file_view(command: str) -> tuple[str, str | None] | None:
+    """``(path, range)`` when ``command`` only shows (part of) one file: ``cat``, ``nl -ba``,
+    ``head``/``tail`` (``-n N``), ``sed -n 'a,bp'``; ``range`` is None for the whole file. Any
+    pipe, redirection or second command makes it something else."""
+    match = _VIEW.match(command)
+    if match is None or match.group("path").startswith("-"):
+        return None
+    cmd, opts = match.group("cmd"), match.group("opts") or ""
+    found = _RANGE.search(opts)
+    if cmd.startswith(("cat", "nl")) or found is None:
+        return match.group("path"), None if not cmd.startswith(("head", "tail")) else "part"
+    a, b, n, short = found.groups()
+    if cmd.startswith("sed"):
+        return match.group("path"), f"{a}-{b or a}"
+    count = n or short
+    return match.group("path"), f"{cmd[:4]} {count}"
+
+
 class BashTool(BaseTool):
     spec = ToolSpec(
         name="bash",
@@ -200,7 +227,15 @@ class BashTool(BaseTool):
     parallel_safe = False
 
     def touches(self, arguments: dict[str, Any]) -> Touches:
-        return Touches(command=str(arguments.get("command") or "") or None)
+        """A command; and when it is a plain view of one file (``cat f``, ``nl -ba f``,
+        ``head -n 40 f``, ``sed -n '10,60p' f``), the file it reads — agents that read files
+        through the shell read them all the same."""
+        command = str(arguments.get("command") or "")
+        view = file_view(command)
+        if view is None:
+            return Touches(command=command or None)
+        path, lines = view
+        return Touches(reads=path, partial=lines is not None, range=lines, command=command)
 
     def _run(self, arguments: dict[str, Any], ctx: ToolContext) -> ToolResult:
         command = require_str(arguments, "command")

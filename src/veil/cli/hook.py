@@ -1,0 +1,83 @@
+"""``veil hook CLIENT EVENT``: a coding agent's hook, stdin to stdout (``veil.clients``).
+
+A hook must never break the session it runs in. Claude Code reads exit status 2 as "block
+this" and any other non-zero status as a hook error shown in the transcript, so this command
+exits 0 whatever happens: a bad payload, an unknown event, a broken store or a bug end with
+one line on stderr (Claude Code's debug log) and nothing on stdout, and the session goes on.
+``--debug`` adds the traceback on stderr, still with status 0.
+
+Imports are lazy: ``veil hook`` loads only the handler's modules (no model SDK, no embedder
+unless a briefing is read), so it answers well within the hooks' time limits.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import traceback
+from collections.abc import Mapping
+from typing import TextIO
+
+CLIENTS = ("claude-code",)
+
+
+def run_hook(
+    client: str | None,
+    event: str | None,
+    *,
+    stdin: TextIO | None = None,
+    stdout: TextIO | None = None,
+    stderr: TextIO | None = None,
+    debug: bool = False,
+) -> int:
+    """Always 0; see the module docstring."""
+    source: TextIO = stdin or sys.stdin
+    sink: TextIO = stdout or sys.stdout
+    notes: TextIO = stderr or sys.stderr
+    try:
+        answer = _answer(client, event, source)
+    except Exception as exc:
+        from veil.clients.claude_code_input import HookInputError
+
+        if isinstance(exc, HookInputError):
+            print(f"veil hook: {exc}; nothing recorded", file=notes)
+        else:
+            message = str(exc).strip().splitlines()
+            detail = f"{type(exc).__name__}: {message[0]}" if message else type(exc).__name__
+            print(
+                f"veil hook: internal error, nothing recorded for this call: {detail}", file=notes
+            )
+        if debug:
+            traceback.print_exc(file=notes)
+        return 0
+    if answer is not None:
+        sink.write(json.dumps(answer, ensure_ascii=False) + "\n")
+        sink.flush()
+    return 0
+
+
+def _answer(client: str | None, event: str | None, stdin: TextIO) -> Mapping[str, object] | None:
+    from veil.clients.claude_code_input import HookInputError, parse_input
+
+    if client not in CLIENTS:
+        raise HookInputError(
+            f"unknown client {client!r} (Veil has hooks for: {', '.join(CLIENTS)})"
+        )
+    if not event:
+        raise HookInputError("no event given: veil hook claude-code EVENT")
+    if _isatty(stdin):
+        raise HookInputError(
+            "the hook reads Claude Code's JSON from stdin; it is run by Claude Code "
+            "(see `veil install claude-code`)"
+        )
+    hook = parse_input(stdin.read(), event)
+    from veil.clients.claude_code import handle
+
+    return handle(hook)
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError, OSError):
+        return False

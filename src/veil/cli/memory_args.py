@@ -1,0 +1,146 @@
+"""The command line of ``veil memory`` (the actions are :mod:`veil.cli.memory`).
+
+Kept apart so that building ``veil``'s parser imports nothing of the memory layer: ``veil -p``
+and the hooks start quickly.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+
+AUTHORS = ("user", "assistant", "system", "tool", "third_party")
+"""``veil.memory.model.AUTHORS``, spelt out so that building the parser imports no memory."""
+
+
+def add_parser(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
+    run: Callable[[argparse.Namespace], int],
+) -> None:
+    """``veil memory`` and its actions; ``run`` runs a parsed invocation."""
+    memory = sub.add_parser(
+        "memory",
+        help="the long-term memory from the shell: remember, recall, facts, history, export, "
+        "import, forget",
+        description="The project's long-term memory (or --db's, --user's) from the shell.",
+    )
+    actions = memory.add_subparsers(dest="memory_action", metavar="ACTION", required=True)
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument(
+        "--db",
+        default=None,
+        help="store path or URL (default: this project's .veil/memory.db)",
+    )
+    common.add_argument(
+        "--user",
+        "--scope",
+        dest="scope",
+        default=None,
+        metavar="ID",
+        help="whose memory (default: this project's scope)",
+    )
+    common.add_argument("--json", dest="memory_json", action="store_true", help="print JSON")
+    common.add_argument(
+        "--embedder",
+        default="static",
+        help="embedder spec: static (default), minilm, hash, ollama:MODEL",
+    )
+    model = argparse.ArgumentParser(add_help=False)
+    model.add_argument(
+        "--model",
+        dest="memory_model",
+        default=None,
+        help="extraction model, provider:model (default $VEIL_MODEL); scripted:FILE replays "
+        "a script",
+    )
+    model.add_argument(
+        "--author",
+        choices=AUTHORS,
+        default="user",
+        help="who the evidence is from (default user); import of a chat history takes each "
+        "message's own",
+    )
+
+    remember = actions.add_parser(
+        "remember", parents=[common, model], help="record evidence (one model call)"
+    )
+    remember.add_argument("text", metavar="TEXT", help="what was said or observed; - reads stdin")
+    remember.add_argument("--at", default=None, metavar="TIME", help="when (ISO-8601, offset)")
+
+    recall = actions.add_parser("recall", parents=[common], help="what the memory knows")
+    recall.add_argument("query", metavar="QUERY", help="a question or topic ('' : briefing)")
+    recall.add_argument("--budget", type=_count, default=1000, metavar="N", help="tokens")
+    recall.add_argument(
+        "--as-of",
+        default=None,
+        metavar="DATE",
+        help="what was true then: ISO-8601 time with offset, or a date (the end of that day, UTC)",
+    )
+
+    facts = actions.add_parser("facts", parents=[common], help="list the current facts")
+    facts.add_argument("--subject", default=None)
+    facts.add_argument("--relation", default=None)
+    facts.add_argument(
+        "--all", dest="include_history", action="store_true", help="superseded ones too"
+    )
+
+    history = actions.add_parser(
+        "history", parents=[common], help="every value of one fact, oldest first"
+    )
+    history.add_argument("subject", metavar="SUBJECT", help="user, or an entity's name")
+    history.add_argument("relation", metavar="RELATION", help="e.g. prefers, located_at")
+
+    export = actions.add_parser("export", parents=[common], help="write the memory as JSONL")
+    export.add_argument("path", metavar="PATH", help="the file to write; - writes to stdout")
+
+    imported = actions.add_parser(
+        "import",
+        parents=[common, model],
+        help="read a Veil export, or a dated chat history (JSONL, JSON list, LoCoMo)",
+    )
+    imported.add_argument("path", metavar="PATH")
+    imported.add_argument(
+        "--restore", action="store_true", help="Veil export: keep its trust and times exactly"
+    )
+    imported.add_argument(
+        "--me", default=None, help="chat history: the speaker whose memory it is (default: "
+        "LoCoMo's speaker_a, else the first speaker)",
+    )  # fmt: skip
+    imported.add_argument(
+        "--sample",
+        default=None,
+        metavar="ID",
+        help="LoCoMo list: which conversation (its sample_id or position from 1)",
+    )
+    imported.add_argument(
+        "--timezone",
+        default=None,
+        metavar="TZ",
+        help="chat history: the zone of times without an offset (UTC, Europe/Paris, +02:00)",
+    )
+    imported.add_argument(
+        "--start", type=_positive, default=1, metavar="N", help="chat history: from message N"
+    )
+
+    forget = actions.add_parser(
+        "forget", parents=[common], help="erase this memory for good (needs --yes)"
+    )
+    forget.add_argument("--yes", action="store_true", help="yes, erase it")
+    memory.set_defaults(run=run)
+
+
+def _count(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} must not be negative")
+    return value
+
+
+def _positive(text: str) -> int:
+    value = _count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value

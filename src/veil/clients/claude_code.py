@@ -1,0 +1,385 @@
+"""Claude Code's hooks: Veil's attempt record and long-term memory inside a Claude Code session.
+
+``veil hook claude-code EVENT`` runs one handler per hook invocation, in a new process, and
+answers in the documented output format (code.claude.com/docs/en/hooks): a JSON object on
+stdout with exit status 0, or nothing. What each event does:
+
+- **SessionStart**: the long-term memory briefing of the project as ``additionalContext``; on
+  ``resume`` and after ``compact``, also what was already tried on the session's task, and
+  after a compaction that the summarised transcript is on the tape.
+- **UserPromptSubmit**: what long-term memory holds about the prompt; the session's first
+  prompt becomes its goal (as in ``veil``), and a prompt that repeats a task with a record in
+  this project switches to that goal and adds "already tried: …, failed with …".
+- **PreToolUse** (Edit, Write, MultiEdit, NotebookEdit): at level 2, an identical re-run of an
+  edit that did not work is denied (``permissionDecision: "deny"`` with the reason, which
+  Claude reads).
+- **PostToolUse** / **PostToolUseFailure** (Bash, PowerShell, the edit tools, Read): the call
+  is recorded — an edit, test or command as an attempt (target, outcome from the exit status
+  and the output, error fingerprint), a read as a step for the stuck patterns. When the level
+  rises to 1 or 2 the note goes back to Claude as ``additionalContext`` (at level 2: every
+  fingerprint seen and "take a different approach"), and again after each failed attempt at
+  level 2. At level 3 the answer is ``{"continue": false, "stopReason": …}``: Claude stops and
+  the user reads the summary.
+- **PreCompact**: the transcript entries about to be summarised are appended to the tape.
+
+The texts are written as statements of what Veil recorded, as the hooks documentation asks.
+Everything is local: the project's ``.veil/context.db`` (shared with ``veil`` and ``veil mcp
+--project``) and ``.veil/memory.db``; no network, no model call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from veil.agent.project import project_root, project_scope, veil_dir
+from veil.clients.claude_code_input import (
+    HookInput,
+    ToolCall,
+    outcome_of,
+    tool_call,
+)
+from veil.clients.claude_code_state import HookState, SessionGoal
+from veil.clock import Clock, SystemClock
+from veil.convergence import monitor
+from veil.convergence.attempt import Attempt, call_digest, text_digest
+from veil.convergence.goals import goal_id
+from veil.convergence.record import AttemptLog
+from veil.tape import JSONValue, Store, open_store
+
+MAX_CONTEXT_CHARS = 9_000
+"""``additionalContext`` is cut below Claude Code's 10,000-character limit (past it the text
+is moved to a file and Claude gets a preview)."""
+BRIEFING_TOKENS = 600
+
+Answer = dict[str, JSONValue]
+
+
+@dataclass(frozen=True)
+class Project:
+    """Where the hooks of one invocation read and write."""
+
+    root: Path
+    scope: str
+
+    @property
+    def context_db(self) -> Path:
+        return self.root / ".veil" / "context.db"
+
+    @property
+    def memory_db(self) -> Path:
+        return self.root / ".veil" / "memory.db"
+
+
+def locate(hook: HookInput, env: Mapping[str, str] = os.environ) -> Project:
+    """The project: ``$CLAUDE_PROJECT_DIR`` (Claude Code sets it for hooks), else the hook's
+    ``cwd``, else the current directory — then the git repository around it, whose identity is
+    the scope (the same store and scope as ``veil`` run in that repository)."""
+    start = env.get("CLAUDE_PROJECT_DIR") or hook.cwd or str(Path.cwd())
+    path = Path(start)
+    root = project_root(path if path.is_dir() else Path.cwd())
+    return Project(root, project_scope(root))
+
+
+def _open_store(project: Project) -> Store:
+    veil_dir(project.root)
+    return open_store(f"sqlite:///{project.context_db}?synchronous=normal")
+
+
+def handle(
+    hook: HookInput,
+    env: Mapping[str, str] = os.environ,
+    *,
+    clock: Clock | None = None,
+    config: monitor.MonitorConfig | None = None,
+) -> Answer | None:
+    """Run the handler of ``hook.event``; the JSON to print, or ``None`` to print nothing."""
+    project = locate(hook, env)
+    store = _open_store(project)
+    try:
+        return Hooks(project, store, clock=clock, config=config).run(hook)
+    finally:
+        store.close()
+
+
+class Hooks:
+    """The handlers, over one open store of the project."""
+
+    def __init__(
+        self,
+        project: Project,
+        store: Store,
+        *,
+        clock: Clock | None = None,
+        config: monitor.MonitorConfig | None = None,
+    ) -> None:
+        self.project = project
+        self.clock = clock or SystemClock()
+        self.config = config or monitor.MonitorConfig()
+        self.state = HookState(store, project.scope, self.clock)
+        self.store = store
+        self.escalations: list[monitor.Escalation] = []
+
+    def run(self, hook: HookInput) -> Answer | None:
+        if hook.event == "SessionStart":
+            return self.session_start(hook)
+        if hook.event == "UserPromptSubmit":
+            return self.user_prompt_submit(hook)
+        if hook.event == "PreToolUse":
+            return self.pre_tool_use(hook)
+        if hook.event == "PreCompact":
+            return self.pre_compact(hook)
+        return self.post_tool_use(hook)
+
+    def _log(self, session_id: str) -> AttemptLog:
+        log = AttemptLog(
+            self.store,
+            self.project.scope,
+            session_id,
+            self.clock,
+            config=self.config,
+            on_escalation=self.escalations.append,
+            actor="claude-code-hook",
+        )
+        log.steps = self.state.steps(session_id)
+        return log
+
+    # ---- SessionStart, UserPromptSubmit ----------------------------------------------
+
+    def session_start(self, hook: HookInput) -> Answer | None:
+        parts = [self._briefing("")]
+        goal = self.state.session_goal(hook.session_id)
+        if goal is not None and hook.source in ("resume", "compact"):
+            log = self._log(hook.session_id)
+            attempts = log.attempts(goal.goal_id)
+            if attempts:
+                parts.append(self._record_note(goal, log, attempts, "so far in this session"))
+        if hook.source == "compact":
+            parts.append(self._compaction_note(hook.session_id))
+        return _context("SessionStart", parts)
+
+    def user_prompt_submit(self, hook: HookInput) -> Answer | None:
+        prompt = hook.prompt.strip()
+        if not prompt:
+            return None
+        log = self._log(hook.session_id)
+        asked = goal_id(prompt, self.project.scope)
+        current = self.state.session_goal(hook.session_id)
+        earlier = log.attempts(asked)
+        parts = [self._briefing(prompt)]
+        if current is None or (current.goal_id != asked and earlier):
+            reason = "first prompt" if current is None else "a task with an earlier record"
+            log.begin(prompt)
+            goal = self.state.set_goal(hook.session_id, asked, prompt, reason)
+            if earlier:
+                parts.append(self._record_note(goal, log, earlier, "in earlier sessions"))
+        return _context("UserPromptSubmit", parts)
+
+    def _briefing(self, query: str) -> str:
+        """What long-term memory holds (``query`` empty: the session-start briefing)."""
+        if not self.project.memory_db.exists():
+            return ""
+        from veil.embed import default_embedder
+        from veil.memory import Memory
+
+        with Memory(self.project.memory_db, embedder=default_embedder(), clock=self.clock) as m:
+            found = m.recall(query, user_id=self.project.scope, token_budget=BRIEFING_TOKENS)
+        if not (found.facts or found.episodes or found.claims or found.contested):
+            return ""
+        return (
+            "<veil-memory>\nWhat Veil's long-term memory holds for this project:\n"
+            f"{found.text.strip()}\n</veil-memory>"
+        )
+
+    def _record_note(
+        self, goal: SessionGoal, log: AttemptLog, attempts: list[Attempt], when: str
+    ) -> str:
+        level = log.assess(goal.goal_id).level
+        lines = [
+            f"Veil's attempt record for this task ({len(attempts)} attempts {when}; "
+            f"convergence level {level} of 3):",
+            monitor.already_tried_note(attempts),
+        ]
+        if level >= 2:
+            lines.append(monitor.different_approach_note(attempts))
+        return "\n".join(lines)
+
+    def _compaction_note(self, session_id: str) -> str:
+        parts = self.state.compactions(session_id)
+        if not parts:
+            return ""
+        entries = sum(int(str(p.get("entries") or 0)) for p in parts)
+        return (
+            f"Veil recorded the {entries} transcript entries that were summarised on this "
+            "project's tape (claude_code.compaction events in .veil/context.db), so nothing "
+            "that was compacted is lost."
+        )
+
+    def _goal(self, hook: HookInput, log: AttemptLog) -> SessionGoal:
+        """The session's goal; a session whose prompt Veil never saw (hooks installed
+        mid-session) gets one of its own."""
+        goal = self.state.session_goal(hook.session_id)
+        if goal is None:
+            intent = f"Claude Code session {hook.session_id or 'without an id'}"
+            log.begin(intent)
+            return self.state.set_goal(
+                hook.session_id, goal_id(intent, self.project.scope), intent, "no prompt seen"
+            )
+        log.begin(goal.intent)
+        return goal
+
+    # ---- PreToolUse -------------------------------------------------------------------
+
+    def pre_tool_use(self, hook: HookInput) -> Answer | None:
+        call = tool_call(hook.tool_name, hook.tool_input, self.project.root)
+        goal = self.state.session_goal(hook.session_id)
+        if call is None or call.kind != "edit" or goal is None:
+            return None
+        log = self._log(hook.session_id)
+        reason = log.should_block(call.tool_name, call.arguments, goal.goal_id)
+        if reason is None:
+            return None
+        return {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": f"Veil: {reason}",
+            }
+        }
+
+    # ---- PostToolUse, PostToolUseFailure ----------------------------------------------
+
+    def post_tool_use(self, hook: HookInput) -> Answer | None:
+        call = tool_call(hook.tool_name, hook.tool_input, self.project.root)
+        if call is None or hook.is_interrupt:
+            return None  # not a tool Veil tracks, or the user interrupted it
+        log = self._log(hook.session_id)
+        goal = self._goal(hook, log)
+        before = log.assess(goal.goal_id).level
+        result = outcome_of(hook, call)
+        attempt: Attempt | None = None
+        if call.action is None:
+            action = call_digest(call.tool_name, call.arguments)
+            observation = text_digest(result.output)
+            self.state.add_step(hook.session_id, action, observation, result.is_error)
+            log.observe(
+                action=action,
+                observation=observation,
+                is_error=result.is_error,
+                goal_id=goal.goal_id,
+            )
+        else:
+            attempt = log.record_call(
+                action=call.action,
+                target=call.target,
+                tool_name=call.tool_name,
+                arguments=call.arguments,
+                output=result.output,
+                exit_code=result.exit_code,
+                is_error=result.is_error,
+                tool_call_id=hook.tool_use_id or None,
+                files=list(call.files),
+                goal_id=goal.goal_id,
+            )
+        return self._feedback(hook, call, goal, log, before, attempt)
+
+    def _feedback(
+        self,
+        hook: HookInput,
+        call: ToolCall,
+        goal: SessionGoal,
+        log: AttemptLog,
+        before: int,
+        attempt: Attempt | None,
+    ) -> Answer | None:
+        """What Claude (and the user) are told after the call, by the goal's level."""
+        level = max([log.assess(goal.goal_id).level, *(e.level for e in self.escalations)])
+        note = log.note(goal.goal_id)
+        header = (
+            f"Veil, this project's memory hook, records every attempt at the current task "
+            f"({goal.intent[:200]!r}). After this {call.tool_name} call the task is at "
+            f"convergence level {level} of 3."
+        )
+        if any(e.level >= 3 for e in self.escalations):
+            summary = monitor.summary(log.attempts(goal.goal_id))
+            return {
+                "continue": False,
+                "stopReason": f"Veil stopped the session (convergence level 3): {summary}",
+                "systemMessage": "Veil: no progress on this task; stopped so you can steer.",
+                "hookSpecificOutput": {
+                    "hookEventName": hook.event,
+                    "additionalContext": _cut(f"{header}\n{summary}"),
+                },
+            }
+        rose = level > before and level in (1, 2)
+        circling = level >= 2 and attempt is not None and attempt.outcome == "fail"
+        if not (rose or circling) or not note:
+            return None
+        answer: Answer = {
+            "hookSpecificOutput": {
+                "hookEventName": hook.event,
+                "additionalContext": _cut(f"{header}\n{note}"),
+            }
+        }
+        if rose and level == 2:
+            answer["systemMessage"] = (
+                "Veil: the recent attempts at this task made no progress; Claude was shown "
+                "every failure seen so far and asked for a different approach."
+            )
+        return answer
+
+    # ---- PreCompact -------------------------------------------------------------------
+
+    def pre_compact(self, hook: HookInput) -> Answer | None:
+        start = self.state.recorded_lines(hook.session_id)
+        entries, problem = _transcript_entries(hook.transcript_path, start)
+        self.state.record_compaction(
+            hook.session_id,
+            trigger=hook.trigger,
+            custom_instructions=hook.custom_instructions,
+            transcript_path=hook.transcript_path,
+            first_line=start,
+            entries=entries,
+            problem=problem,
+        )
+        return None
+
+
+def _transcript_entries(path: str, start: int) -> tuple[list[JSONValue], str | None]:
+    """The transcript's JSON Lines from line ``start`` on (a line that is not JSON is kept as
+    ``{"unparsed": line}``), and what went wrong reading it, if anything."""
+    if not path:
+        return [], "the hook input named no transcript_path"
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            lines = handle.read().splitlines()
+    except OSError as exc:
+        return [], f"transcript not readable: {exc.strerror or exc}: {path}"
+    out: list[JSONValue] = []
+    for line in lines[start:]:
+        if not line.strip():
+            out.append({"unparsed": line})
+            continue
+        try:
+            value: Any = json.loads(line)
+        except json.JSONDecodeError:
+            value = {"unparsed": line}
+        out.append(value)
+    return out, None
+
+
+def _cut(text: str) -> str:
+    if len(text) <= MAX_CONTEXT_CHARS:
+        return text
+    return text[: MAX_CONTEXT_CHARS - 60].rstrip() + "\n[… cut by Veil to fit the hook limit]"
+
+
+def _context(event: str, parts: list[str]) -> Answer | None:
+    text = "\n\n".join(p for p in parts if p)
+    if not text:
+        return None
+    return {"hookSpecificOutput": {"hookEventName": event, "additionalContext": _cut(text)}}

@@ -1,0 +1,342 @@
+"""Veil for the OpenAI Agents SDK (extra ``veil[agents]``): a ``Session`` on the tape whose
+``get_items`` applies eviction, and the memory tools.
+
+::
+
+    from agents import Agent, RunConfig, Runner
+    from veil.integrations.openai_agents import VeilSession, memory_tools
+
+    session = VeilSession("chat-42", db=".veil/context.db", window_tokens=32_000)
+    agent = Agent(name="helper", tools=[session.expand_tool(), *memory_tools(memory, user_id="u1")])
+    await Runner.run(agent, "…", session=session,
+                     run_config=RunConfig(call_model_input_filter=session.model_input_filter))
+
+The session implements the SDK's session protocol (``get_items``, ``add_items``, ``pop_item``,
+``clear_session``). Every item, every pop and every clear is an event on the tape (kinds
+``agents.item``, ``agents.pop``, ``agents.clear``, in the session's ``scope``), so a new
+:class:`VeilSession` on the same store and ``session_id`` — in another process, after a
+restart — sees exactly the items that were there. The items are stored as given.
+
+``get_items`` is a turn boundary of Veil's context engine: function-call outputs not seen
+before are captured, the engine evicts, and the items come back with each evicted output
+replaced by a one-line stub naming its ``veil_expand`` pointer (``limit`` keeps the latest N
+of those). The SDK reads a session once per run; ``model_input_filter`` applies the same
+rendering before every model call inside a run. ``raw_items`` returns the items as stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+try:
+    from agents import FunctionTool, function_tool
+    from agents.items import TResponseInputItem
+    from agents.memory import SessionSettings
+    from agents.run_config import CallModelData, ModelInputData
+    from agents.tool_context import ToolContext
+except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
+    raise ImportError(
+        f"veil.integrations.openai_agents needs the OpenAI Agents SDK ({exc.name} is missing): "
+        "pip install 'veil[agents]'"
+    ) from exc
+
+from veil.clock import Clock, SystemClock
+from veil.context import ContextConfig, ContextEngine, UnknownItem
+from veil.embed.protocol import Embedder
+from veil.integrations.long_term import (
+    BUDGET_DESCRIPTION,
+    QUERY_DESCRIPTION,
+    RECALL_DESCRIPTION,
+    REMEMBER_DESCRIPTION,
+    TEXT_DESCRIPTION,
+    MemoryBinding,
+    recall_text,
+    remember_text,
+)
+from veil.integrations.window import (
+    EXPAND_DESCRIPTION,
+    EXPAND_TOOL,
+    POINTER_DESCRIPTION,
+    ContextWindow,
+    FoundResult,
+    WindowReport,
+)
+from veil.memory import Memory
+from veil.memory.model import Author
+from veil.tape import Event, JSONValue, Store, new_id, open_store
+
+ITEM, POP, CLEAR = "agents.item", "agents.pop", "agents.clear"
+
+
+class VeilSession:
+    """An Agents SDK session kept on Veil's tape (see the module docstring).
+
+    ``db`` is a store (path, URL or an open :class:`Store`, which the caller keeps owning);
+    ``scope`` the tenant the session belongs to. ``window_tokens`` is the model's context
+    window, ``reserve_tokens`` what to leave for the reply (default a fifth of the window, at
+    most 16,000), ``fixed_overhead_tokens`` what instructions and tool schemas take;
+    ``config`` replaces the whole context configuration. ``reports`` holds one
+    :class:`WindowReport` per rendering."""
+
+    session_settings: SessionSettings | None = None
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        db: str | Path | Store = Path(".veil") / "context.db",
+        scope: str = "openai-agents",
+        window_tokens: int = 128_000,
+        reserve_tokens: int | None = None,
+        fixed_overhead_tokens: int = 0,
+        config: ContextConfig | None = None,
+        embedder: Embedder | None = None,
+        clock: Clock | None = None,
+        session_settings: SessionSettings | None = None,
+    ) -> None:
+        if not session_id.strip():
+            raise ValueError("session_id must not be empty")
+        if window_tokens <= 0:
+            raise ValueError("window_tokens must be positive")
+        if embedder is None:
+            from veil.embed import default_embedder
+
+            embedder = default_embedder()
+        if config is None:
+            reserve = min(window_tokens // 5, 16_000) if reserve_tokens is None else reserve_tokens
+            config = ContextConfig(window_tokens=window_tokens, reserve_tokens=reserve)
+        self.session_id = session_id
+        self.session_settings = session_settings
+        self.scope = scope
+        self.clock: Clock = clock or SystemClock()
+        self._config, self._embedder = config, embedder
+        self._fixed = fixed_overhead_tokens
+        self._owned: Store | None = None
+        if isinstance(db, (str, Path)):
+            if isinstance(db, Path):
+                db.parent.mkdir(parents=True, exist_ok=True)
+            self._owned = open_store(db, embedder=embedder)
+            self.store: Store = self._owned
+        else:
+            self.store = db
+        self._items: list[JSONValue] = []
+        self._registered = False
+        self._generation = 0
+        self._after = 0
+        self._lock = asyncio.Lock()
+        self.reports: list[WindowReport] = []
+        self._read_new()
+        self.window = self._window()
+
+    # ---- the tape -------------------------------------------------------------------------
+
+    def _window(self) -> ContextWindow:
+        """The engine of the current generation (a clear starts a new one)."""
+        suffix = f"#{self._generation}" if self._generation else ""
+        engine = ContextEngine(
+            self.store,
+            session_id=f"agents:{self.session_id}{suffix}",
+            scope=self.scope,
+            config=self._config,
+            embedder=self._embedder,
+            clock=self.clock,
+            register=not self._registered,
+        )
+        self._registered = True
+        return ContextWindow(engine, fixed_overhead_tokens=self._fixed)
+
+    def _read_new(self) -> bool:
+        """Apply this session's events appended since the last read (by any process);
+        returns whether a clear was among them."""
+        cleared = False
+        for event in self.store.read(self.scope, after=self._after, kinds=(ITEM, POP, CLEAR)):
+            self._after = event.seq or self._after
+            if event.payload.get("session_id") != self.session_id:
+                continue
+            if event.kind == ITEM:
+                self._items.append(event.payload.get("item"))
+            elif event.kind == POP and self._items:
+                self._items.pop()
+            elif event.kind == CLEAR:
+                self._items = []
+                self._generation += 1
+                cleared = True
+        return cleared
+
+    def _sync(self) -> None:
+        if self._read_new():
+            self.window = self._window()
+
+    def _append(self, kind: str, payloads: Sequence[dict[str, JSONValue]]) -> None:
+        now = self.clock.now()
+        self.store.append(
+            [
+                Event(
+                    new_id("ag"),
+                    self.scope,
+                    kind,
+                    now,
+                    "openai-agents",
+                    {"session_id": self.session_id, **p},
+                )
+                for p in payloads
+            ]
+        )
+        self._sync()
+
+    # ---- the session protocol -------------------------------------------------------------
+
+    async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
+        """The items in order, evicted function outputs as stubs; the latest ``limit``."""
+        async with self._lock:
+            self._sync()
+            items = self.render(self._items)
+        if limit is not None:
+            items = items[-limit:] if limit > 0 else []
+        return items
+
+    async def add_items(self, items: list[TResponseInputItem]) -> None:
+        """Append ``items`` (stored as given, JSON)."""
+        if not items:
+            return
+        async with self._lock:
+            self._append(ITEM, [{"item": _json(item)} for item in items])
+
+    async def pop_item(self) -> TResponseInputItem | None:
+        """Remove and return the latest item (as stored), or ``None`` when there is none."""
+        async with self._lock:
+            self._sync()
+            if not self._items:
+                return None
+            last = self._items[-1]
+            self._append(POP, [{}])
+            return cast(TResponseInputItem, last)
+
+    async def clear_session(self) -> None:
+        """Remove every item; working memory starts afresh (earlier items stay on the tape
+        and their pointers keep working)."""
+        async with self._lock:
+            self._append(CLEAR, [{}])
+
+    # ---- rendering ------------------------------------------------------------------------
+
+    def raw_items(self) -> list[TResponseInputItem]:
+        """The items exactly as they were added."""
+        self._sync()
+        return [cast(TResponseInputItem, item) for item in self._items]
+
+    def render(self, items: Sequence[Any]) -> list[TResponseInputItem]:
+        """``items`` as the model is to see them: one turn boundary of the context engine."""
+        found: list[FoundResult] = []
+        where: list[int] = []
+        calls: dict[str, tuple[str, dict[str, Any]]] = {}
+        other = 0
+        task: str | None = None
+        count = self.window.engine.count_tokens
+        plain = [
+            cast(dict[str, Any], raw if isinstance(raw, dict) else _json(raw)) for raw in items
+        ]
+        for i, item in enumerate(plain):
+            kind = item.get("type")
+            if kind == "function_call":
+                calls[str(item.get("call_id"))] = (str(item.get("name")), _arguments(item))
+            if kind == "function_call_output":
+                call_id = str(item.get("call_id"))
+                name, arguments = calls.get(call_id, ("function", {}))
+                output = item.get("output")
+                text = output if isinstance(output, str) else json.dumps(output, default=str)
+                found.append(FoundResult(call_id, name, text, arguments))
+                where.append(i)
+                continue
+            other += count(json.dumps(item, default=str))
+            content = item.get("content")
+            if task is None and item.get("role") == "user" and isinstance(content, str):
+                task = content
+        report = self.window.render(found, other_tokens=other, task=task)
+        self.reports.append(report)
+        out = [cast(TResponseInputItem, item) for item in plain]
+        for i, text in zip(where, report.texts, strict=True):
+            if text is not None:
+                out[i] = cast(TResponseInputItem, {**plain[i], "output": text})
+        return out
+
+    def model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
+        """For ``RunConfig(call_model_input_filter=…)``: the same rendering before every model
+        call of a run."""
+        rendered = self.render(data.model_data.input)
+        return ModelInputData(input=rendered, instructions=data.model_data.instructions)
+
+    def expand_tool(self) -> FunctionTool:
+        """``veil_expand``: the full content behind a stub."""
+
+        async def veil_expand(ctx: ToolContext[Any], pointer: str) -> str:
+            try:
+                return self.window.expand(pointer, call_id=ctx.tool_call_id)
+            except UnknownItem as exc:
+                return f"{EXPAND_TOOL}: {exc}; use the veil:// pointer a stub shows"
+
+        return _tool(veil_expand, EXPAND_TOOL, EXPAND_DESCRIPTION, {"pointer": POINTER_DESCRIPTION})
+
+    def close(self) -> None:
+        """Write what is buffered; close the store when the session opened it."""
+        self.window.engine.flush()
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
+
+
+def _json(item: Any) -> JSONValue:
+    """An item as plain JSON (the SDK passes dicts; a pydantic model is dumped)."""
+    dump = getattr(item, "model_dump", None)
+    value = dump(exclude_unset=True) if callable(dump) else item
+    return cast(JSONValue, json.loads(json.dumps(value, default=str)))
+
+
+def _arguments(item: dict[str, Any]) -> dict[str, Any]:
+    raw = item.get("arguments")
+    try:
+        parsed: object = json.loads(raw) if isinstance(raw, str) else raw
+    except json.JSONDecodeError:
+        return {"arguments": raw}
+    return cast(dict[str, Any], parsed) if isinstance(parsed, dict) else {}
+
+
+def memory_tools(
+    memory: Memory,
+    *,
+    user_id: str,
+    author: Author = "assistant",
+    session: VeilSession | None = None,
+) -> list[FunctionTool]:
+    """``veil_recall`` and ``veil_remember`` over ``memory``, bound to ``user_id`` and
+    ``author`` (the model cannot choose either). With ``session``, recall also lists the
+    session's evicted outputs that match."""
+    binding = MemoryBinding(memory, user_id, author)
+
+    async def veil_recall(query: str, token_budget: int = 800) -> str:
+        window = session.window if session is not None else None
+        return await recall_text(binding, query, token_budget, window)
+
+    async def veil_remember(text: str) -> str:
+        return await remember_text(binding, text)
+
+    return [
+        _tool(veil_recall, "veil_recall", RECALL_DESCRIPTION,
+              {"query": QUERY_DESCRIPTION, "token_budget": BUDGET_DESCRIPTION}),
+        _tool(veil_remember, "veil_remember", REMEMBER_DESCRIPTION, {"text": TEXT_DESCRIPTION}),
+    ]  # fmt: skip
+
+
+def _tool(function: Any, name: str, description: str, arguments: dict[str, str]) -> FunctionTool:
+    """A function tool whose description and every argument's are written for a model."""
+    lines = [description, "", "Args:"]
+    lines += [f"    {arg}: {text}" for arg, text in arguments.items()]
+    function.__doc__ = "\n".join(lines)
+    return function_tool(function, name_override=name, docstring_style="google")
+
+
+__all__ = ["VeilSession", "memory_tools"]

@@ -1,0 +1,282 @@
+"""Veil for pydantic-ai (extra ``veil[pydantic-ai]``): the context engine as a history
+processor, and the memory tools.
+
+::
+
+    from pydantic_ai import Agent
+    from pydantic_ai.capabilities import ProcessHistory
+    from veil.integrations.pydantic_ai import memory_toolset, veil_history
+
+    history = veil_history(".veil/context.db", session_id="s1", window_tokens=32_000)
+    agent = Agent(model, capabilities=[ProcessHistory(history)],
+                  toolsets=[history.toolset(), memory_toolset(memory, user_id="u1")])
+
+pydantic-ai 2 takes history processors as ``capabilities=[ProcessHistory(p)]``; 1.x took
+``history_processors=[p]`` — a :class:`VeilHistory` is the processor either way (an async
+callable, ``list[ModelMessage] -> list[ModelMessage]``).
+
+Before every model request the processor captures the tool results it has not seen (tool
+return parts whose outcome is ``success`` or ``failed``) into a :class:`ContextEngine` on the
+tape, lets it evict, and returns the history with each evicted result's content replaced by
+the engine's one-line stub (``[veil: read_file notes.txt — 5,000 tokens moved to warm memory;
+veil_expand veil://warm/ci_… restores it]``). The stubbed history is what the model receives
+and — pydantic-ai makes a processor's result the run's history — what ``all_messages()``
+returns; the full content stays on the tape, and the processor puts it back whenever the item
+is live again, so re-reading a stubbed history loses nothing. ``veil_expand`` (in
+:meth:`VeilHistory.toolset`) returns a result's full content. Other messages are never
+changed, and a processor given the same store and ``session_id`` in a new process carries on
+where the last one stopped.
+
+:func:`memory_toolset` gives the model ``veil_recall`` and ``veil_remember`` over a
+:class:`~veil.memory.Memory`, bound to one user and one author.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+try:
+    from pydantic_ai import ModelRetry, RunContext
+    from pydantic_ai.messages import (
+        ModelMessage,
+        ModelRequest,
+        ModelResponse,
+        ModelResponsePart,
+        TextPart,
+        ToolCallPart,
+        ToolReturnPart,
+        UserPromptPart,
+    )
+    from pydantic_ai.tools import Tool
+    from pydantic_ai.toolsets import FunctionToolset
+except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
+    raise ImportError(
+        f"veil.integrations.pydantic_ai needs pydantic-ai ({exc.name} is missing): "
+        "pip install 'veil[pydantic-ai]'"
+    ) from exc
+
+from veil.context import ContextConfig, ContextEngine, UnknownItem
+from veil.embed.protocol import Embedder
+from veil.integrations.long_term import (
+    BUDGET_DESCRIPTION,
+    QUERY_DESCRIPTION,
+    RECALL_DESCRIPTION,
+    REMEMBER_DESCRIPTION,
+    TEXT_DESCRIPTION,
+    MemoryBinding,
+    recall_text,
+    remember_text,
+)
+from veil.integrations.window import (
+    EXPAND_DESCRIPTION,
+    EXPAND_TOOL,
+    POINTER_DESCRIPTION,
+    ContextWindow,
+    FoundResult,
+    WindowReport,
+)
+from veil.memory import Memory
+from veil.memory.model import Author
+from veil.tape import Store, new_id, open_store
+
+RESULT_OUTCOMES = ("success", "failed")
+"""Tool returns that are results (not a retry request, a denial or an interruption)."""
+
+
+class VeilHistory:
+    """A pydantic-ai history processor over a :class:`ContextWindow` (see the module
+    docstring). ``reports`` holds one :class:`WindowReport` per model request."""
+
+    def __init__(self, window: ContextWindow, *, store: Store | None = None) -> None:
+        self.window = window
+        self.reports: list[WindowReport] = []
+        self._owned = store
+
+    @property
+    def engine(self) -> ContextEngine:
+        return self.window.engine
+
+    async def __call__(self, messages: list[ModelMessage]) -> list[ModelMessage]:
+        return self.process(messages)
+
+    def process(self, messages: Sequence[ModelMessage]) -> list[ModelMessage]:
+        """The history as the model is to see it (what ``__call__`` returns)."""
+        found: list[FoundResult] = []
+        where: list[tuple[int, int]] = []
+        arguments: dict[str, dict[str, Any]] = {}
+        other = 0
+        task: str | None = None
+        count = self.engine.count_tokens
+        for m, message in enumerate(messages):
+            if isinstance(message, ModelResponse):
+                other += _response_tokens(message.parts, arguments, count)
+                continue
+            for p, part in enumerate(message.parts):
+                if (
+                    isinstance(part, ToolReturnPart)
+                    and part.tool_kind is None
+                    and part.outcome in RESULT_OUTCOMES
+                ):
+                    found.append(
+                        FoundResult(
+                            part.tool_call_id,
+                            part.tool_name,
+                            part.model_response_str(),
+                            arguments.get(part.tool_call_id, {}),
+                            is_error=part.outcome != "success",
+                        )
+                    )
+                    where.append((m, p))
+                    continue
+                content = getattr(part, "content", "")
+                text = content if isinstance(content, str) else json.dumps(content, default=str)
+                other += count(text)
+                if task is None and isinstance(part, UserPromptPart) and isinstance(content, str):
+                    task = content
+        report = self.window.render(found, other_tokens=other, task=task)
+        self.reports.append(report)
+        out = list(messages)
+        for (m, p), text in zip(where, report.texts, strict=True):
+            if text is None:
+                continue
+            request = out[m]
+            assert isinstance(request, ModelRequest)
+            parts = list(request.parts)
+            parts[p] = replace(parts[p], content=text)
+            out[m] = replace(request, parts=parts)
+        return out
+
+    def toolset(self) -> FunctionToolset[Any]:
+        """``veil_expand``: the full content behind a stub."""
+
+        async def veil_expand(ctx: RunContext[Any], pointer: str) -> str:
+            try:
+                return self.window.expand(pointer, call_id=ctx.tool_call_id)
+            except UnknownItem as exc:
+                raise ModelRetry(f"{exc}; use the veil:// pointer a stub shows") from None
+
+        return FunctionToolset(
+            [_tool(veil_expand, EXPAND_TOOL, EXPAND_DESCRIPTION, {"pointer": POINTER_DESCRIPTION})]
+        )
+
+    def close(self) -> None:
+        """Write what is buffered; close the store when :func:`veil_history` opened it."""
+        self.engine.flush()
+        if self._owned is not None:
+            self._owned.close()
+            self._owned = None
+
+
+def _response_tokens(
+    parts: Sequence[ModelResponsePart],
+    arguments: dict[str, dict[str, Any]],
+    count: Any,
+) -> int:
+    tokens = 0
+    for part in parts:
+        if isinstance(part, ToolCallPart):
+            arguments[part.tool_call_id] = part.args_as_dict()
+            tokens += count(part.args_as_json_str())
+        elif isinstance(part, TextPart):
+            tokens += count(part.content)
+    return int(tokens)
+
+
+def veil_history(
+    db: str | Path | Store = Path(".veil") / "context.db",
+    *,
+    session_id: str | None = None,
+    scope: str = "pydantic-ai",
+    window_tokens: int = 128_000,
+    reserve_tokens: int | None = None,
+    fixed_overhead_tokens: int = 0,
+    config: ContextConfig | None = None,
+    embedder: Embedder | None = None,
+) -> VeilHistory:
+    """A history processor keeping one conversation's tool results in working memory.
+
+    ``db`` is a store (path, URL or an open :class:`Store`, which the caller keeps owning);
+    ``session_id`` names the conversation (a new one when omitted: pass the same one to carry
+    on after a restart); ``scope`` the tenant the items belong to. ``window_tokens`` is the
+    model's context window and ``reserve_tokens`` what to leave for its reply (default a
+    fifth of the window, at most 16,000); ``fixed_overhead_tokens`` what instructions and
+    tool schemas take. ``config`` replaces the whole context configuration (the window
+    arguments are then ignored). ``embedder`` defaults to Veil's packaged one."""
+    if window_tokens <= 0:
+        raise ValueError("window_tokens must be positive")
+    if embedder is None:
+        from veil.embed import default_embedder
+
+        embedder = default_embedder()
+    if config is None:
+        reserve = min(window_tokens // 5, 16_000) if reserve_tokens is None else reserve_tokens
+        config = ContextConfig(window_tokens=window_tokens, reserve_tokens=reserve)
+    owned: Store | None = None
+    if isinstance(db, (str, Path)):
+        if isinstance(db, Path):
+            db.parent.mkdir(parents=True, exist_ok=True)
+        owned = store = open_store(db, embedder=embedder)
+    else:
+        store = db
+    engine = ContextEngine(
+        store,
+        session_id=session_id or new_id("pai"),
+        scope=scope,
+        config=config,
+        embedder=embedder,
+    )
+    return VeilHistory(
+        ContextWindow(engine, fixed_overhead_tokens=fixed_overhead_tokens), store=owned
+    )
+
+
+def memory_toolset(
+    memory: Memory,
+    *,
+    user_id: str,
+    author: Author = "assistant",
+    history: VeilHistory | None = None,
+) -> FunctionToolset[Any]:
+    """``veil_recall`` and ``veil_remember`` over ``memory``, bound to ``user_id`` and
+    ``author`` (the model cannot choose either). With ``history``, recall also lists the
+    conversation's evicted tool results that match."""
+    binding = MemoryBinding(memory, user_id, author)
+    window = history.window if history is not None else None
+
+    async def veil_recall(query: str, token_budget: int = 800) -> str:
+        return await recall_text(binding, query, token_budget, window)
+
+    async def veil_remember(text: str) -> str:
+        return await remember_text(binding, text)
+
+    return FunctionToolset(
+        [
+            _tool(
+                veil_recall,
+                "veil_recall",
+                RECALL_DESCRIPTION,
+                {"query": QUERY_DESCRIPTION, "token_budget": BUDGET_DESCRIPTION},
+            ),
+            _tool(veil_remember, "veil_remember", REMEMBER_DESCRIPTION, {"text": TEXT_DESCRIPTION}),
+        ]
+    )
+
+
+def _tool(function: Any, name: str, description: str, arguments: dict[str, str]) -> Tool[Any]:
+    """A tool whose description and every argument's description are written for a model."""
+    lines = [description, "", "Args:"]
+    lines += [f"    {arg}: {text}" for arg, text in arguments.items()]
+    function.__doc__ = "\n".join(lines)
+    return Tool(
+        function,
+        name=name,
+        docstring_format="google",
+        require_parameter_descriptions=True,
+    )
+
+
+__all__ = ["VeilHistory", "memory_toolset", "veil_history"]
