@@ -622,7 +622,7 @@ SECTIONS: tuple[Section, ...] = (
     ),
     Section(
         "context_overhead",
-        "Context hook overhead per tool call (capture + score + evict + persist)",
+        "Context hook overhead per tool call (capture + score + evict; persistence deferred)",
         "python -m benchmarks.context_overhead",
         _context_overhead_section,
     ),
@@ -634,7 +634,7 @@ SECTIONS: tuple[Section, ...] = (
     ),
     Section(
         "eviction_replay",
-        "Eviction replay on 1,326 real agent trajectories vs masking, compaction, pruning, LRU",
+        "Eviction replay on real agent trajectories vs masking, truncation, compaction, LRU",
         "python -m benchmarks.eviction_replay",
         _eviction_replay_section,
     ),
