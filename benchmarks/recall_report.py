@@ -168,9 +168,10 @@ def recall_latency_reading(report: Report, baseline: Report | None = None) -> st
             f"{refs['floor']['p50']:.2f} ms: embed {refs['embed']['p50']:.2f}, numpy "
             f"{refs['numpy_top50']['p50']:.2f}, FTS {refs['fts_term']['p50']:.2f}. Recall "
             "does more than the floor — two full-text and two vector searches (facts and "
-            "episodes), the graph reads, the rows, the fusion and the rendering — but searches "
-            "vectors through an HNSW graph above 20k vectors where the floor scans them all, "
-            "which is why it can be near or below the floor at large sizes."
+            "episodes), the graph reads, the rows, the fusion and the rendering — but above "
+            "20k vectors it scans their 72-dimensional projections and ranks 1,000 candidates "
+            "exactly where the floor scans all 256 dimensions, which is why it can be near or "
+            "below the floor at large sizes."
         )
         reopen = last.get("reopen", {}).get("first_recall_ms")
         if reopen is not None:
@@ -190,7 +191,9 @@ def recall_latency_reading(report: Report, baseline: Report | None = None) -> st
             parts.append(
                 "Before issue 17 (sqlite-vec `vec0`, an FTS5 scope token, one graph query for "
                 "all keys, per-cell row decoding; `recall_latency-baseline.json`, measured on "
-                "the same machine under lighter load) recall p95 was: " + "; ".join(gains) + "."
+                "the same kind of machine on 2026-11-30, load not recorded) recall p95 was: "
+                + "; ".join(gains)
+                + "."
             )
     machine = report.get("machine", {})
     load = machine.get("load_average", {})
