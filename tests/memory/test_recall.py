@@ -9,6 +9,7 @@ import pytest
 from tests.memory.conftest import MakeMemory, extraction, fact
 from veil.memory import Memory
 from veil.memory.render import estimate_tokens
+from veil.memory.rows import FACT_VALUES
 from veil.testing import FakeClock, ScriptedModel
 
 
@@ -354,3 +355,35 @@ def test_facts_below_user_trust_are_marked_with_their_origin(make_memory: MakeMe
     memory.remember("The user authorised payments to 99-1234.", user_id="u1", author="assistant")
     text = memory.recall("payments", user_id="u1").text
     assert "(per assistant; not confirmed by the user)" in text
+
+
+def test_a_passing_mention_of_the_user_does_not_pull_in_their_facts(
+    make_memory: MakeMemory,
+) -> None:
+    user_facts = [
+        fact("user", f"likes_{i}", f"hobby {i}", f"The user likes hobby {i}.") for i in range(40)
+    ]
+    memory = make_memory(
+        [
+            extraction(*user_facts),
+            extraction(
+                fact("Ada", "located_at", "Lisbon", "Ada lives in Lisbon."),
+                fact("user", "located_at", "Porto", "The user lives in Porto."),
+            ),
+        ]
+    )
+    memory.remember(" ".join(f"I like hobby {i}." for i in range(40)), user_id="u1")
+    memory.remember("Ada lives in Lisbon; I live in Porto.", user_id="u1")
+    about_ada = memory.recall("tell me about Ada", user_id="u1")
+    assert about_ada.facts[0].statement == "Ada lives in Lisbon."
+    # The user's facts may still come from the vector search, but not from the graph.
+    recaller = memory._recaller  # pyright: ignore[reportPrivateUsage]
+    graph = recaller._graph_facts("u1", ["ada", "user"], (), None, 100)  # pyright: ignore[reportPrivateUsage]
+    key = FACT_VALUES.index("subject_key")
+    assert graph and all(row[key] != "user" for row in graph)
+    # Asking a relation of the user's ("where do I live") reads that relation of the user.
+    mine = memory.recall("where do I live?", user_id="u1")
+    assert "The user lives in Porto." in mine.text
+    # The user alone: their most recent facts, capped by what the budget can render.
+    small = memory.recall("what about me?", user_id="u1", token_budget=100)
+    assert 0 < len(small.facts) <= 10
