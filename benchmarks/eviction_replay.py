@@ -71,8 +71,8 @@ BUDGETS: tuple[float, ...] = (0.25, 0.375, 0.5, 0.625, 0.75)
 SAMPLE = {"A": 4, "B": 3}
 """Full run: every n-th trajectory of each set (125 of 500 in A, 276 of 826 in B)."""
 QUICK = 12
-SWEEP_EVERY = 5
-"""--sweep: every 5th trajectory of set A (100), at the goal budgets only."""
+SWEEP_EVERY = 10
+"""--sweep: every 10th trajectory of set A (50), at the goal budgets only."""
 SWEEP_SCHEMA = 2
 """Bumped when the shape of ``goals()`` changes: an older sweep file is not attached."""
 SEED = 20240917
@@ -98,6 +98,8 @@ VEIL_CONFIGS: dict[str, Callable[[], ContextConfig]] = {
     "fill 0.7": lambda: _cfg(target_fill=0.7),
     "fill 0.9": lambda: _cfg(target_fill=0.9),
     "no touch on reference": lambda: _cfg(touch_on_reference=False),
+    "superseded not first": lambda: _cfg(evict_superseded_first=False),
+    "clip at the budget": lambda: _cfg(unread_reserve_floor=1.0),
     "references: paths only": lambda: _cfg(reference_names="paths"),
     "results protected 10 ticks": lambda: _cfg(protected_results_ticks=10),
     "ticks_per_day 96": lambda: _cfg(ticks_per_day=96.0),

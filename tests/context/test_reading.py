@@ -57,9 +57,77 @@ def test_a_result_larger_than_the_window_is_clipped_to_head_and_tail(
     assert shown.startswith("log line 0: value_log_0 = 0\n")
     assert shown.rstrip().endswith("log line 799: value_log_799 = 5593")
     assert item.pointer in shown and "left out" in shown
-    assert engine.live_tokens <= engine.budget
+    # It may use the reserve above its floor (the reply keeps a quarter of it), never more.
+    assert engine.budget < engine.live_tokens <= engine.unread_limit
+    assert engine.unread_limit == 1_600 + 300
     # Nothing is lost: the pointer restores all of it.
     assert engine.expand(item.pointer).content == text
+
+
+def test_a_result_a_little_over_the_budget_is_kept_whole_in_the_reserve(
+    make_engine: MakeEngine,
+) -> None:
+    """Clipping a result to save a few hundred tokens would hide the middle the model asked
+    for (oldest-first truncation would have kept it whole): it overflows into the reserve
+    instead, down to the reserve's floor, and leaves like any other once read."""
+    engine = make_engine(window_tokens=3_000, reserve_tokens=1_000)
+    engine.capture_turn("user", "Look at the log.")
+    text = numbered(250, "log")
+    tokens = estimate_tokens(text)
+    assert engine.budget < tokens < engine.unread_limit  # 2,000 < ~2,100 < 2,750
+    big = step(engine, 1, text)
+    engine.step()
+    assert engine.item(big).tier == "live" and not engine.item(big).excerpt
+    assert engine.budget < engine.live_tokens <= engine.unread_limit
+    # Once read, the next result needs the room: the big one leaves whole (its pointer stubs it).
+    fresh = step(engine, 2, numbered(40, "next"))
+    engine.step()
+    assert engine.item(fresh).tier == "live"
+    assert engine.item(big).tier == "warm" and not engine.item(big).excerpt
+    assert engine.live_tokens <= engine.budget
+    # With no reserve floor to borrow (floor 1.0), the same result is clipped at the budget.
+    strict = make_engine(
+        session="s2", window_tokens=3_000, reserve_tokens=1_000, unread_reserve_floor=1.0
+    )
+    strict.capture_turn("user", "Look at the log.")
+    clipped = step(strict, 1, text)
+    strict.step()
+    assert strict.item(clipped).excerpt > 0 and strict.live_tokens <= strict.budget
+
+
+def test_a_result_a_later_call_repeated_leaves_first(make_engine: MakeEngine) -> None:
+    """The same command run again (or the same file read again) holds what the model would
+    look for in the earlier output: under pressure the repeated one goes first, before older
+    results that nothing repeated."""
+    engine = make_engine(window_tokens=4_000, reserve_tokens=500, protected_turns=2)
+    engine.capture_turn("user", "Make the tests pass.")
+    old = step(engine, 0, numbered(40, "setup"))
+    engine.step()
+
+    def run_tests(n: int) -> str:
+        turn = engine.capture_turn("assistant", f"Run the tests ({n}).", calls=["act"])
+        return engine.capture_tool_result(
+            tool_call_id=f"t{n}",
+            tool_name="bash",
+            arguments={"command": "pytest -q"},
+            output=numbered(40, f"run{n}"),
+            parent=turn.id,
+        ).id
+
+    first = run_tests(1)
+    engine.step()
+    for n in range(2, 5):
+        step(engine, n, numbered(40, f"p{n}"))
+        engine.step()
+    second = run_tests(2)
+    report = engine.step()
+    while not report.pressure:
+        step(engine, 10 + len(engine.items()), numbered(40, "more"))
+        report = engine.step()
+    order = [m.id for m in report.moves if m.stage == 2]
+    assert first in order and order.index(first) == 0, report.moves
+    assert engine.item(second).tier == "live"
+    assert old not in order[:1]
 
 
 def test_a_clipped_result_becomes_a_stub_once_read_and_the_window_is_needed(

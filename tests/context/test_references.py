@@ -1,5 +1,10 @@
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 from tests.context.conftest import MakeEngine
 from veil.context.references import ReferenceIndex, names
 
@@ -9,8 +14,10 @@ def test_names_are_paths_dotted_names_and_compound_identifiers() -> None:
         "File django/db/models/base.py line 12 in _check_ordering: "
         "models.Field raised for getFieldName; the value was wrong print self"
     )
-    assert {"django/db/models/base.py", "_check_ordering", "models.Field", "getFieldName"} <= found
-    assert not {"File", "line", "value", "wrong", "print", "self"} & found
+    assert {"django/db/models/base.py", "_check_ordering", "models.Field", "getFieldName"} <= set(
+        found
+    )
+    assert not {"File", "line", "value", "wrong", "print", "self"} & set(found)
 
 
 def test_named_by_skips_names_that_many_items_carry() -> None:
@@ -56,3 +63,32 @@ def test_reference_touches_can_be_turned_off(make_engine: MakeEngine) -> None:
     base = engine.item(found.id).access_count
     engine.capture_turn("assistant", "Open a/b/c.py next.", calls=["look"])
     assert engine.item(found.id).access_count == base
+
+
+_TIES = """
+import json
+from veil.context.references import ReferenceIndex
+index = ReferenceIndex()
+for n in range(12):
+    index.add(f"i{n}", f"defines helper_{n:02d} and parse_{n:02d}_value")
+text = " ".join(f"helper_{n:02d}" for n in range(12))
+print(json.dumps(index.named_by(text, max_items=5)[:8]))
+"""
+
+
+def test_which_items_a_text_touches_does_not_depend_on_the_hash_seed() -> None:
+    """Touches are capped (``reference_max_touches``), so the order of equally specific names
+    decides which items are touched; it must be the text's order, not a set's, or the same
+    trajectory scores differently from one process to the next."""
+    runs = {
+        seed: subprocess.run(
+            [sys.executable, "-c", _TIES],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={**os.environ, "PYTHONHASHSEED": seed},
+        ).stdout
+        for seed in ("1", "2", "3", "4")
+    }
+    assert len(set(runs.values())) == 1, runs
+    assert json.loads(runs["1"]) == [f"i{n}" for n in range(8)]

@@ -112,7 +112,12 @@ def test_replay_stays_under_budget_and_loses_nothing(make_engine: MakeEngine, wi
         report = engine.step()
         evictions += len(report.moves)
         assert rendered_tokens(engine) == engine.live_tokens
-        assert engine.live_tokens <= engine.budget, (n, engine.live_tokens, engine.budget)
+        # Over the budget only into the reserve above its floor, and only for the result the
+        # model has not read yet (kept whole or, too large even then, as head and tail).
+        assert engine.live_tokens <= engine.unread_limit, (n, engine.live_tokens)
+        if engine.live_tokens > engine.budget:
+            newest = engine.item(item.id)
+            assert newest.tier == "live" or newest.excerpt, (n, engine.live_tokens)
         live = {i.id for i in engine.items("live")}
         assert protected <= live, f"a protected item was demoted at step {n}"
         if window >= 8_000:  # soft protection (last 12 turns) holds when the window allows

@@ -32,9 +32,11 @@ BOOL_COLUMNS = (
     "warm",
     "is_turn",
     "clipped",
+    "superseded",
 )
 """``parent_turn``: the turn ordinal (``turn_index``) of the turn whose call made a result, or
--1; ``clipped``: a result shown as its head and tail (it has an excerpt)."""
+-1; ``clipped``: a result shown as its head and tail (it has an excerpt); ``superseded``: a
+result a later call repeated (the same command run again, the same file or range read again)."""
 
 
 class Columns:

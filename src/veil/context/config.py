@@ -101,6 +101,11 @@ class ContextConfig:
     turn_similarity: float = 0.7
     window_tokens: int = 128_000
     reserve_tokens: int = 16_000
+    unread_reserve_floor: float = 0.25
+    """Results the model has not read may overflow the budget into the reserve, but never into
+    this share of it (the reply's room). Only beyond that is an unread result clipped to head
+    and tail: clipping one to save a few hundred tokens hides the middle the model asked for,
+    while oldest-first truncation would simply have kept it whole."""
     target_fill: float = 0.85
     """Stage 2 evicts down to this fill of the budget; the threshold rises above it.
 
@@ -111,6 +116,9 @@ class ContextConfig:
     pressure_token_exponent: float = 0.0
     """Stage 2 order: ascending ``score / tokens_freed ** exponent`` (0 = lowest score first,
     as SPEC states; 1 prefers big items, which on set A evicted large results still needed)."""
+    evict_superseded_first: bool = True
+    """Stage 2 takes results a later call repeated (same command, same file or range read
+    again) before anything else, oldest first."""
     cold_retrievability: float = 0.5
     """Stage 3: warm items whose durable-horizon R fell below this go cold…"""
     cold_after_ticks: int = 50

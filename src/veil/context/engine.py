@@ -159,6 +159,13 @@ class ContextEngine:
         return max(1, self.config.window_tokens - self.config.reserve_tokens - self.overhead_tokens)
 
     @property
+    def unread_limit(self) -> int:
+        """Tokens the items may use when results the model has not read would not fit the
+        budget: the budget plus the reserve above its floor (see ``unread_reserve_floor``)."""
+        c = self.config
+        return self.budget + int(c.reserve_tokens * (1.0 - c.unread_reserve_floor))
+
+    @property
     def live_tokens(self) -> int:
         """Tokens of the prompt as rendered: live items in full, evicted results as stubs."""
         return self._set.live_tokens()
@@ -619,6 +626,7 @@ class ContextEngine:
             stub_tokens=stubs,
             token_exponent=self.config.pressure_token_exponent,
             threshold_exempt=exempt,
+            superseded=c.flag("superseded") if self.config.evict_superseded_first else None,
         )
         moves = [*result.moves, *self._with_their_turns(result.moves, hard | soft)]
         for move in moves:
@@ -698,10 +706,12 @@ class ContextEngine:
         return moves
 
     def _clip_unread(self, unread: Bools) -> list[Move]:
-        """When the results the model has not read cannot fit the budget even with everything
-        else evicted, the largest keep their head and tail (the whole text warm, its pointer in
-        the excerpt) until the prompt fits."""
-        over = self._set.live_tokens() - self.budget
+        """When the results the model has not read cannot fit the window even with everything
+        else evicted and the reserve used down to its floor (``unread_reserve_floor``), the
+        largest keep their head and tail (the whole text warm, its pointer in the excerpt)
+        until the prompt fits."""
+        limit = self.unread_limit
+        over = self._set.live_tokens() - limit
         if over <= 0:
             return []
         rows = [int(i) for i in np.flatnonzero(unread & self._set.cols.flag("live"))]
@@ -719,7 +729,7 @@ class ContextEngine:
                 continue
             reason = f"too large for the window: {keep_tokens:,} of {item.tokens:,} tokens shown"
             self._move(item, "warm", stage=2, reason=reason, excerpt=chars)
-            over = self._set.live_tokens() - self.budget
+            over = self._set.live_tokens() - limit
             moves.append(Move(item.id, "warm", 2, reason))
         return moves
 

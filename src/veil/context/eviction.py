@@ -62,6 +62,7 @@ def plan(
     soft_protected: Bools | None = None,
     token_exponent: float = 0.0,
     threshold_exempt: Bools | None = None,
+    superseded: Bools | None = None,
 ) -> Plan:
     """The moves of the three stages over parallel arrays (one entry per item).
 
@@ -72,6 +73,8 @@ def plan(
     move frees, at least 1): with exponent 0 it is plain lowest-score-first; above 0 a large
     item with a middling score goes before several small ones whose scores are a little lower,
     because one move frees what would otherwise cost several evictions (each a possible miss).
+
+    ``superseded`` items (a later call repeated them) go first in stage 2, oldest first.
 
     ``threshold_exempt`` items (the recent turns) are never stage-1 candidates but compete in
     stage 2 like any unprotected item. Softly protected items yield only when the unprotected
@@ -118,6 +121,11 @@ def plan(
         pool = np.flatnonzero(remaining & ~protected & frees)
         saved = np.maximum(1.0, tokens[pool] - stubs[pool])
         key = scores[pool] / saved**token_exponent if token_exponent else scores[pool]
+        if superseded is not None and superseded[pool].any():
+            first = pool[superseded[pool]]
+            evict(first, goal, "repeated by a later call; score")
+            rest = ~superseded[pool]
+            pool, key = pool[rest], key[rest]
         evict(pool[np.argsort(key, kind="stable")], goal, "lowest score")
         # Only if still over budget, the softly protected ones (never pinned, intent,
         # correction), longest untouched first — an item the model just expanded or loaded is

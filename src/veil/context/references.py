@@ -31,10 +31,14 @@ MAX_SCAN_CHARS = 100_000
 """Only the head of a very large output is scanned (the names that matter are usually early)."""
 
 
-def names(text: str, limit: int = 2_000, *, paths_only: bool = False) -> frozenset[str]:
-    """The distinctive names in ``text``: paths (with a ``/`` or a known extension), dotted
-    names, and identifiers with an underscore or a camelCase hump (at least 4 characters).
-    Plain words are not names: they would tie unrelated items together."""
+def names(text: str, limit: int = 2_000, *, paths_only: bool = False) -> tuple[str, ...]:
+    """The distinctive names in ``text``, each once, in a fixed order (paths first, then dotted
+    names, then identifiers, each in order of appearance): paths (with a ``/`` or a known
+    extension), dotted names, and identifiers with an underscore or a camelCase hump (at least
+    4 characters). Plain words are not names: they would tie unrelated items together.
+
+    An ordered tuple, not a set: which items a text touches is capped, and a set's order
+    changes with the process's hash seed — the same run would score differently."""
     head = text[:MAX_SCAN_CHARS]
     found: dict[str, None] = {}
 
@@ -46,7 +50,7 @@ def names(text: str, limit: int = 2_000, *, paths_only: bool = False) -> frozens
     for m in _PATH.finditer(head):
         keep(m.group(0))
     if paths_only:
-        return frozenset(list(found)[:limit])
+        return tuple(found)[:limit]
     for m in _DOTTED.finditer(head):
         dotted = m.group(0)
         keep(dotted)
@@ -59,7 +63,7 @@ def names(text: str, limit: int = 2_000, *, paths_only: bool = False) -> frozens
             keep(word)
         if len(found) >= limit:
             break
-    return frozenset(list(found)[:limit])
+    return tuple(found)[:limit]
 
 
 class ReferenceIndex:
@@ -82,7 +86,7 @@ class ReferenceIndex:
             for n in names(text, paths_only=self.paths_only)
             if 0 < len(self._items.get(n, ())) <= max_items
         ]
-        carriers.sort(key=len)
+        carriers.sort(key=len)  # stable: ties keep the names' order in the text
         out: dict[str, None] = {}
         for ids in carriers:
             for item_id in ids:

@@ -42,6 +42,8 @@ class WorkingSet:
         self._row: dict[str, int] = {}
         self._by_call: dict[str, list[str]] = {}
         self._by_target: dict[tuple[str, str], list[str]] = {}
+        self._reads: dict[str, list[str]] = {}
+        """Results that read a file (whole or a range), by path."""
         self._children: dict[str, list[str]] = {}
         self._turn_matrix = np.zeros((0, 1), dtype=np.float32)
         """One row per turn (its embedding, computed once at capture), grown geometrically."""
@@ -177,9 +179,12 @@ class WorkingSet:
         self.ids.append(item.id)
         if item.tool_call_id:
             self._by_call.setdefault(item.tool_call_id, []).append(item.id)
+        f, b = self.cols.f, self.cols.b
+        self._supersede(item)
         if item.tool_name and item.target:
             self._by_target.setdefault((item.tool_name, item.target), []).append(item.id)
-        f, b = self.cols.f, self.cols.b
+        if item.effect in ("read", "read_part") and item.code_refs:
+            self._reads.setdefault(item.code_refs[0], []).append(item.id)
         f["parent_turn"][row] = -1
         if item.parent:
             self._children.setdefault(item.parent, []).append(item.id)
@@ -214,6 +219,22 @@ class WorkingSet:
             )
             self._add_turn_vector(len(self._turn_ids) - 1, vector)
         self.update(item)
+
+    def _supersede(self, item: ContextItem) -> None:
+        """A result the model asked for again makes the earlier ones redundant: the same call
+        target (a command run again, the same range read again) or, for a whole-file read,
+        every earlier read of that file. Pressure takes superseded results first: the newer
+        one holds what the model would look for in them (or what replaced it)."""
+        if item.tool_call_id is None or item.effect == "write":
+            return
+        earlier: list[str] = []
+        if item.tool_name and item.target:
+            earlier += self._by_target.get((item.tool_name, item.target), [])
+        if item.effect == "read" and item.code_refs:
+            earlier += self._reads.get(item.code_refs[0], [])
+        for old in earlier:
+            if old != item.id:
+                self.cols.b["superseded"][self._row[old]] = True
 
     def update(self, item: ContextItem) -> None:
         row = self._row[item.id]
