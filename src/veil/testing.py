@@ -7,7 +7,8 @@ hand, :class:`HashEmbedder` is a deterministic embedder with no weights.
 The contract suites: :class:`StoreContract` is the test suite every store backend must pass
 (subclass it and implement ``make_store``); :class:`ProviderContract` the one every streaming
 provider must pass, over real HTTP to a :class:`WireServer` on 127.0.0.1 that serves the replies
-its :class:`WireFormat` writes (subclass it, implement ``make_provider`` and set the format).
+its :class:`WireFormat` writes (subclass it, implement ``make_provider`` and set the format);
+:class:`EmbedderContract` the one every embedder must pass (implement ``make_embedder``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from veil.clock import FakeClock
+from veil.embed.contract import EmbedderContract
 from veil.embed.hashing import HashEmbedder
 from veil.llm.contract import (
     CannedCall,
@@ -35,6 +37,7 @@ from veil.tape.contract import NotesProjection, StoreContract, note_event
 
 __all__ = [
     "CannedCall",
+    "EmbedderContract",
     "FakeClock",
     "HashEmbedder",
     "NotesProjection",
