@@ -2,8 +2,13 @@
 
 Everything here sits at the LLM boundary or stands in for time: :class:`ScriptedModel` is a
 ``complete`` callable that replays canned responses, :class:`FakeClock` is a clock you move by
-hand, :class:`HashEmbedder` is a deterministic embedder with no weights. :class:`StoreContract`
-is the test suite every store backend must pass; subclass it and implement ``make_store``.
+hand, :class:`HashEmbedder` is a deterministic embedder with no weights.
+
+The contract suites: :class:`StoreContract` is the test suite every store backend must pass
+(subclass it and implement ``make_store``); :class:`ProviderContract` the one every streaming
+provider must pass, over real HTTP to a :class:`WireServer` on 127.0.0.1 that serves the replies
+its :class:`WireFormat` writes (subclass it, implement ``make_provider`` and set the format);
+:class:`EmbedderContract` the one every embedder must pass (implement ``make_embedder``).
 """
 
 from __future__ import annotations
@@ -13,20 +18,42 @@ from collections.abc import Mapping
 from typing import Any
 
 from veil.clock import FakeClock
+from veil.embed.contract import EmbedderContract
 from veil.embed.hashing import HashEmbedder
+from veil.llm.contract import (
+    CannedCall,
+    ProviderContract,
+    Reply,
+    Seen,
+    Sleeps,
+    WireFormat,
+    WireServer,
+    json_reply,
+    sse_reply,
+)
 from veil.llm.scripted import ScriptedCompletionExhausted as ScriptExhausted
 from veil.llm.scripted import ScriptedModel
 from veil.tape.contract import NotesProjection, StoreContract, note_event
 
 __all__ = [
+    "CannedCall",
+    "EmbedderContract",
     "FakeClock",
     "HashEmbedder",
     "NotesProjection",
+    "ProviderContract",
+    "Reply",
     "ScriptExhausted",
     "ScriptedModel",
     "ScriptedOpenAIServer",
+    "Seen",
+    "Sleeps",
     "StoreContract",
+    "WireFormat",
+    "WireServer",
+    "json_reply",
     "note_event",
+    "sse_reply",
 ]
 
 

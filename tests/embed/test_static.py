@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-import veil
-from veil.embed import Embedder, StaticEmbedder, default_embedder
+from veil.embed import StaticEmbedder, default_embedder
 from veil.embed.static import packaged_weights
+from veil.testing import EmbedderContract
 
 
 def cos(a: np.ndarray, b: np.ndarray) -> float:
     return float(a @ b)
+
+
+class TestStaticEmbedder(EmbedderContract):
+    blank = "zero"  # no known token: the zero vector (no direction), like model2vec
+    spec = "static"
+
+    def make_embedder(self) -> StaticEmbedder:
+        return StaticEmbedder()  # a separate load of the packaged weights each time
 
 
 @pytest.fixture(scope="module")
@@ -25,9 +30,8 @@ def emb() -> StaticEmbedder:
     return default_embedder()
 
 
-def test_default_is_cached_and_satisfies_the_protocol(emb: StaticEmbedder) -> None:
+def test_default_is_cached_and_named_by_its_weights(emb: StaticEmbedder) -> None:
     assert default_embedder() is emb
-    assert isinstance(emb, Embedder)
     assert emb.dim == 256
     name, _, digest = emb.name.partition("@")
     assert name == "m2v-minilm-l6-v2-256d"
@@ -39,43 +43,9 @@ def test_semantically_meaningful(emb: StaticEmbedder) -> None:
     assert cos(dogs, puppies) > cos(dogs, tax) + 0.2
 
 
-def test_shape_dtype_norm_and_determinism(emb: StaticEmbedder) -> None:
-    texts = ["hello world", "Caroline: I went to the LGBTQ support group yesterday.", "42"]
-    a = emb.embed(texts)
-    assert a.shape == (3, 256)
-    assert a.dtype == np.float32
-    np.testing.assert_allclose(np.linalg.norm(a, axis=1), 1.0, atol=1e-5)
-    assert a.tobytes() == emb.embed(texts).tobytes()
-    # A text's vector does not depend on its batch.
-    assert emb.embed([texts[1]]).tobytes() == a[1:2].tobytes()
-    # A fresh instance (separate load) gives the same bytes.
-    assert StaticEmbedder().embed(texts).tobytes() == a.tobytes()
-
-
-def test_same_bytes_in_another_process(emb: StaticEmbedder) -> None:
-    texts = ["I love dogs", "naïve café, 日本語 and emoji 🐕"]
-    code = (
-        "import sys; from veil.embed import default_embedder; "
-        f"sys.stdout.write(default_embedder().embed({texts!r}).tobytes().hex())"
-    )
-    src = str(Path(veil.__file__).resolve().parents[1])
-    env = {**os.environ, "PYTHONHASHSEED": "12345"}
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (src, env.get("PYTHONPATH")) if p)
-    out = subprocess.run(
-        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
-    ).stdout
-    assert bytes.fromhex(out) == emb.embed(texts).tobytes()
-
-
-def test_edge_inputs(emb: StaticEmbedder) -> None:
-    assert emb.embed([]).shape == (0, 256)
-    assert emb.embed([]).dtype == np.float32
-    v = emb.embed(["", "   ", "word " * 20_000, "x" * 100_000])
-    assert v.shape == (4, 256)
-    assert np.isfinite(v).all()
-    # Texts without any known token embed as the zero vector (no direction), like model2vec.
-    assert not v[0].any() and not v[1].any()
-    assert np.linalg.norm(v[2]) == pytest.approx(1.0, abs=1e-5)
+def test_one_enormous_token_is_finite(emb: StaticEmbedder) -> None:
+    v = emb.embed(["x" * 100_000])
+    assert v.shape == (1, 256) and np.isfinite(v).all()
 
 
 _WORDS = (

@@ -2,30 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tests.llm.conftest import Sleeps, WireServer, anthropic_sse, json_reply, recording
+from tests.llm.conftest import Reply, Sleeps, WireServer, anthropic_sse, json_reply, recording
 from veil.llm.anthropic_provider import AnthropicProvider
-from veil.llm.configure import ModelNotConfigured
 from veil.llm.failures import RetryPolicy
 from veil.llm.messages import (
     AssistantMessage,
-    ContextOverflow,
-    Done,
     ProviderError,
     Request,
     SystemMessage,
-    TextDelta,
     ToolCall,
-    ToolCallDelta,
     ToolResultMessage,
     ToolSpec,
+    Usage,
     UserMessage,
 )
-from veil.llm.provider import Provider, complete
+from veil.llm.provider import complete
+from veil.testing import CannedCall, ProviderContract
 
 HELLO = Request("You are terse.", (UserMessage("hi"),))
 READ = ToolSpec(
@@ -59,83 +57,99 @@ def start(input_tokens: int = 10) -> dict[str, Any]:
     }
 
 
-def tool_use_events(partial_json: list[str]) -> list[dict[str, Any]]:
-    block = {"type": "tool_use", "id": "toolu_1", "name": "edit", "input": {}}
+def block(
+    index: int, content_block: dict[str, Any], deltas: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One content block: its start, its deltas and its stop."""
     return [
-        start(),
-        {"type": "content_block_start", "index": 0, "content_block": block},
-        *(
-            {
-                "type": "content_block_delta",
-                "index": 0,
-                "delta": {"type": "input_json_delta", "partial_json": p},
-            }
-            for p in partial_json
-        ),
-        {"type": "content_block_stop", "index": 0},
-        {
-            "type": "message_delta",
-            "delta": {"type": "message_delta", "stop_reason": "tool_use", "stop_sequence": None},
-            "usage": {"output_tokens": 5},
-        },
-        {"type": "message_stop"},
+        {"type": "content_block_start", "index": index, "content_block": content_block},
+        *({"type": "content_block_delta", "index": index, "delta": d} for d in deltas),
+        {"type": "content_block_stop", "index": index},
     ]
 
 
-def test_is_a_provider(provider: AnthropicProvider) -> None:
-    assert isinstance(provider, Provider)
-    assert provider.model == MODEL and provider.context_window == 200_000
+def end(stop_reason: str, output_tokens: int) -> list[dict[str, Any]]:
+    delta = {"type": "message_delta", "stop_reason": stop_reason, "stop_sequence": None}
+    usage = {"output_tokens": output_tokens}
+    return [{"type": "message_delta", "delta": delta, "usage": usage}, {"type": "message_stop"}]
 
 
-def test_text_reply_with_usage_including_cache(
+TEXT_BLOCK = {"type": "text", "text": ""}
+
+
+@dataclass(frozen=True)
+class AnthropicWire:
+    """Canned replies in the Messages wire format (for :class:`ProviderContract`)."""
+
+    def text_stream(self, parts: Sequence[str], usage: Usage) -> Reply:
+        text = block(0, TEXT_BLOCK, [{"type": "text_delta", "text": part} for part in parts])
+        return anthropic_sse(
+            [start(usage.input_tokens), *text, *end("end_turn", usage.output_tokens)]
+        )
+
+    def tool_stream(self, text: str, calls: Sequence[CannedCall], usage: Usage) -> Reply:
+        events = [start(usage.input_tokens)]
+        if text:
+            events += block(0, TEXT_BLOCK, [{"type": "text_delta", "text": text}])
+        for index, call in enumerate(calls, start=1 if text else 0):
+            tool = {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+            deltas = [{"type": "input_json_delta", "partial_json": f} for f in call.fragments]
+            events += block(index, tool, deltas)
+        return anthropic_sse([*events, *end("tool_use", usage.output_tokens)])
+
+    def error(
+        self, status: int, kind: str, message: str, headers: tuple[tuple[str, str], ...] = ()
+    ) -> Reply:
+        body = {"type": "error", "error": {"type": kind, "message": message}}
+        return json_reply(status, body, headers)
+
+    def overflows(self) -> Mapping[str, Reply]:
+        return {
+            "prompt is too long": self.error(
+                400,
+                "invalid_request_error",
+                "prompt is too long: 210000 tokens > 200000 maximum",
+            ),
+            "input and max_tokens exceed the limit": self.error(
+                400,
+                "invalid_request_error",
+                "input length and `max_tokens` exceed context limit: 198000 + 8192 > 200000",
+            ),
+            "request too large": self.error(
+                413, "request_too_large", "Request exceeds the maximum allowed number of bytes."
+            ),
+        }
+
+
+class TestAnthropicProvider(ProviderContract):
+    wire_format = AnthropicWire()
+    model = MODEL
+    context_window = 200_000
+    key_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
+
+    def make_provider(self, url: str, retry: RetryPolicy) -> AnthropicProvider:
+        return AnthropicProvider(self.model, base_url=url, api_key="sk-ant-test", retry=retry)
+
+    def make_provider_without_key(self) -> AnthropicProvider:
+        return AnthropicProvider(self.model)
+
+
+def test_recorded_streams_parse_with_cache_aware_usage_and_cost(
     wire: WireServer, provider: AnthropicProvider
 ) -> None:
-    wire.queue(recording("anthropic_text.sse"))
-    events = list(provider.stream(HELLO))
-    assert [e.text for e in events if isinstance(e, TextDelta)] == ["Hello", "! How can I help?"]
-    done = events[-1]
-    assert isinstance(done, Done)
-    response = done.response
-    assert response.message == AssistantMessage("Hello! How can I help?")
-    assert response.stop_reason == "stop"
-    assert response.model == "claude-sonnet-4-5-20250929"
-    assert (response.usage.input_tokens, response.usage.output_tokens) == (125, 12)
-    assert response.usage.cost_usd == pytest.approx((25 * 3 + 100 * 0.3 + 12 * 15) / 1e6)
-
-
-def test_tool_use_assembled_from_input_json_deltas(
-    wire: WireServer, provider: AnthropicProvider
-) -> None:
-    wire.queue(recording("anthropic_tool_use.sse"))
-    events = list(provider.stream(Request("sys", (UserMessage("look"),), (READ,))))
-    texts = [e.text for e in events if isinstance(e, TextDelta)]
-    fragments = [e for e in events if isinstance(e, ToolCallDelta)]
-    assert texts == ["I'll read", " the file."]
-    assert fragments[0] == ToolCallDelta(0, "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "read", "")
-    assert {f.index for f in fragments} == {0}
-    done = events[-1]
-    assert isinstance(done, Done)
-    response = done.response
-    assert response.message == AssistantMessage(
+    wire.queue(recording("anthropic_text.sse"), recording("anthropic_tool_use.sse"))
+    text = complete(provider, HELLO)
+    assert text.message == AssistantMessage("Hello! How can I help?")
+    assert text.model == "claude-sonnet-4-5-20250929"
+    # 25 fresh input tokens and 100 read from the cache, priced apart, counted together.
+    assert (text.usage.input_tokens, text.usage.cached_input_tokens) == (125, 100)
+    assert text.usage.cost_usd == pytest.approx((25 * 3 + 100 * 0.3 + 12 * 15) / 1e6)
+    tool = complete(provider, Request("sys", (UserMessage("look"),), (READ,)))
+    assert tool.message == AssistantMessage(
         "I'll read the file.",
         (ToolCall("toolu_01T1x1fJ34qAmk2tNTrN7Up6", "read", {"path": "src/a.py", "limit": 50}),),
     )
-    assert response.stop_reason == "tool_calls"
-    assert (response.usage.input_tokens, response.usage.output_tokens) == (412, 71)
-
-
-def test_invalid_tool_input_json_is_kept_raw(wire: WireServer, provider: AnthropicProvider) -> None:
-    wire.queue(anthropic_sse(tool_use_events(['{"path": ', '"a.py", "old_text": '])))
-    (call,) = complete(provider, HELLO).message.tool_calls
-    assert call.arguments == {"_raw": '{"path": "a.py", "old_text": '}
-
-
-def test_tool_without_input_deltas_uses_the_start_block_input(
-    wire: WireServer, provider: AnthropicProvider
-) -> None:
-    wire.queue(anthropic_sse(tool_use_events([])))
-    (call,) = complete(provider, HELLO).message.tool_calls
-    assert call == ToolCall("toolu_1", "edit", {})
+    assert (tool.usage.input_tokens, tool.usage.output_tokens) == (412, 71)
 
 
 def test_request_wire_format(wire: WireServer, provider: AnthropicProvider) -> None:
@@ -227,17 +241,6 @@ def test_json_schema_is_asked_for_in_the_system_prompt(
     assert '{"type": "object"}' in system and body["max_tokens"] == 100
 
 
-def test_overloaded_then_success_is_retried(
-    wire: WireServer, provider: AnthropicProvider, sleeps: Sleeps
-) -> None:
-    overloaded = {"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}
-    wire.queue(
-        json_reply(529, overloaded), json_reply(500, overloaded), recording("anthropic_text.sse")
-    )
-    assert complete(provider, HELLO).message.content == "Hello! How can I help?"
-    assert len(wire.seen) == 3 and sleeps.waits == [0.5, 1.0]
-
-
 def test_error_event_before_any_content_is_retried(
     wire: WireServer, provider: AnthropicProvider, sleeps: Sleeps
 ) -> None:
@@ -265,69 +268,3 @@ def test_error_event_after_content_is_raised_not_replayed(
     with pytest.raises(ProviderError, match="Overloaded") as info:
         list(provider.stream(HELLO))
     assert info.value.retryable and len(wire.seen) == 1 and sleeps.waits == []
-
-
-def test_429_retries_are_bounded(
-    wire: WireServer, provider: AnthropicProvider, sleeps: Sleeps
-) -> None:
-    limited = {"type": "error", "error": {"type": "rate_limit_error", "message": "Rate limited"}}
-    wire.queue(json_reply(429, limited))
-    with pytest.raises(ProviderError, match=r"HTTP 429.*Rate limited") as info:
-        complete(provider, HELLO)
-    assert info.value.retryable and len(wire.seen) == 4
-    assert sleeps.waits == [0.5, 1.0, 2.0]
-
-
-@pytest.mark.parametrize(
-    ("status", "error"),
-    [
-        (
-            400,
-            {
-                "type": "invalid_request_error",
-                "message": "prompt is too long: 210000 tokens > 200000 maximum",
-            },
-        ),
-        (
-            400,
-            {
-                "type": "invalid_request_error",
-                "message": "input length and `max_tokens` exceed context limit: "
-                "198000 + 8192 > 200000",
-            },
-        ),
-        (
-            413,
-            {
-                "type": "request_too_large",
-                "message": "Request exceeds the maximum allowed number of bytes.",
-            },
-        ),
-    ],
-)
-def test_context_overflow_is_recognised(
-    wire: WireServer,
-    provider: AnthropicProvider,
-    sleeps: Sleeps,
-    status: int,
-    error: dict[str, str],
-) -> None:
-    wire.queue(json_reply(status, {"type": "error", "error": error}))
-    with pytest.raises(ContextOverflow):
-        complete(provider, HELLO)
-    assert len(wire.seen) == 1 and sleeps.waits == []
-
-
-def test_bad_request_is_not_retried(wire: WireServer, provider: AnthropicProvider) -> None:
-    bad = {"type": "error", "error": {"type": "invalid_request_error", "message": "tools.0: bad"}}
-    wire.queue(json_reply(400, bad))
-    with pytest.raises(ProviderError, match=r"HTTP 400: tools\.0: bad") as info:
-        complete(provider, HELLO)
-    assert not info.value.retryable and not isinstance(info.value, ContextOverflow)
-
-
-def test_no_key_at_all_says_how_to_configure(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
-    monkeypatch.delenv("ANTHROPIC_AUTH_TOKEN", raising=False)
-    with pytest.raises(ModelNotConfigured, match="needs ANTHROPIC_API_KEY"):
-        AnthropicProvider(MODEL)

@@ -2,30 +2,30 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
-from tests.llm.conftest import Sleeps, WireServer, json_reply, openai_sse, recording
-from veil.llm.configure import ModelNotConfigured
+from tests.llm.conftest import Reply, Sleeps, WireServer, json_reply, openai_sse, recording
 from veil.llm.failures import RetryPolicy
 from veil.llm.messages import (
     AssistantMessage,
-    ContextOverflow,
     Done,
     ProviderError,
     Request,
     StreamEvent,
-    TextDelta,
     ToolCall,
     ToolCallDelta,
     ToolResultMessage,
     ToolSpec,
+    Usage,
     UserMessage,
 )
 from veil.llm.openai_provider import OpenAIProvider
-from veil.llm.provider import Provider, complete
+from veil.llm.provider import complete
+from veil.testing import CannedCall, ProviderContract
 
 HELLO = Request("You are terse.", (UserMessage("hi"),))
 READ = ToolSpec(
@@ -58,69 +58,117 @@ def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
     }
 
 
-def test_is_a_provider(provider: OpenAIProvider) -> None:
-    assert isinstance(provider, Provider)
-    assert provider.model == "gpt-4.1-mini" and provider.context_window == 1_047_576
+def usage_chunk(usage: Usage) -> dict[str, Any]:
+    """The final chunk ``stream_options.include_usage`` asks for: no choices, the counts."""
+    tokens = {
+        "prompt_tokens": usage.input_tokens,
+        "completion_tokens": usage.output_tokens,
+        "total_tokens": usage.input_tokens + usage.output_tokens,
+    }
+    return {**chunk({}), "choices": [], "usage": tokens}
 
 
-def test_text_reply_streams_deltas_then_done_with_usage_and_cost(
+@dataclass(frozen=True)
+class OpenAIWire:
+    """Canned replies in the chat-completions wire format (for :class:`ProviderContract`)."""
+
+    def text_stream(self, parts: Sequence[str], usage: Usage) -> Reply:
+        deltas = [chunk({"content": part}) for part in parts]
+        role = chunk({"role": "assistant", "content": ""})
+        return openai_sse([role, *deltas, chunk({}, "stop"), usage_chunk(usage)])
+
+    def tool_stream(self, text: str, calls: Sequence[CannedCall], usage: Usage) -> Reply:
+        chunks = [chunk({"role": "assistant", "content": text})]
+        for i, call in enumerate(calls):
+            named = {"name": call.name, "arguments": ""}
+            chunks.append(chunk({"tool_calls": [{"index": i, "id": call.id, "function": named}]}))
+            chunks += [
+                chunk({"tool_calls": [{"index": i, "function": {"arguments": fragment}}]})
+                for fragment in call.fragments
+            ]
+        return openai_sse([*chunks, chunk({}, "tool_calls"), usage_chunk(usage)])
+
+    def error(
+        self, status: int, kind: str, message: str, headers: tuple[tuple[str, str], ...] = ()
+    ) -> Reply:
+        return json_reply(status, {"error": {"message": message, "type": kind}}, headers)
+
+    def overflows(self) -> Mapping[str, Reply]:
+        return {
+            "openai": json_reply(
+                400,
+                {
+                    "error": {
+                        "message": "This model's maximum context length is 128000 tokens. "
+                        "However, your messages resulted in 130512 tokens. Please reduce it.",
+                        "type": "invalid_request_error",
+                        "param": "messages",
+                        "code": "context_length_exceeded",
+                    }
+                },
+            ),
+            "vllm": json_reply(
+                400,
+                {
+                    "object": "error",
+                    "message": "This model's maximum context length is 32768 tokens. However, "
+                    "you requested 40000 tokens (39000 in the messages, 1000 in the completion).",
+                    "type": "BadRequestError",
+                    "param": None,
+                    "code": 400,
+                },
+            ),
+            "llama.cpp": json_reply(
+                400,
+                {
+                    "error": {
+                        "code": 400,
+                        "message": "the request exceeds the available context size, try "
+                        "increasing it",
+                        "type": "exceed_context_size_error",
+                        "n_prompt_tokens": 5000,
+                        "n_ctx": 4096,
+                    }
+                },
+            ),
+            "error event in a 200 stream": openai_sse(
+                [{"error": {"message": "maximum context length is 4096 tokens"}}]
+            ),
+        }
+
+
+class TestOpenAIProvider(ProviderContract):
+    wire_format = OpenAIWire()
+    model = "gpt-4.1-mini"
+    context_window = 1_047_576
+    key_env = ("OPENAI_API_KEY",)
+
+    def make_provider(self, url: str, retry: RetryPolicy) -> OpenAIProvider:
+        return OpenAIProvider(self.model, base_url=f"{url}/v1", api_key="sk-test", retry=retry)
+
+    def make_provider_without_key(self) -> OpenAIProvider:
+        return OpenAIProvider(self.model)  # OpenAI itself: the one endpoint that needs a key
+
+
+def test_recorded_streams_parse_with_the_served_model_and_cost(
     wire: WireServer, provider: OpenAIProvider
 ) -> None:
-    wire.queue(recording("openai_text.sse"))
-    events = events_of(provider)
-    deltas = [e.text for e in events if isinstance(e, TextDelta)]
-    assert deltas == ["Hello", "! How", " can I", " help?"]
-    done = events[-1]
-    assert isinstance(done, Done)
-    response = done.response
-    assert response.message == AssistantMessage("Hello! How can I help?")
-    assert response.stop_reason == "stop"
-    assert response.model == "gpt-4.1-mini-2025-04-14"
-    assert (response.usage.input_tokens, response.usage.output_tokens) == (21, 9)
-    assert response.usage.cost_usd == pytest.approx(21 * 0.40e-6 + 9 * 1.60e-6)
-
-
-def test_tool_calls_assembled_from_fragments(wire: WireServer, provider: OpenAIProvider) -> None:
-    wire.queue(recording("openai_tool_calls.sse"))
+    wire.queue(recording("openai_text.sse"), recording("openai_tool_calls.sse"))
+    text = complete(provider, HELLO)
+    assert text.message == AssistantMessage("Hello! How can I help?")
+    assert text.model == "gpt-4.1-mini-2025-04-14"
+    assert text.usage.cost_usd == pytest.approx(21 * 0.40e-6 + 9 * 1.60e-6)
     events = events_of(provider, Request("sys", (UserMessage("look"),), (READ,)))
-    fragments = [e for e in events if isinstance(e, ToolCallDelta)]
-    assert [f.index for f in fragments] == [0] * 7 + [1] * 4
-    assert fragments[0].id == "call_Qm3fX8aLz1" and fragments[0].name == "read"
-    assert "".join(f.arguments_fragment for f in fragments if f.index == 0) == (
-        '{"path":"src/a.py"}'
-    )
+    assert [e.index for e in events if isinstance(e, ToolCallDelta)] == [0] * 7 + [1] * 4
     done = events[-1]
     assert isinstance(done, Done)
-    response = done.response
-    assert response.message.tool_calls == (
+    assert done.response.message.tool_calls == (
         ToolCall("call_Qm3fX8aLz1", "read", {"path": "src/a.py"}),
         ToolCall("call_Rb7kP2cWn4", "bash", {"command": "ls -la"}),
     )
-    assert response.stop_reason == "tool_calls"
-    assert (response.usage.input_tokens, response.usage.output_tokens) == (1200, 45)
 
 
-def test_invalid_tool_call_json_is_kept_raw(wire: WireServer, provider: OpenAIProvider) -> None:
-    call = {"index": 0, "id": "call_1", "type": "function"}
-    wire.queue(
-        openai_sse(
-            [
-                chunk({"tool_calls": [{**call, "function": {"name": "edit", "arguments": ""}}]}),
-                chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"path": "a.py'}}]}),
-                chunk({}, "tool_calls"),
-            ]
-        )
-    )
-    response = complete(provider, HELLO)
-    (tool_call,) = response.message.tool_calls
-    assert tool_call.arguments == {"_raw": '{"path": "a.py'}
-    assert response.usage.input_tokens == 0  # this server sent no usage chunk
-    assert response.usage.cost_usd == 0.0
-
-
-def test_missing_ids_and_empty_arguments_get_defaults(
-    wire: WireServer, provider: OpenAIProvider
-) -> None:
+def test_missing_ids_and_usage_get_defaults(wire: WireServer, provider: OpenAIProvider) -> None:
     wire.queue(
         openai_sse(
             [
@@ -129,8 +177,10 @@ def test_missing_ids_and_empty_arguments_get_defaults(
             ]
         )
     )
-    (tool_call,) = complete(provider, HELLO).message.tool_calls
-    assert tool_call == ToolCall("call_0", "ls", {})
+    response = complete(provider, HELLO)
+    assert response.message.tool_calls == (ToolCall("call_0", "ls", {}),)
+    assert response.usage.input_tokens == 0  # this server sent no usage chunk
+    assert response.usage.cost_usd == 0.0
 
 
 def test_request_wire_format(wire: WireServer, provider: OpenAIProvider) -> None:
@@ -213,108 +263,6 @@ def test_json_schema_goes_as_response_format(wire: WireServer, provider: OpenAIP
     }
 
 
-def test_500_then_success_is_retried(
-    wire: WireServer, provider: OpenAIProvider, sleeps: Sleeps
-) -> None:
-    wire.queue(
-        json_reply(500, {"error": {"message": "boom", "type": "server_error"}}),
-        json_reply(503, {"error": {"message": "busy"}}),
-        recording("openai_text.sse"),
-    )
-    assert complete(provider, HELLO).message.content == "Hello! How can I help?"
-    assert len(wire.seen) == 3
-    assert sleeps.waits == [0.5, 1.0]
-
-
-def test_429_retries_are_bounded(
-    wire: WireServer, provider: OpenAIProvider, sleeps: Sleeps
-) -> None:
-    wire.queue(json_reply(429, {"error": {"message": "Rate limit reached", "type": "requests"}}))
-    with pytest.raises(ProviderError, match=r"HTTP 429.*Rate limit.*after 4 attempts") as info:
-        complete(provider, HELLO)
-    assert info.value.retryable
-    assert len(wire.seen) == 4  # 1 + max_retries
-    assert sleeps.waits == [0.5, 1.0, 2.0]
-
-
-def test_retry_after_header_is_honoured_up_to_the_cap(
-    wire: WireServer, provider: OpenAIProvider, sleeps: Sleeps
-) -> None:
-    limited = {"error": {"message": "slow down"}}
-    wire.queue(
-        json_reply(429, limited, (("retry-after", "2"),)),
-        json_reply(429, limited, (("retry-after", "60"),)),
-        recording("openai_text.sse"),
-    )
-    complete(provider, HELLO)
-    assert sleeps.waits == [2.0, 4.0]  # the second hint is capped at max_delay_s
-
-
-def test_client_errors_are_not_retried(
-    wire: WireServer, provider: OpenAIProvider, sleeps: Sleeps
-) -> None:
-    wire.queue(json_reply(401, {"error": {"message": "Incorrect API key provided"}}))
-    with pytest.raises(ProviderError, match=r"HTTP 401.*Incorrect API key") as info:
-        complete(provider, HELLO)
-    assert not info.value.retryable and not isinstance(info.value, ContextOverflow)
-    assert len(wire.seen) == 1 and sleeps.waits == []
-
-
-@pytest.mark.parametrize(
-    "body",
-    [
-        pytest.param(
-            {
-                "error": {
-                    "message": "This model's maximum context length is 128000 tokens. However, "
-                    "your messages resulted in 130512 tokens. Please reduce the length.",
-                    "type": "invalid_request_error",
-                    "param": "messages",
-                    "code": "context_length_exceeded",
-                }
-            },
-            id="openai",
-        ),
-        pytest.param(
-            {
-                "object": "error",
-                "message": "This model's maximum context length is 32768 tokens. However, you "
-                "requested 40000 tokens (39000 in the messages, 1000 in the completion).",
-                "type": "BadRequestError",
-                "param": None,
-                "code": 400,
-            },
-            id="vllm",
-        ),
-        pytest.param(
-            {
-                "error": {
-                    "code": 400,
-                    "message": "the request exceeds the available context size, try increasing it",
-                    "type": "exceed_context_size_error",
-                    "n_prompt_tokens": 5000,
-                    "n_ctx": 4096,
-                }
-            },
-            id="llama.cpp",
-        ),
-    ],
-)
-def test_context_overflow_is_recognised(
-    wire: WireServer, provider: OpenAIProvider, sleeps: Sleeps, body: dict[str, Any]
-) -> None:
-    wire.queue(json_reply(400, body))
-    with pytest.raises(ContextOverflow):
-        complete(provider, HELLO)
-    assert len(wire.seen) == 1 and sleeps.waits == []
-
-
-def test_error_event_inside_the_stream(wire: WireServer, provider: OpenAIProvider) -> None:
-    wire.queue(openai_sse([{"error": {"message": "maximum context length is 4096 tokens"}}]))
-    with pytest.raises(ContextOverflow):
-        complete(provider, HELLO)
-
-
 def test_unreachable_server_is_retried_then_reported(sleeps: Sleeps) -> None:
     policy = RetryPolicy(max_retries=2, sleep=sleeps)
     with (
@@ -350,9 +298,3 @@ def test_openai_itself_is_the_default_base_url() -> None:
     with OpenAIProvider("o3", api_key="sk-test") as p:
         assert p.is_openai and p.base_url == "https://api.openai.com/v1"
         assert p.context_window == 200_000
-
-
-def test_no_key_for_openai_itself_says_how_to_configure(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
-    with pytest.raises(ModelNotConfigured, match="OPENAI_API_KEY"):
-        OpenAIProvider("gpt-4.1-mini")
