@@ -25,16 +25,13 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from veil.clock import Clock, SystemClock
-from veil.context import fsrs
 from veil.context.access import recalled
 from veil.context.capture import call_effect, generic_target, new_item
 from veil.context.codegraph import CodeGraph
 from veil.context.config import ContextConfig
 from veil.context.conflicts import Belief, Conflict, ConflictBook, content_digest
-from veil.context.eviction import Move, plan
+from veil.context.eviction import Move
 from veil.context.items import (
     ITEM_KINDS,
     NEVER_EVICTED,
@@ -45,7 +42,7 @@ from veil.context.items import (
     TurnKind,
 )
 from veil.context.manifest import manifest_of
-from veil.context.pressure import clip_unread, shrink_excerpts, with_their_turns
+from veil.context.pressure import clip_unread, plan_step, shrink_excerpts, with_their_turns
 from veil.context.projection import ITEMS_TEXT, ITEMS_VEC, ContextProjection
 from veil.context.records import conflict_payload, item_payload
 from veil.context.render import stub
@@ -548,44 +545,16 @@ class ContextEngine:
         if overhead_tokens is not None:
             self.overhead_tokens = max(0, int(overhead_tokens))
         before = self._threshold.value
-        c = self._set.cols
-        now = self.clock.now().timestamp()
-        wall_days = np.maximum(0.0, now - c.view("last_wall")) / 86400.0
-        durable_r = fsrs.retrievability_many(wall_days, c.view("durable_stability"))
-        hard, soft, exempt = self._set.protected(self.tick)
-        # A result the model has not read yet (captured since the last turn boundary) is never
-        # stubbed: the model asked for it. If the unread results cannot fit even alone, the
-        # largest are clipped to their head and tail below.
-        unread = c.flag("result") & (c.view("created_tick") > self._boundary_tick)
-        hard = hard | unread
-        # A step whose turn and results all leave renders as part of one note: planning counts
-        # no stub for those (the notes are charged to the budget).
-        stubs = c.view("stub_tokens")
-        notes = 0
-        if self.config.plan_collapsed:
-            stubs = np.where(self._set.collapsible(hard), 0.0, stubs)
-            _, notes = self._set.collapsed()
-            notes += self.config.collapsed_note_tokens
-        result = plan(
-            self._set.ids,
-            scores=self._set.scores(self.tick),
-            tokens=c.view("tokens"),
-            live=c.flag("live"),
-            warm=c.flag("warm"),
-            protected=hard,
-            soft_protected=soft,
-            durable_r=durable_r,
-            idle_ticks=self.tick - c.view("last_tick"),
+        decided = plan_step(
+            self._set,
+            tick=self.tick,
+            boundary_tick=self._boundary_tick,
+            now=self.clock.now(),
             threshold=before,
-            budget=max(1, self.budget - notes),
-            target_fill=self.config.target_fill,
-            cold_retrievability=self.config.cold_retrievability,
-            cold_after_ticks=self.config.cold_after_ticks,
-            stub_tokens=stubs,
-            token_exponent=self.config.pressure_token_exponent,
-            threshold_exempt=exempt,
-            superseded=c.flag("superseded") if self.config.evict_superseded_first else None,
+            budget=self.budget,
         )
+        result, unread = decided.plan, decided.unread
+        hard, soft = decided.hard, decided.soft
         moves = [*result.moves, *with_their_turns(self._set, result.moves, hard | soft)]
         for move in moves:
             self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)

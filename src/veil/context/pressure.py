@@ -1,8 +1,10 @@
-"""What pressure does after the three stages' plan: turns leave with their results, results
-too large for the window keep their head and tail, and read excerpts shrink to stubs.
+"""A step's eviction over a working set: the three stages' plan with what protects what, then
+what follows it — turns leave with their results, results too large for the window keep their
+head and tail, and read excerpts shrink to stubs.
 
-The plan (:func:`veil.context.eviction.plan`) decides on scores and tokens alone; these steps
-follow the structure of the conversation. :func:`with_their_turns` is pure. The two excerpt
+:func:`plan_step` gathers the plan's inputs from the working set (scores, protection, the
+results the model has not read) and runs :func:`veil.context.eviction.plan`; it and
+:func:`with_their_turns` are pure. The two excerpt
 steps decide one move at a time against the working set as moved so far (a move changes what
 the prompt costs, collapsed runs' notes included), so they apply each move through the engine's
 ``move`` — the one place that records a tier change — and return what they did.
@@ -11,17 +13,73 @@ the prompt costs, collapsed runs' notes included), so they apply each move throu
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from datetime import datetime
 
 import numpy as np
 
-from veil.context.eviction import Bools, Move
+from veil.context import fsrs
+from veil.context.eviction import Bools, Move, Plan, plan
 from veil.context.items import ContextItem, Tier
 from veil.context.render import excerpt
 from veil.context.workingset import WorkingSet
 
 Mover = Callable[[ContextItem, Tier, str, int], object]
 """Apply one stage-2 move: ``(item, tier, reason, excerpt characters)``."""
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    plan: Plan
+    hard: Bools
+    """Never moved by the plan: pinned, intent, correction, and the results not read yet."""
+    soft: Bools
+    unread: Bools
+    """Results captured since the last turn boundary: the model has not read them."""
+
+
+def plan_step(
+    ws: WorkingSet, *, tick: int, boundary_tick: int, now: datetime, threshold: float, budget: int
+) -> StepPlan:
+    """The three stages' moves at a turn boundary. A result the model has not read yet is
+    never stubbed (it asked for it); if the unread results cannot fit even alone, the largest
+    are clipped afterwards (:func:`clip_unread`)."""
+    config = ws.config
+    c = ws.cols
+    wall_days = np.maximum(0.0, now.timestamp() - c.view("last_wall")) / 86400.0
+    durable_r = fsrs.retrievability_many(wall_days, c.view("durable_stability"))
+    hard, soft, exempt = ws.protected(tick)
+    unread = c.flag("result") & (c.view("created_tick") > boundary_tick)
+    hard = hard | unread
+    # A step whose turn and results all leave renders as part of one note: planning counts no
+    # stub for those (the notes are charged to the budget).
+    stubs = c.view("stub_tokens")
+    notes = 0
+    if config.plan_collapsed:
+        stubs = np.where(ws.collapsible(hard), 0.0, stubs)
+        _, notes = ws.collapsed()
+        notes += config.collapsed_note_tokens
+    result = plan(
+        ws.ids,
+        scores=ws.scores(tick),
+        tokens=c.view("tokens"),
+        live=c.flag("live"),
+        warm=c.flag("warm"),
+        protected=hard,
+        soft_protected=soft,
+        durable_r=durable_r,
+        idle_ticks=tick - c.view("last_tick"),
+        threshold=threshold,
+        budget=max(1, budget - notes),
+        target_fill=config.target_fill,
+        cold_retrievability=config.cold_retrievability,
+        cold_after_ticks=config.cold_after_ticks,
+        stub_tokens=stubs,
+        token_exponent=config.pressure_token_exponent,
+        threshold_exempt=exempt,
+        superseded=c.flag("superseded") if config.evict_superseded_first else None,
+    )
+    return StepPlan(result, hard, soft, unread)
 
 
 def with_their_turns(ws: WorkingSet, moves: Sequence[Move], protected: Bools) -> list[Move]:
