@@ -23,16 +23,15 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-import numpy as np
-
-from veil.clock import Clock, SystemClock, format_time, parse_time
-from veil.context import fsrs
+from veil.clock import Clock, SystemClock
+from veil.context.access import recalled
+from veil.context.capture import call_effect, generic_target, new_item
 from veil.context.codegraph import CodeGraph
 from veil.context.config import ContextConfig
 from veil.context.conflicts import Belief, Conflict, ConflictBook, content_digest
-from veil.context.eviction import Bools, Move, plan
+from veil.context.eviction import Move
 from veil.context.items import (
     ITEM_KINDS,
     NEVER_EVICTED,
@@ -42,25 +41,20 @@ from veil.context.items import (
     Tier,
     TurnKind,
 )
-from veil.context.manifest import EvictedRow, ManifestRow, render_manifest
-from veil.context.projection import (
-    CONFLICTS,
-    ITEMS,
-    ITEMS_TEXT,
-    ITEMS_VEC,
-    STATE,
-    ContextProjection,
-)
-from veil.context.records import conflict_payload, item_from_row, item_payload
-from veil.context.render import excerpt, stub
+from veil.context.manifest import manifest_of
+from veil.context.pressure import clip_unread, plan_step, shrink_excerpts, with_their_turns
+from veil.context.projection import ITEMS_TEXT, ITEMS_VEC, ContextProjection
+from veil.context.records import conflict_payload, item_payload
+from veil.context.render import stub
+from veil.context.resume import read_item, read_session, recall_files
 from veil.context.score import Task
-from veil.context.signals import paths_in, tags_of
+from veil.context.signals import tags_of
 from veil.context.threshold import Threshold, on_regret, on_tick
 from veil.context.turns import CallKind, classify_turn
 from veil.context.workingset import WorkingSet
 from veil.context.writer import ContextWriter
 from veil.embed.protocol import Embedder
-from veil.tape import JSONValue, Store, new_id
+from veil.tape import JSONValue, Store
 from veil.tape.recorder import Recorder
 from veil.tokens import TokenCounter, estimate_tokens
 
@@ -223,9 +217,9 @@ class ContextEngine:
         args = dict(arguments or {})
         self._touch_referenced(" ".join(str(v) for v in args.values()))
         if target is None:
-            target = _generic_target(tool_name, args)
+            target = generic_target(tool_name, args)
         path = reads or writes or ""
-        refs = tuple(dict.fromkeys([p for p in (path, *paths_in(output)) if p]))[:16]
+        did = call_effect(output, reads=reads, partial=partial, writes=writes, is_error=is_error)
         if writes is None:
             self._regret_if_returning(tool_name, target)
         else:
@@ -234,20 +228,14 @@ class ContextEngine:
             rel = self.graph.rel(path)
             if rel and rel not in self.task.touched:
                 self._retask(touched=self.task.touched | {rel})
-        kind: ItemKind = "file" if reads else "tool_output"
-        effect: Effect | None = None
-        if writes:
-            effect = "write"
-        elif reads and not is_error:
-            effect = "read_part" if partial else "read"
         item = self._new_item(
-            kind,
+            did.kind,
             output,
             target=target,
             tool_name=tool_name,
             tool_call_id=tool_call_id,
-            code_refs=refs,
-            effect=effect,
+            code_refs=did.code_refs,
+            effect=did.effect,
             parent=parent,
         )
         if reads and not partial and not is_error:
@@ -333,30 +321,22 @@ class ContextEngine:
         effect: Effect | None = None,
         parent: str | None = None,
     ) -> ContextItem:
-        now = self.clock.now()
-        item = ContextItem(
-            id=new_id("ci"),
-            kind=kind,
-            content=content,
+        item = new_item(
+            kind,
+            content,
+            tick=self.tick,
+            now=self.clock.now(),
+            session_id=self.session_id,
             tokens=self.count_tokens(content),
-            tags=tags if tags is not None else tags_of(f"{target or ''} {content}"),
+            config=self.config,
+            target=target,
+            tool_name=tool_name,
+            tool_call_id=tool_call_id,
             code_refs=code_refs,
+            tags=tags,
             pinned=pinned,
             manual=manual,
-            stability=self.config.initial_stability[kind],
-            difficulty=self.config.initial_difficulty[kind],
-            durable_stability=self.config.initial_stability[kind],
-            last_access_tick=self.tick,
-            last_access_at=format_time(now),
-            access_count=1,
-            tier="live",
             turn_kind=turn_kind,
-            tool_call_id=tool_call_id,
-            tool_name=tool_name,
-            target=target,
-            session_id=self.session_id,
-            created_tick=self.tick,
-            manual_tick=self.tick if manual else None,
             effect=effect,
             parent=parent,
         )
@@ -387,32 +367,7 @@ class ContextEngine:
         """A recall: the model used, reloaded or re-referenced the item. FSRS raises its
         stability on both horizons — more when it was recalled late."""
         item = self.item(item_id)
-        now = self.clock.now()
-        elapsed = fsrs.ticks_to_days(self.tick - item.last_access_tick, self.config.ticks_per_day)
-        r_live = fsrs.retrievability(elapsed, item.stability)
-        wall_days = 0.0
-        if item.last_access_at:
-            wall_days = max(0.0, (now - parse_time(item.last_access_at)).total_seconds() / 86400)
-        r_durable = fsrs.retrievability(wall_days, item.durable_stability)
-        updated = replace(
-            item,
-            stability=fsrs.recall_stability(
-                item.stability,
-                item.difficulty,
-                r_live,
-                cap_days=self.config.live_max_stability_days,
-            ),
-            durable_stability=fsrs.recall_stability(
-                item.durable_stability,
-                item.difficulty,
-                r_durable,
-                cap_days=self.config.durable_max_stability_days,
-            ),
-            difficulty=fsrs.next_difficulty(item.difficulty),
-            access_count=item.access_count + 1,
-            last_access_tick=self.tick,
-            last_access_at=format_time(now),
-        )
+        updated = recalled(item, tick=self.tick, now=self.clock.now(), config=self.config)
         self._set.update(updated)
         self._emit(
             "context.access",
@@ -590,53 +545,34 @@ class ContextEngine:
         if overhead_tokens is not None:
             self.overhead_tokens = max(0, int(overhead_tokens))
         before = self._threshold.value
-        c = self._set.cols
-        now = self.clock.now().timestamp()
-        wall_days = np.maximum(0.0, now - c.view("last_wall")) / 86400.0
-        durable_r = fsrs.retrievability_many(wall_days, c.view("durable_stability"))
-        hard, soft, exempt = self._set.protected(self.tick)
-        # A result the model has not read yet (captured since the last turn boundary) is never
-        # stubbed: the model asked for it. If the unread results cannot fit even alone, the
-        # largest are clipped to their head and tail below.
-        unread = c.flag("result") & (c.view("created_tick") > self._boundary_tick)
-        hard = hard | unread
-        # A step whose turn and results all leave renders as part of one note: planning counts
-        # no stub for those (the notes are charged to the budget).
-        stubs = c.view("stub_tokens")
-        notes = 0
-        if self.config.plan_collapsed:
-            stubs = np.where(self._set.collapsible(hard), 0.0, stubs)
-            _, notes = self._set.collapsed()
-            notes += self.config.collapsed_note_tokens
-        result = plan(
-            self._set.ids,
-            scores=self._set.scores(self.tick),
-            tokens=c.view("tokens"),
-            live=c.flag("live"),
-            warm=c.flag("warm"),
-            protected=hard,
-            soft_protected=soft,
-            durable_r=durable_r,
-            idle_ticks=self.tick - c.view("last_tick"),
+        decided = plan_step(
+            self._set,
+            tick=self.tick,
+            boundary_tick=self._boundary_tick,
+            now=self.clock.now(),
             threshold=before,
-            budget=max(1, self.budget - notes),
-            target_fill=self.config.target_fill,
-            cold_retrievability=self.config.cold_retrievability,
-            cold_after_ticks=self.config.cold_after_ticks,
-            stub_tokens=stubs,
-            token_exponent=self.config.pressure_token_exponent,
-            threshold_exempt=exempt,
-            superseded=c.flag("superseded") if self.config.evict_superseded_first else None,
+            budget=self.budget,
         )
-        moves = [*result.moves, *self._with_their_turns(result.moves, hard | soft)]
+        result, unread = decided.plan, decided.unread
+        hard, soft = decided.hard, decided.soft
+        moves = [*result.moves, *with_their_turns(self._set, result.moves, hard | soft)]
         for move in moves:
             self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)
-        shrunk = self._shrink_excerpts(unread)
-        for move in self._with_their_turns(shrunk, hard | soft):
+        shrunk = shrink_excerpts(self._set, unread, self.budget, self._pressure_move)
+        for move in with_their_turns(self._set, shrunk, hard | soft):
             self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)
             shrunk.append(move)
         moves.extend(shrunk)
-        moves.extend(self._clip_unread(unread))
+        moves.extend(
+            clip_unread(
+                self._set,
+                unread,
+                self.unread_limit,
+                self._pressure_move,
+                count_tokens=self.count_tokens,
+                min_tokens=self.config.excerpt_min_tokens,
+            )
+        )
         self._boundary_tick = self.tick
         live_after = self._set.live_tokens()
         fill = live_after / self.budget
@@ -672,66 +608,8 @@ class ContextEngine:
             result.pressure,
         )
 
-    def _with_their_turns(self, moves: Sequence[Move], protected: Bools) -> list[Move]:
-        """A turn whose results all leave the prompt leaves with them (unless it is protected:
-        intent, correction, the newest turns): like truncation, the prompt loses the pair,
-        not just its tool result — but the pair stays addressable."""
-        out: list[Move] = []
-        leaving = {m.id for m in moves if m.to != "live"}
-        for move in moves:
-            item = self._set.items[move.id]
-            parent = item.parent
-            if move.to == "live" or parent is None or parent in leaving:
-                continue
-            turn = self._set.items.get(parent)
-            if turn is None or turn.tier != "live" or protected[self._set.row(parent)]:
-                continue
-            siblings = self._set.children(parent)
-            if all(self._set.items[s].tier != "live" or s in leaving for s in siblings):
-                out.append(Move(parent, move.to, move.stage, f"with its results: {move.reason}"))
-                leaving.add(parent)
-        return out
-
-    def _shrink_excerpts(self, unread: Bools) -> list[Move]:
-        """Over budget, a clipped result the model has read by now keeps a one-line stub
-        instead of its head and tail, oldest first."""
-        moves: list[Move] = []
-        candidates = np.flatnonzero(self._set.cols.flag("clipped") & ~unread)
-        for row in candidates.tolist():
-            if self._set.live_tokens() <= self.budget:
-                break
-            item = self._set.items[self._set.ids[row]]
-            self._move(item, item.tier, stage=2, reason="read: its excerpt becomes a stub")
-            moves.append(Move(item.id, item.tier, 2, "read: its excerpt becomes a stub"))
-        return moves
-
-    def _clip_unread(self, unread: Bools) -> list[Move]:
-        """When the results the model has not read cannot fit the window even with everything
-        else evicted and the reserve used down to its floor (``unread_reserve_floor``), the
-        largest keep their head and tail (the whole text warm, its pointer in the excerpt)
-        until the prompt fits."""
-        limit = self.unread_limit
-        over = self._set.live_tokens() - limit
-        if over <= 0:
-            return []
-        rows = [int(i) for i in np.flatnonzero(unread & self._set.cols.flag("live"))]
-        rows.sort(key=lambda r: -self._set.cols.f["tokens"][r])
-        moves: list[Move] = []
-        for row in rows:
-            if over <= 0:
-                break
-            item = self._set.items[self._set.ids[row]]
-            # The excerpt carries a line saying what is left out: charge it too.
-            note = self.count_tokens(excerpt(replace(item, excerpt=1)))
-            keep_tokens = max(self.config.excerpt_min_tokens, item.tokens - over - note)
-            chars = int(len(item.content) * keep_tokens / max(1, item.tokens))
-            if chars >= len(item.content):
-                continue
-            reason = f"too large for the window: {keep_tokens:,} of {item.tokens:,} tokens shown"
-            self._move(item, "warm", stage=2, reason=reason, excerpt=chars)
-            over = self._set.live_tokens() - limit
-            moves.append(Move(item.id, "warm", 2, reason))
-        return moves
+    def _pressure_move(self, item: ContextItem, tier: Tier, reason: str, chars: int) -> None:
+        self._move(item, tier, stage=2, reason=reason, excerpt=chars)
 
     def _move(
         self, item: ContextItem, tier: Tier, *, stage: int, reason: str, excerpt: int = 0
@@ -780,36 +658,15 @@ class ContextEngine:
     # ---- manifest and persistence -----------------------------------------------------
 
     def manifest(self, notes: Sequence[str] = ()) -> str:
-        values = self._set.scores(self.tick)
-        rows = [
-            ManifestRow(
-                i.id,
-                i.turn_kind or i.kind,
-                i.tokens,
-                float(values[self._set.row(i.id)]),
-                i.pinned,
-                _label(i),
-            )
-            for i in self._set.items.values()
-            if i.tier == "live"
-        ]
-        gone = sorted(
-            (i for i in self._set.items.values() if i.tier != "live" and i.kind != "turn"),
-            key=lambda i: -i.created_tick,
-        )[: self.config.manifest_evicted]
-        return render_manifest(
-            rows,
+        """What is loaded, in at most ``manifest_max_share`` of the window (see
+        :mod:`veil.context.manifest`)."""
+        return manifest_of(
+            self._set,
+            tick=self.tick,
             threshold=self.threshold,
-            live_tokens=self.live_tokens,
             budget=self.budget,
-            warm=int(self._set.cols.flag("warm").sum()),
-            cold=sum(1 for i in self._set.items.values() if i.tier == "cold"),
             conflicts=[c.describe() for c in self.conflicts()],
             notes=notes,
-            max_items=self.config.manifest_max_items,
-            evicted=[EvictedRow(_label(i), i.pointer) for i in gone],
-            max_tokens=max(64, int(self.config.manifest_max_share * self.config.window_tokens)),
-            count_tokens=self.count_tokens,
         )
 
     def _emit(self, kind: str, payload: dict[str, JSONValue]) -> None:
@@ -836,80 +693,31 @@ class ContextEngine:
 
     def _load(self) -> None:
         """Resume: rebuild the in-memory state of this session from the projection."""
-        state = self.store.fetch(STATE, scope=self.scope, where={"session_id": self.session_id})
-        rows = self.store.fetch(
-            ITEMS, scope=self.scope, where={"session_id": self.session_id}, order_by=["seq"]
-        )
-        for row in rows:
-            item = item_from_row(row)
+        resumed = read_session(self.store, scope=self.scope, session_id=self.session_id)
+        for entry in resumed.items:
+            item = entry.item
             self._set.add(item)
-            if item.tier != "live" and not row["indexed"]:
+            if item.tier != "live" and not entry.indexed:
                 self._to_index[item.id] = None
             self._has_intent = self._has_intent or item.turn_kind == "intent"
-            # What conflict detection knows about files: earlier reads and our own writes.
-            path = item.code_refs[0] if item.code_refs else None
-            if item.effect == "write" and path:
-                self._book.note_write(path, item.created_tick)
-            elif item.effect == "read" and path:
-                belief = Belief(
-                    item.id,
-                    path,
-                    "content",
-                    content_digest(item.content),
-                    item.tool_call_id,
-                    item.session_id,
-                )
-                self._book.add(belief, item.created_tick, file_path=path)
-        if state:
-            self.tick = int(cast(int, state[0]["tick"]))
-            last = state[0]["last_regret_tick"]
-            self._threshold = Threshold(
-                float(cast(float, state[0]["threshold"])),
-                int(cast(int, last)) if last is not None else None,
-            )
-            self._task_text = str(state[0]["task"] or "")
+            recall_files(self._book, item)
+        if resumed.threshold is not None:
+            self.tick = resumed.tick
+            self._threshold = resumed.threshold
+            self._task_text = resumed.task
             if self._task_text:
                 self._retask(tags=frozenset(tags_of(self._task_text)))
-        for row in self.store.fetch(
-            CONFLICTS, scope=self.scope, where={"session_id": self.session_id}
-        ):
-            a, b = (Belief(**cast(dict[str, Any], row[k])) for k in ("a", "b"))
-            self._book.restore(
-                Conflict(
-                    str(row["conflict_id"]),
-                    str(row["subject"]),
-                    str(row["relation"]),
-                    a,
-                    b,
-                    bool(row["resolved"]),
-                    cast(str | None, row["kept"]),
-                    cast(str | None, row["reason"]),
-                )
-            )
+        for conflict in resumed.conflicts:
+            self._book.restore(conflict)
 
     def _load_foreign(self, item_id: str) -> ContextItem | None:
         """An item of another session of this project (scope-bound: never another project)."""
-        rows = self.store.fetch(ITEMS, scope=self.scope, where={"item_id": item_id})
-        if not rows:
-            return None
-        item = item_from_row(rows[0])
-        adopted = replace(item, session_id=self.session_id)
-        self._set.add(adopted)
+        adopted = read_item(
+            self.store, scope=self.scope, item_id=item_id, session_id=self.session_id
+        )
+        if adopted is not None:
+            self._set.add(adopted)
         return adopted
-
-
-def _generic_target(tool_name: str, arguments: Mapping[str, Any]) -> str | None:
-    """What a call addressed when the caller did not say: its label and scalar arguments."""
-    parts = [str(v) for _, v in sorted(arguments.items()) if isinstance(v, (str, int, float))]
-    return f"{tool_name} {' '.join(parts)}".strip() or None
-
-
-def _label(item: ContextItem) -> str:
-    if item.target:
-        text = f"{item.tool_name or ''} {item.target}".strip()
-    else:
-        text = item.content.replace("\n", " ")
-    return text[:60]
 
 
 __all__ = ["ContextEngine", "EvictionReport", "UnknownItem"]

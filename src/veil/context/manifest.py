@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from veil.context.items import ContextItem
+
+if TYPE_CHECKING:
+    from veil.context.workingset import WorkingSet
 
 MANIFEST_OPEN = "<veil-manifest>"
 MANIFEST_CLOSE = "</veil-manifest>"
@@ -93,3 +99,53 @@ def render_manifest(
     if len(ordered) > shown:
         add(f"- … and {len(ordered) - shown} more loaded items")
     return "\n".join(head + body + tail)
+
+
+def label(item: ContextItem) -> str:
+    """An item in a few words: its call and target, else the head of its content."""
+    if item.target:
+        text = f"{item.tool_name or ''} {item.target}".strip()
+    else:
+        text = item.content.replace("\n", " ")
+    return text[:60]
+
+
+def manifest_of(
+    ws: WorkingSet,
+    *,
+    tick: int,
+    threshold: float,
+    budget: int,
+    conflicts: Sequence[str],
+    notes: Sequence[str] = (),
+) -> str:
+    """The manifest of a working set at ``tick``: every live item as a row (with its score),
+    the latest items that left the prompt (turns aside) as pointers, within the window share
+    the set's config allows."""
+    config = ws.config
+    values = ws.scores(tick)
+    rows = [
+        ManifestRow(
+            i.id, i.turn_kind or i.kind, i.tokens, float(values[ws.row(i.id)]), i.pinned, label(i)
+        )
+        for i in ws.items.values()
+        if i.tier == "live"
+    ]
+    gone = sorted(
+        (i for i in ws.items.values() if i.tier != "live" and i.kind != "turn"),
+        key=lambda i: -i.created_tick,
+    )[: config.manifest_evicted]
+    return render_manifest(
+        rows,
+        threshold=threshold,
+        live_tokens=ws.live_tokens(),
+        budget=budget,
+        warm=int(ws.cols.flag("warm").sum()),
+        cold=sum(1 for i in ws.items.values() if i.tier == "cold"),
+        conflicts=conflicts,
+        notes=notes,
+        max_items=config.manifest_max_items,
+        evicted=[EvictedRow(label(i), i.pointer) for i in gone],
+        max_tokens=max(64, int(config.manifest_max_share * config.window_tokens)),
+        count_tokens=ws.count_tokens,
+    )

@@ -3,13 +3,16 @@
 ``context.item`` carries the full content, so an evicted item is restored byte-identical from
 the tape; warm and cold items are indexed for search (FTS5 + vectors) and live ones are not
 (they are in the prompt already). Turn embeddings live in the engine's memory only (they are
-recomputed on resume); version 5 dropped the ``ctx_turn_vec`` index nothing read.
+recomputed on resume); version 5 dropped the ``ctx_turn_vec`` index nothing read; version 6
+takes the item's columns from its codec (field order), so a field added to the dataclass is
+stored without being written out here.
 """
 
 from __future__ import annotations
 
 from typing import cast
 
+from veil.context.records import ITEM_CODEC
 from veil.tape import (
     Column,
     Event,
@@ -31,32 +34,7 @@ ITEMS_TEXT = "ctx_text"
 ITEMS_VEC = "ctx_vec"
 
 ITEM_COLUMNS = (
-    Column("item_id", "text", nullable=False),
-    Column("session_id", "text"),
-    Column("kind", "text"),
-    Column("content", "text"),
-    Column("tokens", "int"),
-    Column("tags", "json"),
-    Column("code_refs", "json"),
-    Column("pinned", "bool"),
-    Column("manual", "bool"),
-    Column("manual_tick", "int"),
-    Column("stability", "real"),
-    Column("difficulty", "real"),
-    Column("durable_stability", "real"),
-    Column("last_access_tick", "int"),
-    Column("last_access_at", "time"),
-    Column("access_count", "int"),
-    Column("cognitive_weight", "real"),
-    Column("tier", "text"),
-    Column("turn_kind", "text"),
-    Column("tool_call_id", "text"),
-    Column("tool_name", "text"),
-    Column("target", "text"),
-    Column("created_tick", "int"),
-    Column("effect", "text"),
-    Column("parent", "text"),
-    Column("excerpt", "int"),
+    *ITEM_CODEC.columns(),
     Column("seq", "int"),
     Column("indexed", "bool"),
 )
@@ -65,7 +43,7 @@ ITEM_FIELDS = tuple(c.name for c in ITEM_COLUMNS)
 
 class ContextProjection:
     name = "context"
-    version = 5
+    version = 6
     tables = (
         Table(
             ITEMS,

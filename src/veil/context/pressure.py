@@ -1,0 +1,150 @@
+"""A step's eviction over a working set: the three stages' plan with what protects what, then
+what follows it — turns leave with their results, results too large for the window keep their
+head and tail, and read excerpts shrink to stubs.
+
+:func:`plan_step` gathers the plan's inputs from the working set (scores, protection, the
+results the model has not read) and runs :func:`veil.context.eviction.plan`; it and
+:func:`with_their_turns` are pure. The two excerpt
+steps decide one move at a time against the working set as moved so far (a move changes what
+the prompt costs, collapsed runs' notes included), so they apply each move through the engine's
+``move`` — the one place that records a tier change — and return what they did.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import numpy as np
+
+from veil.context import fsrs
+from veil.context.eviction import Bools, Move, Plan, plan
+from veil.context.items import ContextItem, Tier
+from veil.context.render import excerpt
+from veil.context.workingset import WorkingSet
+
+Mover = Callable[[ContextItem, Tier, str, int], object]
+"""Apply one stage-2 move: ``(item, tier, reason, excerpt characters)``."""
+
+
+@dataclass(frozen=True)
+class StepPlan:
+    plan: Plan
+    hard: Bools
+    """Never moved by the plan: pinned, intent, correction, and the results not read yet."""
+    soft: Bools
+    unread: Bools
+    """Results captured since the last turn boundary: the model has not read them."""
+
+
+def plan_step(
+    ws: WorkingSet, *, tick: int, boundary_tick: int, now: datetime, threshold: float, budget: int
+) -> StepPlan:
+    """The three stages' moves at a turn boundary. A result the model has not read yet is
+    never stubbed (it asked for it); if the unread results cannot fit even alone, the largest
+    are clipped afterwards (:func:`clip_unread`)."""
+    config = ws.config
+    c = ws.cols
+    wall_days = np.maximum(0.0, now.timestamp() - c.view("last_wall")) / 86400.0
+    durable_r = fsrs.retrievability_many(wall_days, c.view("durable_stability"))
+    hard, soft, exempt = ws.protected(tick)
+    unread = c.flag("result") & (c.view("created_tick") > boundary_tick)
+    hard = hard | unread
+    # A step whose turn and results all leave renders as part of one note: planning counts no
+    # stub for those (the notes are charged to the budget).
+    stubs = c.view("stub_tokens")
+    notes = 0
+    if config.plan_collapsed:
+        stubs = np.where(ws.collapsible(hard), 0.0, stubs)
+        _, notes = ws.collapsed()
+        notes += config.collapsed_note_tokens
+    result = plan(
+        ws.ids,
+        scores=ws.scores(tick),
+        tokens=c.view("tokens"),
+        live=c.flag("live"),
+        warm=c.flag("warm"),
+        protected=hard,
+        soft_protected=soft,
+        durable_r=durable_r,
+        idle_ticks=tick - c.view("last_tick"),
+        threshold=threshold,
+        budget=max(1, budget - notes),
+        target_fill=config.target_fill,
+        cold_retrievability=config.cold_retrievability,
+        cold_after_ticks=config.cold_after_ticks,
+        stub_tokens=stubs,
+        token_exponent=config.pressure_token_exponent,
+        threshold_exempt=exempt,
+        superseded=c.flag("superseded") if config.evict_superseded_first else None,
+    )
+    return StepPlan(result, hard, soft, unread)
+
+
+def with_their_turns(ws: WorkingSet, moves: Sequence[Move], protected: Bools) -> list[Move]:
+    """A turn whose results all leave the prompt leaves with them (unless it is protected:
+    intent, correction, the newest turns): like truncation, the prompt loses the pair, not
+    just its tool result — but the pair stays addressable."""
+    out: list[Move] = []
+    leaving = {m.id for m in moves if m.to != "live"}
+    for move in moves:
+        parent = ws.items[move.id].parent
+        if move.to == "live" or parent is None or parent in leaving:
+            continue
+        turn = ws.items.get(parent)
+        if turn is None or turn.tier != "live" or protected[ws.row(parent)]:
+            continue
+        if all(ws.items[s].tier != "live" or s in leaving for s in ws.children(parent)):
+            out.append(Move(parent, move.to, move.stage, f"with its results: {move.reason}"))
+            leaving.add(parent)
+    return out
+
+
+def shrink_excerpts(ws: WorkingSet, unread: Bools, budget: int, move: Mover) -> list[Move]:
+    """Over budget, a clipped result the model has read by now keeps a one-line stub instead
+    of its head and tail, oldest first."""
+    done: list[Move] = []
+    reason = "read: its excerpt becomes a stub"
+    for row in np.flatnonzero(ws.cols.flag("clipped") & ~unread).tolist():
+        if ws.live_tokens() <= budget:
+            break
+        item = ws.items[ws.ids[row]]
+        move(item, item.tier, reason, 0)
+        done.append(Move(item.id, item.tier, 2, reason))
+    return done
+
+
+def clip_unread(
+    ws: WorkingSet,
+    unread: Bools,
+    limit: int,
+    move: Mover,
+    *,
+    count_tokens: Callable[[str], int],
+    min_tokens: int,
+) -> list[Move]:
+    """When the results the model has not read cannot fit ``limit`` even with everything else
+    evicted, the largest keep their head and tail (at least ``min_tokens``; the whole text
+    warm, its pointer in the excerpt) until the prompt fits."""
+    over = ws.live_tokens() - limit
+    if over <= 0:
+        return []
+    rows = [int(i) for i in np.flatnonzero(unread & ws.cols.flag("live"))]
+    rows.sort(key=lambda r: -ws.cols.f["tokens"][r])
+    done: list[Move] = []
+    for row in rows:
+        if over <= 0:
+            break
+        item = ws.items[ws.ids[row]]
+        # The excerpt carries a line saying what is left out: charge it too.
+        note = count_tokens(excerpt(replace(item, excerpt=1)))
+        keep_tokens = max(min_tokens, item.tokens - over - note)
+        chars = int(len(item.content) * keep_tokens / max(1, item.tokens))
+        if chars >= len(item.content):
+            continue
+        reason = f"too large for the window: {keep_tokens:,} of {item.tokens:,} tokens shown"
+        move(item, "warm", reason, chars)
+        over = ws.live_tokens() - limit
+        done.append(Move(item.id, "warm", 2, reason))
+    return done
