@@ -96,7 +96,7 @@ VEIL_CONFIGS: dict[str, Callable[[], ContextConfig]] = {
     "score/tokens (exponent 1)": lambda: _cfg(pressure_token_exponent=1.0),
     "score/sqrt(tokens)": lambda: _cfg(pressure_token_exponent=0.5),
     "fill 0.7": lambda: _cfg(target_fill=0.7),
-    "fill 0.9": lambda: _cfg(target_fill=0.9),
+    "fill 0.85": lambda: _cfg(target_fill=0.85),
     "no touch on reference": lambda: _cfg(touch_on_reference=False),
     "superseded not first": lambda: _cfg(evict_superseded_first=False),
     "clip at the budget": lambda: _cfg(unread_reserve_floor=1.0),
@@ -650,8 +650,11 @@ def render_section(data: dict[str, Any]) -> str:
             + (
                 "."
                 if sweep_data["chosen"] == "defaults"
-                else " — adopted as the default after this round, so the `defaults` row is the "
-                "configuration before that last change (the tables above run the current one)."
+                else f" — adopted as the default (`ContextConfig()` now equals it), so the "
+                f"`defaults` row is the configuration at commit {sweep_data.get('commit')}, "
+                "before that change (the tables above run the current one)."
+                if sweep_data.get("chosen_is_default_now")
+                else " — **not** the current default: re-run `--sweep`."
             ),
             "",
             sweep_table(sweep_data),
@@ -839,6 +842,10 @@ def attach_sweep(data: dict[str, Any]) -> None:
         "chosen": sweep_data["chosen"],
         "configs": sweep_data["configs"],
         "goals": sweep_data["goals"],
+        "commit": sweep_data.get("machine", {}).get("commit"),
+        # The sweep ran at a commit whose ``ContextConfig()`` may since have become its choice.
+        "chosen_is_default_now": sweep_data["configs"].get(sweep_data["chosen"])
+        in ("ContextConfig()", repr(ContextConfig())),
     }
 
 
