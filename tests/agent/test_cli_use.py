@@ -229,6 +229,49 @@ def test_eviction_events_reach_the_person(repo: Path, tmp_path: Path) -> None:
     assert " evicted (" in summary and "0 evicted" not in summary
 
 
+def _functions(n: int) -> str:
+    return "".join(
+        f"def function_{i}(value):\n    return value * {i} + {i * i}\n" for i in range(n)
+    )
+
+
+@pytest.mark.parametrize(("functions", "clipped"), [(180, False), (300, True)])
+def test_a_read_a_little_over_the_budget_reaches_the_model_whole(
+    repo: Path, tmp_path: Path, functions: int, clipped: bool
+) -> None:
+    """Issue 16: a read the model asked for is not clipped to save a few hundred tokens. With
+    --window 6000 the items' budget is about 2,400 tokens; a 2,900-token file fits the reserve
+    above its floor and comes back whole, a 5,000-token one does not and keeps its head and
+    tail with the pointer to the rest."""
+    (repo / "big.py").write_text(_functions(functions))
+    turns = [
+        {"content": "Reading.", "tool_calls": [call("read", path="big.py")]},
+        {"content": "Done."},
+    ]
+    trace = tmp_path / "trace.jsonl"
+    done = veil(
+        repo,
+        "-p",
+        "what does the last function return",
+        "--model",
+        script(tmp_path / "b.json", turns),
+        "--window",
+        "6000",
+        "--trace",
+        str(trace),
+    )
+    assert done.returncode == 0, done.stderr
+    last = json.loads(trace.read_text().splitlines()[-1])
+    shown = json.dumps(last["messages"])
+    assert ("left out" in shown) is clipped
+    assert f"function_{functions - 1}(value)" in shown  # the tail is there either way
+    assert "function_0(value)" in shown  # and so is the head
+    if clipped:
+        assert "veil_expand veil://warm/" in shown
+    else:
+        assert f"function_{functions // 2}(value)" in shown  # the middle too
+
+
 # ---- parallel calls -----------------------------------------------------------------------------
 
 
