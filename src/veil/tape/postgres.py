@@ -37,7 +37,8 @@ from veil.embed.protocol import Embedder, Vectors
 from veil.tape.events import Event, JSONValue
 from veil.tape.migrations import Migration
 from veil.tape.projection import Hit, Table
-from veil.tape.sql import Cursor, SqlStore
+from veil.tape.sql import SqlStore
+from veil.tape.sql_tape import Cursor
 from veil.tape.store import BackendUnavailable, Dialect, bounded_terms, fts_terms
 
 try:
