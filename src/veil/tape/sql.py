@@ -61,13 +61,7 @@ class SqlStore(SqlSchema):
         """Administrative: events of every scope, in ``seq`` order (rebuild, export, checks)."""
         self._ensure_open()
         sql = f"SELECT {self._EVENT_COLUMNS} FROM tape_events WHERE seq > ? ORDER BY seq"
-        params: list[Any] = [after]
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(max(0, int(limit)))
-        with self._read() as cur:
-            cur.execute(self._sql(sql), params)
-            return [self._event(row) for row in cur.fetchall()]
+        return self._events(sql, [after], limit)
 
     def scopes(self) -> list[str]:
         """Administrative: every scope that has events."""

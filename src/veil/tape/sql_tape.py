@@ -272,10 +272,14 @@ class SqlTape(ABC):
                 return []
             sql += f" AND kind IN ({', '.join('?' for _ in kind_list)})"
             params.extend(kind_list)
-        sql += " ORDER BY seq"
+        return self._events(sql + " ORDER BY seq", params, limit)
+
+    def _events(self, sql: str, params: Sequence[Any], limit: int | None) -> list[Event]:
+        """The events ``sql`` selects (:attr:`_EVENT_COLUMNS` of ``tape_events``, ``?``
+        placeholders for ``params``, in its order), at most ``limit`` of them."""
         if limit is not None:
             sql += " LIMIT ?"
-            params.append(max(0, int(limit)))
+            params = [*params, max(0, int(limit))]
         with self._read() as cur:
             cur.execute(self._sql(sql), params)
             return [self._event(row) for row in cur.fetchall()]
