@@ -37,7 +37,8 @@ from veil.embed.protocol import Embedder, Vectors
 from veil.tape.events import Event, JSONValue
 from veil.tape.migrations import Migration
 from veil.tape.projection import Hit, Table
-from veil.tape.sql import Cursor, SqlStore
+from veil.tape.sql import SqlStore
+from veil.tape.sql_tape import Cursor
 from veil.tape.store import BackendUnavailable, Dialect, bounded_terms, fts_terms
 
 try:
@@ -316,42 +317,17 @@ class PostgresStore(SqlStore):
     # ---- indexes ------------------------------------------------------------------------
 
     def _write_texts(self, cur: Cursor, index: str, items: Sequence[tuple[str, str, str]]) -> None:
-        upsert = (
-            f"INSERT INTO fts_{index} (scope, doc_id, body) VALUES (%s, %s, %s) "
-            "ON CONFLICT (scope, doc_id) DO UPDATE SET body = EXCLUDED.body"
-        )
-        delete = f"DELETE FROM fts_{index} WHERE scope = %s AND doc_id = %s"
-        run: list[tuple[str, str, str]] = []
-        for scope, doc_id, text in _last_per_doc(items):
-            if text:
-                run.append((scope, doc_id, text))
-                continue
-            if run:
-                cur.executemany(upsert, run)
-                run = []
-            cur.execute(delete, (scope, doc_id))
-        if run:
-            cur.executemany(upsert, run)
+        documents = [(scope, doc_id, text or None) for scope, doc_id, text in _last_per_doc(items)]
+        _write_documents(cur, f"fts_{index}", "body", "%s", documents)
 
     def _write_vectors(
         self, cur: Cursor, index: str, items: Sequence[tuple[int, str, str, Vectors | None]]
     ) -> None:
-        upsert = (
-            f"INSERT INTO vec_{index} (scope, doc_id, embedding) VALUES (%s, %s, %s::vector) "
-            "ON CONFLICT (scope, doc_id) DO UPDATE SET embedding = EXCLUDED.embedding"
-        )
-        delete = f"DELETE FROM vec_{index} WHERE scope = %s AND doc_id = %s"
-        run: list[tuple[str, str, str]] = []
-        for _, scope, doc_id, vector in _last_per_doc(items):
-            if vector is not None:
-                run.append((scope, doc_id, _vector_literal(vector)))
-                continue
-            if run:
-                cur.executemany(upsert, run)
-                run = []
-            cur.execute(delete, (scope, doc_id))
-        if run:
-            cur.executemany(upsert, run)
+        documents = [
+            (scope, doc_id, None if vector is None else _vector_literal(vector))
+            for _, scope, doc_id, vector in _last_per_doc(items)
+        ]
+        _write_documents(cur, f"vec_{index}", "embedding", "%s::vector", documents)
 
     def _search_text(
         self, cur: Cursor, index: str, scope: str, query: str, limit: int
@@ -443,6 +419,35 @@ def _last_per_doc(items: Sequence[_Item]) -> list[_Item]:
         last.pop(key, None)
         last[key] = item
     return list(last.values())
+
+
+def _write_documents(
+    cur: Cursor,
+    table: str,
+    column: str,
+    placeholder: str,
+    documents: Sequence[tuple[str, str, str | None]],
+) -> None:
+    """Write ``(scope, doc_id, value)`` to an index table keyed by ``(scope, doc_id)``, in
+    order: a value upserts the document's ``column`` (bound through ``placeholder``, e.g.
+    ``%s::vector``), ``None`` deletes the document. Consecutive upserts run as one
+    ``executemany``; each ``(scope, doc_id)`` may appear once (see :func:`_last_per_doc`)."""
+    upsert = (
+        f"INSERT INTO {table} (scope, doc_id, {column}) VALUES (%s, %s, {placeholder}) "
+        f"ON CONFLICT (scope, doc_id) DO UPDATE SET {column} = EXCLUDED.{column}"
+    )
+    delete = f"DELETE FROM {table} WHERE scope = %s AND doc_id = %s"
+    run: list[tuple[str, str, str]] = []
+    for scope, doc_id, value in documents:
+        if value is not None:
+            run.append((scope, doc_id, value))
+            continue
+        if run:
+            cur.executemany(upsert, run)
+            run = []
+        cur.execute(delete, (scope, doc_id))
+    if run:
+        cur.executemany(upsert, run)
 
 
 def _lexeme(term: str) -> str:

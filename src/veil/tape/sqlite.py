@@ -28,7 +28,8 @@ from veil.tape import sqlite_text
 from veil.tape.events import Event, Sealed, new_id
 from veil.tape.migrations import Migration
 from veil.tape.projection import Hit, Table
-from veil.tape.sql import Cursor, SqlStore
+from veil.tape.sql import SqlStore
+from veil.tape.sql_tape import Cursor
 from veil.tape.sqlite_driver import connect
 from veil.tape.sqlite_vectors import SQLiteVectors
 from veil.tape.store import Dialect, ErasureReceipt
