@@ -1,7 +1,8 @@
-"""The Recorder, the one builder of a writer's events."""
+"""The Recorder, the one builder of a writer's events, and the rule that writers use it."""
 
 from __future__ import annotations
 
+import ast
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -9,6 +10,10 @@ from pathlib import Path
 from veil.tape import Event, open_store
 from veil.tape.recorder import Recorder
 from veil.testing import FakeClock, HashEmbedder
+
+SRC = Path(__file__).resolve().parents[2] / "src" / "veil"
+COPIES_EVENTS = {"memory/portability.py"}
+"""Modules that append events another tape recorded (an import keeps their ids and times)."""
 
 
 def test_an_event_carries_the_writers_scope_actor_provenance_prefix_and_time(
@@ -49,3 +54,39 @@ def test_another_writer_is_another_recorder(tmp_path: Path) -> None:
     assert (event.scope, event.actor, event.provenance) == ("u1", "user", {"evidence_id": "ev_1"})
     assert rec.event("note.added", {}).provenance == {}
     store.close()
+
+
+def _builds_events(tree: ast.Module) -> list[int]:
+    """Lines that call the ``Event`` class imported from the tape."""
+    names = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("veil.tape")
+        for alias in node.names
+        if alias.name == "Event"
+    }
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names
+    ]
+
+
+def test_writers_build_their_events_through_a_recorder() -> None:
+    found: dict[str, list[int]] = {}
+    for path in sorted(SRC.rglob("*.py")):
+        name = path.relative_to(SRC).as_posix()
+        if name.startswith("tape/") or name in COPIES_EVENTS:
+            continue
+        lines = _builds_events(ast.parse(path.read_text(encoding="utf-8")))
+        if lines:
+            found[name] = lines
+    assert found == {}, f"events built by hand instead of through a Recorder: {found}"
+
+
+def test_the_rule_sees_a_hand_built_event() -> None:
+    tree = ast.parse(
+        "from veil.tape import Event as E\nimport threading\n"
+        "threading.Event()\nE('i', 's', 'k', at, 'a')\n"
+    )
+    assert _builds_events(tree) == [4]
