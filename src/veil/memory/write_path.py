@@ -194,28 +194,31 @@ def extract(prepared: Prepared, call: ModelCall, config: MemoryConfig) -> Extrac
 
 def read_current(store: Store, user_id: str, wanted: Iterable[Query]) -> Current:
     """Answer each query from the current facts, in one read of the user's memory."""
+    distinct = list(dict.fromkeys(wanted))
+    if not distinct:
+        return Current({})
     facts: dict[Query, tuple[CurrentFact, ...]] = {}
     objects: dict[str, str] = {}
     with store.reading(user_id):
-        for query in wanted:
-            if query in facts:
-                continue
-            where: dict[str, object] = {
-                "subject_key": query.subject_key,
-                "relation": query.relation,
-                "state": "current",
-            }
-            if query.value is None:
-                rows = store.fetch(FACTS, scope=user_id, where=where)
-            else:
-                rows = store.fetch(FACTS, scope=user_id, where={**where, "object_key": query.value})
-                if query.target:
-                    rows += store.fetch(
-                        FACTS, scope=user_id, where={**where, "fact_id": query.target}
-                    )
+        for query in distinct:
+            rows = _rows(store, user_id, query)
             facts[query] = tuple(_current_fact(r) for r in rows)
             objects.update((str(r["fact_id"]), str(r["object"])) for r in rows)
     return Current(facts, objects)
+
+
+def _rows(store: Store, user_id: str, query: Query) -> list[dict[str, JSONValue]]:
+    where: dict[str, object] = {
+        "subject_key": query.subject_key,
+        "relation": query.relation,
+        "state": "current",
+    }
+    if query.value is None:
+        return store.fetch(FACTS, scope=user_id, where=where)
+    rows = store.fetch(FACTS, scope=user_id, where={**where, "object_key": query.value})
+    if query.target:
+        rows += store.fetch(FACTS, scope=user_id, where={**where, "fact_id": query.target})
+    return rows
 
 
 def _current_fact(row: dict[str, JSONValue]) -> CurrentFact:
