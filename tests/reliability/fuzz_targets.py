@@ -60,6 +60,7 @@ from typing import Any
 from tests.reliability.support import CanaryModel, fact
 from veil.convergence.fingerprint import FINGERPRINT_VERSION, fingerprint, normalise, signature
 from veil.memory import ImportFormatError, Memory, MemoryConfig
+from veil.memory.events import extraction
 from veil.memory.extraction import (
     MAX_FIELD_CHARS,
     ExtractionParseError,
@@ -67,9 +68,9 @@ from veil.memory.extraction import (
     validate_items,
 )
 from veil.memory.model import EPISODE_KINDS, VOLATILITIES
-from veil.memory.writing import Writer
 from veil.tape import Event, Store, canonical_json, open_store
 from veil.tape.events import seal
+from veil.tape.recorder import Recorder
 from veil.testing import FakeClock, HashEmbedder
 
 REPO = Path(__file__).resolve().parents[2]
@@ -176,12 +177,13 @@ class ExtractionCheck:
 
     def __call__(self, data: bytes) -> None:
         text = pumped(data)
-        writer = Writer(self.memory.store, self.memory.config)
+        memory = self.memory
+        writer = Recorder(memory.store, self.evidence.scope, "veil", memory.clock)
         try:
             parsed = parse_output(text)
         except ExtractionParseError as exc:
             error = f"unparseable model output: {exc}"
-            seal(writer.extraction_event(self.evidence, "failed", error, 2, []))
+            seal(extraction(writer, self.evidence, status="failed", error=error, calls=2))
             return
         require(
             set(parsed) == {"facts", "episodes"}
@@ -218,7 +220,9 @@ class ExtractionCheck:
             require(item.reason.startswith(("fact: ", "episode: ")), "reason", item.reason)
         # The report's invalid items go on the tape inside the extraction outcome event.
         try:
-            seal(writer.extraction_event(self.evidence, "ok", None, 1, invalid))
+            seal(
+                extraction(writer, self.evidence, status="ok", error=None, calls=1, invalid=invalid)
+            )
         except ValueError as exc:
             raise Violation("the extraction outcome cannot be written", repr(exc)) from exc
         if (facts or episodes) and len(text) <= 20_000:

@@ -15,6 +15,8 @@ from veil.agent.transcript import message_from_dict, message_to_dict
 from veil.clock import Clock, SystemClock, format_time, parse_time
 from veil.llm.messages import Message
 from veil.tape import Column, Event, JSONValue, Op, Patch, Put, Store, Table, new_id
+from veil.tape.recorder import Recorder
+from veil.tape.registration import register_once
 
 SESSIONS = "agent_sessions"
 MESSAGES = "agent_messages"
@@ -128,11 +130,14 @@ class Sessions:
     def __init__(
         self, store: Store, *, scope: str, clock: Clock | None = None, register: bool = True
     ) -> None:
+        """``register=False``: the caller has registered (or attached) the projection on this
+        store handle; registering is idempotent anyway (:func:`register_once`)."""
         self.store = store
         self.scope = scope
         self.clock: Clock = clock or SystemClock()
+        self._recorder = Recorder(store, scope, "veil", self.clock, id_prefix="se")
         if register:
-            store.register(SessionProjection())
+            register_once(store, SessionProjection())
 
     def start(
         self,
@@ -146,14 +151,9 @@ class Sessions:
         """A new session (``session_id`` when the caller chose it, else a fresh id); with
         ``parent_id`` and ``copy_messages`` it branches from there."""
         session_id = session_id or new_id("s")
-        now = self.clock.now()
         events = [
-            Event(
-                new_id("se"),
-                self.scope,
+            self._recorder.event(
                 "session.started",
-                now,
-                "veil",
                 {
                     "session_id": session_id,
                     "parent_id": parent_id,
@@ -174,17 +174,9 @@ class Sessions:
             )
 
     def end(self, session_id: str, *, status: str, summary: str) -> None:
-        self.store.append(
-            [
-                Event(
-                    new_id("se"),
-                    self.scope,
-                    "session.ended",
-                    self.clock.now(),
-                    "veil",
-                    {"session_id": session_id, "status": status, "summary": summary[:4000]},
-                )
-            ]
+        self._recorder.record(
+            "session.ended",
+            {"session_id": session_id, "status": status, "summary": summary[:4000]},
         )
 
     def messages(self, session_id: str) -> list[Message]:
@@ -223,4 +215,4 @@ class Sessions:
             "idx": idx,
             "message": message_to_dict(message),
         }
-        return Event(new_id("se"), self.scope, "session.message", self.clock.now(), "veil", payload)
+        return self._recorder.event("session.message", payload)

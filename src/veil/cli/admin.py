@@ -43,6 +43,7 @@ from veil.tape import (
     sqlite_path,
 )
 from veil.tape.contract import NotesProjection
+from veil.tape.registration import register_once
 
 CONTEXT_DB = Path(".veil") / "context.db"
 MEMORY_DB = Path(".veil") / "memory.db"
@@ -91,7 +92,7 @@ def _open(db: str | None, embedder_spec: str, *, write: bool) -> tuple[str, Stor
             raise AdminError(f"store has projections this version does not know: {unknown}")
         projections = [KNOWN_PROJECTIONS[n]() for n in names]
         if write:
-            store.register(*projections)
+            register_once(store, *projections)
         else:
             store.attach(*projections)
     except ProjectionMismatch as exc:

@@ -31,10 +31,11 @@ from veil.tape import (
     Put,
     Store,
     Table,
-    UnknownName,
     canonical_json,
     new_id,
 )
+from veil.tape.recorder import Recorder
+from veil.tape.registration import register_once
 
 SESSIONS = "cc_sessions"
 STEPS = "cc_steps"
@@ -126,14 +127,6 @@ class ClaudeCodeProjection:
         return []
 
 
-def register(store: Store) -> None:
-    """Maintain the hooks' tables on this store handle (idempotent per handle)."""
-    try:
-        store.fetch(SESSIONS, scope="-", limit=1)
-    except UnknownName:
-        store.register(ClaudeCodeProjection())
-
-
 @dataclass(frozen=True)
 class SessionGoal:
     goal_id: str
@@ -145,28 +138,25 @@ class HookState:
     """Reads and writes of the hooks' state for one project scope."""
 
     def __init__(self, store: Store, scope: str, clock: Clock) -> None:
-        register(store)
+        register_once(store, ClaudeCodeProjection())
         self.store = store
         self.scope = scope
         self.clock = clock
 
+    def _recorder(self, session_id: str) -> Recorder:
+        """The hooks of one Claude Code session, as a writer."""
+        provenance: dict[str, JSONValue] = {"session_id": session_id}
+        return Recorder(self.store, self.scope, ACTOR, self.clock, "cc", provenance)
+
     def _append(self, kind: str, session_id: str, payload: dict[str, JSONValue]) -> str:
-        event_id = new_id("cc")
-        now = self.clock.now()
-        self.store.append(
-            [
-                Event(
-                    id=event_id,
-                    scope=self.scope,
-                    kind=kind,
-                    at=now,
-                    actor=ACTOR,
-                    payload={"id": event_id, "session_id": session_id, "at": format_time(now)}
-                    | payload,
-                    provenance={"session_id": session_id},
-                )
-            ]
-        )
+        """One event whose payload repeats its id, session and time (the projection's row)."""
+        event_id, now = new_id("cc"), self.clock.now()
+        head: dict[str, JSONValue] = {
+            "id": event_id,
+            "session_id": session_id,
+            "at": format_time(now),
+        }
+        self._recorder(session_id).record(kind, head | payload, id=event_id, at=now)
         return event_id
 
     # ---- goals -----------------------------------------------------------------------
@@ -249,34 +239,26 @@ class HookState:
             parts[-1].append(entry)
             size += chars
         now = self.clock.now()
+        rec = self._recorder(session_id)
         events: list[Event] = []
         line = first_line
         for index, part in enumerate(parts):
             event_id = new_id("cc")
-            events.append(
-                Event(
-                    id=event_id,
-                    scope=self.scope,
-                    kind="claude_code.compaction",
-                    at=now,
-                    actor=ACTOR,
-                    payload={
-                        "id": event_id,
-                        "session_id": session_id,
-                        "at": format_time(now),
-                        "trigger": trigger,
-                        "custom_instructions": custom_instructions,
-                        "transcript_path": transcript_path,
-                        "part": index + 1,
-                        "parts": len(parts),
-                        "first_line": line,
-                        "last_line": line + len(part),
-                        "entries": part,
-                        "problem": problem,
-                    },
-                    provenance={"session_id": session_id},
-                )
-            )
+            payload: dict[str, JSONValue] = {
+                "id": event_id,
+                "session_id": session_id,
+                "at": format_time(now),
+                "trigger": trigger,
+                "custom_instructions": custom_instructions,
+                "transcript_path": transcript_path,
+                "part": index + 1,
+                "parts": len(parts),
+                "first_line": line,
+                "last_line": line + len(part),
+                "entries": part,
+                "problem": problem,
+            }
+            events.append(rec.event("claude_code.compaction", payload, id=event_id, at=now))
             line += len(part)
         self.store.append(events)
         return [e.id for e in events]

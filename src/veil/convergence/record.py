@@ -29,7 +29,9 @@ from veil.convergence.attempt import (
 from veil.convergence.fingerprint import fingerprint
 from veil.convergence.goals import Goal, goal_for
 from veil.convergence.outcome import detect, resolve
-from veil.tape import Column, Event, JSONValue, Op, Put, Row, Store, Table, UnknownName, new_id
+from veil.tape import Column, Event, JSONValue, Op, Put, Row, Store, Table, new_id
+from veil.tape.recorder import Recorder
+from veil.tape.registration import register_once
 
 ATTEMPTS = "conv_attempts"
 ESCALATIONS = "conv_escalations"
@@ -230,8 +232,10 @@ class AttemptLog:
         self.steps: list[stuck.Step] = []
         """This session's steps (its attempts, other calls and plain messages), for the stuck
         patterns: a loop is something one run does, so earlier sessions' steps do not count."""
-        if not _registered(store):
-            store.register(ConvergenceProjection())
+        self._recorder = Recorder(
+            store, scope, actor, self.clock, provenance={"session_id": session_id}
+        )
+        register_once(store, ConvergenceProjection())
 
     # ---- goals -----------------------------------------------------------------------------
 
@@ -418,19 +422,8 @@ class AttemptLog:
             self.on_escalation(escalation)
 
     def _append(self, kind: str, payload: dict[str, JSONValue], *, event_id: str) -> None:
-        self.store.append(
-            [
-                Event(
-                    id=event_id,
-                    scope=self.scope,
-                    kind=kind,
-                    at=self.clock.now(),
-                    actor=self.actor,
-                    payload=payload,
-                    provenance={"session_id": self.session_id},
-                )
-            ]
-        )
+        """Events are named by the record they carry (an attempt's id), so a retry is a no-op."""
+        self._recorder.record(kind, payload, id=event_id)
 
     # ---- reading ---------------------------------------------------------------------------
 
@@ -507,12 +500,3 @@ class AttemptLog:
             ],
             "note": monitor.already_tried_note(attempts),
         }
-
-
-def _registered(store: Store) -> bool:
-    """Whether this store object already maintains the convergence projection."""
-    try:
-        store.fetch(ATTEMPTS, scope="-", limit=1)
-    except UnknownName:
-        return False
-    return True

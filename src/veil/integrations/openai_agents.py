@@ -67,7 +67,8 @@ from veil.integrations.window import (
 )
 from veil.memory import Memory
 from veil.memory.model import Author
-from veil.tape import Event, JSONValue, Store, new_id, open_store
+from veil.tape import JSONValue, Store, open_store
+from veil.tape.recorder import Recorder
 
 ITEM, POP, CLEAR = "agents.item", "agents.pop", "agents.clear"
 
@@ -123,6 +124,7 @@ class VeilSession:
             self.store: Store = self._owned
         else:
             self.store = db
+        self._recorder = Recorder(self.store, scope, "openai-agents", self.clock, id_prefix="ag")
         self._items: list[JSONValue] = []
         self._registered = False
         self._generation = 0
@@ -172,20 +174,10 @@ class VeilSession:
             self.window = self._window()
 
     def _append(self, kind: str, payloads: Sequence[dict[str, JSONValue]]) -> None:
+        """One batch at one time, the session id in every payload (items are read back by it)."""
         now = self.clock.now()
-        self.store.append(
-            [
-                Event(
-                    new_id("ag"),
-                    self.scope,
-                    kind,
-                    now,
-                    "openai-agents",
-                    {"session_id": self.session_id, **p},
-                )
-                for p in payloads
-            ]
-        )
+        session: dict[str, JSONValue] = {"session_id": self.session_id}
+        self.store.append([self._recorder.event(kind, session | p, at=now) for p in payloads])
         self._sync()
 
     # ---- the session protocol -------------------------------------------------------------

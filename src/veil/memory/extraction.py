@@ -1,5 +1,5 @@
 """The extraction contract (SPEC 4.1): the prompt, the JSON schema, tolerant parsing and
-per-item validation. Pure: the LLM call itself happens in :mod:`veil.memory.memory`.
+per-item validation. Pure: the LLM call itself happens in :mod:`veil.memory.write_path`.
 
 The model is shown the evidence tagged with its author, a calendar for the evidence's week and
 the next (so it copies dates instead of computing them), the relation registry, and the current

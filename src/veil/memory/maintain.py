@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from veil.clock import format_time
+from veil.clock import Clock, format_time
+from veil.memory import events as build
 from veil.memory.config import MemoryConfig
 from veil.memory.entities import USER, normalise
 from veil.memory.extraction import ExtractionParseError, first_json_object
@@ -28,6 +29,7 @@ from veil.memory.model import Episode, Fact
 from veil.memory.projection import EPISODES, FACTS, WIKI
 from veil.memory.rows import episode_from_row, fact_from_row
 from veil.tape import Event, JSONValue, Store, new_id
+from veil.tape.recorder import Recorder
 
 KEEP_VERBATIM = ("failure", "fix", "commitment")
 CONSOLIDATION_SCHEMA: dict[str, Any] = {
@@ -93,9 +95,13 @@ def _key(fact: Fact) -> str:
 
 
 class Maintainer:
-    def __init__(self, store: Store, config: MemoryConfig) -> None:
+    """One ``maintain`` run per :meth:`run`; its events are Veil's, all at the run's ``now``
+    (a consolidated episode at the time of its latest source)."""
+
+    def __init__(self, store: Store, config: MemoryConfig, clock: Clock) -> None:
         self.store = store
         self.config = config
+        self.clock = clock
 
     def run(
         self,
@@ -117,21 +123,9 @@ class Maintainer:
         sections = compile_wiki(facts)
         existing = {str(r["section"]) for r in self.store.fetch(WIKI, scope=user_id)}
         removed = sorted(existing - {str(s["section"]) for s in sections})
-        events: list[Event] = [
-            Event(
-                id=new_id("ev"),
-                scope=user_id,
-                kind="memory.wiki",
-                at=now,
-                actor="veil",
-                payload={
-                    "sections": cast(list[JSONValue], sections),
-                    "removed": cast(list[JSONValue], removed),
-                    "compiled_at": format_time(now),
-                },
-            )
-        ]
-        folded, fold_events = self._fold_duplicates(user_id, now)
+        rec = Recorder(self.store, user_id, "veil", self.clock)
+        events: list[Event] = [build.wiki(rec, sections, removed, at=now)]
+        folded, fold_events = self._fold_duplicates(rec, now)
         events.extend(fold_events)
         consolidated: list[str] = []
         created: list[str] = []
@@ -152,38 +146,19 @@ class Maintainer:
             by_id = {e.id: e for e in old}
             for kind, text, sources in merged:
                 episode_id = new_id("ep")
-                at = max(by_id[s].at for s in sources)
-                events.append(
-                    Event(
-                        id=new_id("ev"),
-                        scope=user_id,
-                        kind="memory.episode",
-                        at=at,
-                        actor="veil",
-                        payload={
-                            "episode": {
-                                "episode_id": episode_id,
-                                "kind": kind,
-                                "text": text,
-                                "at": format_time(at),
-                                "due": None,
-                                "event_id": by_id[sources[0]].event_id,
-                                "session_id": None,
-                                "derived_from": list(sources),
-                            }
-                        },
-                    )
+                episode = build.episode(
+                    rec,
+                    episode_id=episode_id,
+                    kind=kind,
+                    text=text,
+                    due=None,
+                    event_id=by_id[sources[0]].event_id,
+                    session_id=None,
+                    at=max(by_id[s].at for s in sources),
+                    derived_from=sources,
                 )
-                events.append(
-                    Event(
-                        id=new_id("ev"),
-                        scope=user_id,
-                        kind="memory.consolidated",
-                        at=now,
-                        actor="veil",
-                        payload={"episode_ids": list(sources), "into": episode_id},
-                    )
-                )
+                events.append(episode)
+                events.append(build.consolidated(rec, sources, into=episode_id, at=now))
                 created.append(episode_id)
                 consolidated.extend(sources)
         self.store.append(events)
@@ -197,11 +172,11 @@ class Maintainer:
             error,
         )
 
-    def _fold_duplicates(self, user_id: str, now: datetime) -> tuple[list[str], list[Event]]:
+    def _fold_duplicates(self, rec: Recorder, now: datetime) -> tuple[list[str], list[Event]]:
         """Later repeats of a failure/fix/commitment fold into the first occurrence."""
         rows = self.store.fetch(
             EPISODES,
-            scope=user_id,
+            scope=rec.scope,
             where={"kind": list(KEEP_VERBATIM), "consolidated_into": None},
             order_by=["at", "recorded_seq"],
             limit=self.config.consolidate_max_episodes,
@@ -215,16 +190,7 @@ class Maintainer:
                 first[key] = episode.id
                 continue
             folded.append(episode.id)
-            events.append(
-                Event(
-                    id=new_id("ev"),
-                    scope=user_id,
-                    kind="memory.consolidated",
-                    at=now,
-                    actor="veil",
-                    payload={"episode_ids": [episode.id], "into": first[key]},
-                )
-            )
+            events.append(build.consolidated(rec, [episode.id], into=first[key], at=now))
         return folded, events
 
     def _old_episodes(self, user_id: str, now: datetime, exclude: set[str]) -> list[Episode]:

@@ -1,10 +1,11 @@
 """The long-term memory (docs/seeds/veracium.txt): memory changes only through evidence.
 
-``remember`` records the evidence on the tape first — nothing the caller said can be lost —
-then makes exactly one ``complete`` call (plus at most one repair retry when the output does not
-parse), validates what came back, decides supersession with pure functions and appends the
-outcome as one atomic batch of events. There is no update or delete: a new value supersedes the
-old one and the old one stays, with its validity window, in ``history``.
+:class:`Memory` is the public face: it checks every call's arguments, serialises one user's
+writes, and delegates — ``remember`` to :mod:`veil.memory.write_path` (evidence first, one model
+call, a pure plan, one atomic batch), ``recall`` to :mod:`veil.memory.recall`, ``maintain`` to
+:mod:`veil.memory.maintain`, export and import to :mod:`veil.memory.portability`. There is no
+update or delete: every change is an event (built in :mod:`veil.memory.events`), and a new value
+supersedes the old one, which stays, with its validity window, in ``history``.
 """
 
 from __future__ import annotations
@@ -12,26 +13,17 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from datetime import date, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from veil.clock import Clock, SystemClock, format_time
+from veil.clock import Clock, SystemClock
 from veil.embed.protocol import Embedder
-from veil.memory import arguments
+from veil.memory import arguments, events, write_path
 from veil.memory.arguments import RememberArgs, recall_args, remember_args
 from veil.memory.config import MemoryConfig
-from veil.memory.entities import USER, candidate_mentions, entity_key
-from veil.memory.extraction import (
-    ExtractionParseError,
-    PromptFact,
-    build_messages,
-    calendar_lines,
-    parse_output,
-    repair_messages,
-    validate_items,
-)
-from veil.memory.guardrails import vet
+from veil.memory.entities import entity_key
+from veil.memory.errors import EvidenceTooLarge, MemoryError, NoModel, UnknownFact
 from veil.memory.maintain import Maintainer, MaintainReport
 from veil.memory.model import Author, Episode, EpisodeKind, Fact, WriteReport
 from veil.memory.model_call import Complete, call_async, call_sync
@@ -42,33 +34,22 @@ from veil.memory.portability import (
     read_export,
     write_export,
 )
-from veil.memory.projection import ENTITIES, EPISODES, EVIDENCE, FACTS, MemoryProjection
+from veil.memory.projection import EPISODES, FACTS, MemoryProjection
 from veil.memory.recall import Recall, Recaller
 from veil.memory.rows import episode_from_row, fact_from_row
-from veil.memory.writing import Prepared, Writer, authority_key, roles_of
-from veil.tape import ErasureReceipt, Event, EventConflict, JSONValue, Store, new_id, open_store
+from veil.memory.writing import authority_key
+from veil.tape import ErasureReceipt, EventConflict, JSONValue, Store, open_store
+from veil.tape.recorder import Recorder
+from veil.tape.registration import register_once
 
-
-class MemoryError(Exception):
-    """Base class of long-term memory errors."""
-
-
-class EvidenceTooLarge(MemoryError, ValueError):
-    """Evidence longer than ``MemoryConfig.max_evidence_chars``; nothing was written."""
-
-
-class UnknownFact(MemoryError, KeyError):
-    """A fact id that does not exist in this user's memory.
-
-    A ``KeyError`` (lookups by id), but printed as its message: ``KeyError.__str__`` would
-    quote it (``'no fact …'``) in every log line, error body and CLI message."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
-
-
-class NoModel(MemoryError):
-    """``remember`` needs a ``complete`` callable: there is no LLM-free extraction mode."""
+__all__ = [
+    "Complete",
+    "EvidenceTooLarge",
+    "Memory",
+    "MemoryError",
+    "NoModel",
+    "UnknownFact",
+]
 
 
 class Memory:
@@ -105,8 +86,7 @@ class Memory:
         else:
             self.store = target
             self._owns_store = False
-        self.store.register(MemoryProjection())
-        self._writer = Writer(self.store, self.config)
+        register_once(self.store, MemoryProjection())
         self._recaller = Recaller(self.store, self.config, self.embedder)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()
@@ -192,10 +172,9 @@ class Memory:
     def _remember(
         self, args: RememberArgs, call: Callable[[list[dict[str, str]]], str]
     ) -> WriteReport:
-        """The write path both twins share: evidence first, the model call, the decisions."""
+        """The write path both twins share (:func:`veil.memory.write_path.remember`)."""
         with self._user_lock(args.user_id):
-            prepared = self._prepare(args)
-            report = self._extract_and_apply(prepared, call)
+            report = write_path.remember(self._recorder(args.user_id), self.config, args, call)
         self._audit("remember", args.user_id, {**report.counts(), "llm_calls": report.llm_calls})
         return report
 
@@ -204,19 +183,12 @@ class Memory:
         Kept as events in the user's scope, so ``forget`` removes them with the rest."""
         if not self.config.audit:
             return
-        now = self.clock.now()
-        self.store.append(
-            [
-                Event(
-                    id=new_id("au"),
-                    scope=user_id,
-                    kind="audit.op",
-                    at=now,
-                    actor=self.actor,
-                    payload={"op": op, "counts": dict(counts)},
-                )
-            ]
-        )
+        self.store.append([events.audit(self._recorder(user_id), op, counts)])
+
+    def _recorder(self, user_id: str, actor: str | None = None) -> Recorder:
+        """The builder of the events this memory writes in ``user_id``'s scope, by ``actor``
+        (the memory's own by default)."""
+        return Recorder(self.store, user_id, actor or self.actor, self.clock)
 
     def _require_model(self) -> Complete:
         if self.complete is None:
@@ -229,129 +201,6 @@ class Memory:
     def _user_lock(self, user_id: str) -> threading.Lock:
         with self._locks_guard:
             return self._locks.setdefault(user_id, threading.Lock())
-
-    def _prepare(self, args: RememberArgs) -> Prepared:
-        user_id = args.user_id
-        roles = roles_of(args.evidence, args.author)
-        text = "\n".join(f"{r}: {c}" if len(roles) > 1 else c for r, c in roles)
-        if not text.strip():
-            raise ValueError("text_or_messages is empty: nothing to remember")
-        if len(text) > self.config.max_evidence_chars:
-            raise EvidenceTooLarge(
-                f"evidence is {len(text):,} characters; the limit is "
-                f"{self.config.max_evidence_chars:,} (MemoryConfig.max_evidence_chars). Split it "
-                "into separate remember() calls: one call makes at most one LLM call."
-            )
-        when = args.at or self.clock.now()
-        chain = self._chain(user_id, args.derived_from)
-        evidence_author: Author = min((a for a, _ in roles), key=authority_key)
-        provenance: dict[str, JSONValue] = {
-            "session_id": args.session_id,
-            "tool_call_id": args.tool_call_id,
-            "source": args.source,
-        }
-        payload: dict[str, JSONValue] = {
-            "text": text,
-            "author": evidence_author,
-            **provenance,
-            "derived_from": list(args.derived_from),
-        }
-        if len(roles) > 1:
-            payload["messages"] = [{"role": r, "content": c} for r, c in roles]
-        evidence = Event(
-            id=new_id("ev"),
-            scope=user_id,
-            kind="memory.evidence",
-            at=when,
-            actor=evidence_author,
-            payload=payload,
-            provenance=provenance,
-        )
-        (evidence,) = self.store.append([evidence])
-        shown = tuple(self._prompt_facts(user_id, text))
-        messages = build_messages(
-            evidence=text, author=evidence_author, at=when, config=self.config, current_facts=shown
-        )
-        calendar = frozenset(date.fromisoformat(line[:10]) for line in calendar_lines(when))
-        return Prepared(evidence, text, evidence_author, chain, messages, roles, calendar, shown)
-
-    def _chain(self, user_id: str, derived_from: Sequence[str]) -> tuple[Author, ...]:
-        if not derived_from:
-            return ()
-        rows = self.store.fetch(EVIDENCE, scope=user_id, where={"event_id": list(derived_from)})
-        found: dict[str, Author] = {str(r["event_id"]): cast(Author, r["author"]) for r in rows}
-        missing = [i for i in derived_from if i not in found]
-        if missing:
-            raise ValueError(f"derived_from names unknown evidence ids for this user: {missing}")
-        return tuple(found[i] for i in derived_from)  # pyright: ignore[reportReturnType]
-
-    def _prompt_facts(self, user_id: str, text: str) -> list[PromptFact]:
-        mentions = {
-            entity_key(m, aliases=self.config.aliases, user_names=self.config.user_names)
-            for m in candidate_mentions(text)
-        }
-        known = self.store.fetch(ENTITIES, scope=user_id, where={"key": sorted(mentions)})
-        keys = sorted({USER, *(str(r["key"]) for r in known)})
-        rows = self.store.fetch(
-            FACTS,
-            scope=user_id,
-            where={"subject_key": keys, "state": "current"},
-            order_by=["-last_confirmed_at"],
-            limit=self.config.max_facts_in_prompt,
-        )
-        return [
-            PromptFact(
-                str(r["fact_id"]),
-                str(r["subject"]),
-                str(r["relation"]),
-                str(r["object"]),
-                str(r["statement"]),
-            )
-            for r in rows
-        ]
-
-    # ---- the LLM call -------------------------------------------------------------------
-
-    def _extract_and_apply(
-        self, prepared: Prepared, call: Callable[[list[dict[str, str]]], str]
-    ) -> WriteReport:
-        evidence = prepared.evidence
-        calls = 0
-        parsed: dict[str, list[Any]] | None = None
-        error: str | None = None
-        messages = prepared.messages
-        for attempt in range(2):
-            calls += 1
-            try:
-                output = call(messages)
-            except Exception as exc:  # the model's failure is reported, never raised
-                error = f"model call failed: {type(exc).__name__}: {exc}"
-                break
-            try:
-                parsed = parse_output(output)
-                error = None
-                break
-            except ExtractionParseError as exc:
-                error = f"unparseable model output: {exc}"
-                if attempt == 0:
-                    messages = repair_messages(messages, str(output), str(exc))
-        if parsed is None:
-            self.store.append([self._writer.extraction_event(evidence, "failed", error, calls, [])])
-            return WriteReport(evidence_id=evidence.id, llm_calls=calls, error=error)
-        facts, episodes, invalid = validate_items(parsed)
-        notes: tuple[str, ...] = ()
-        if self.config.guardrails:
-            vetted = vet(
-                facts,
-                episodes,
-                evidence=prepared.text,
-                shown=prepared.shown,
-                calendar=prepared.calendar,
-                today=prepared.evidence.at.date(),
-            )
-            facts, episodes, notes = list(vetted.facts), list(vetted.episodes), vetted.notes
-            invalid.extend(vetted.invalid)
-        return self._writer.apply(prepared, facts, episodes, invalid, calls, notes)
 
     def facts(
         self,
@@ -467,19 +316,8 @@ class Memory:
         Recall ranks procedural facts by times used and last outcome."""
         ok = arguments.flag(ok, "ok")
         fact = self.fact(fact_id, user_id=user_id)
-        now = self.clock.now()
-        self.store.append(
-            [
-                Event(
-                    id=new_id("ev"),
-                    scope=user_id,
-                    kind="memory.outcome",
-                    at=now,
-                    actor=self.actor,
-                    payload={"fact_id": fact.id, "ok": bool(ok), "times_used": fact.times_used + 1},
-                )
-            ]
-        )
+        rec = self._recorder(user_id)
+        self.store.append([events.outcome(rec, fact.id, ok=ok, times_used=fact.times_used + 1)])
         return self.fact(fact_id, user_id=user_id)
 
     def maintain(self, user_id: str) -> MaintainReport:
@@ -493,7 +331,7 @@ class Memory:
             return call_sync(complete, messages, self.config.llm_timeout_s, schema=schema)
 
         with self._user_lock(user_id):
-            report = Maintainer(self.store, self.config).run(
+            report = Maintainer(self.store, self.config, self.clock).run(
                 user_id, now=self.clock.now(), call=call if complete is not None else None
             )
         self._audit(
@@ -526,22 +364,22 @@ class Memory:
         source = arguments.path(path)
         restore = arguments.flag(restore, "restore")
         user_id = arguments.optional_scope(user_id)
-        scope, events = read_export(
+        scope, imported = read_export(
             source, user_id=user_id, restore=restore, source=f"import:{source.name}"
         )
         with self._user_lock(scope):
             before = {e.id for e in self.store.read(scope)}
             try:
-                self.store.append(events, keep_recorded_at=restore)
+                self.store.append(imported, keep_recorded_at=restore)
             except EventConflict as exc:
                 raise ImportFormatError(
                     f"{source}: its events are already in {scope!r} with other content — most "
                     "likely it was imported before with the other restore= value (restore=False "
                     "caps trust, so the events differ); nothing was written"
                 ) from exc
-        present = sum(1 for e in events if e.id in before)
-        self._audit("import", scope, {"events": len(events), "already_present": present})
-        return ImportReport(scope, len(events), present, restore)
+        present = sum(1 for e in imported if e.id in before)
+        self._audit("import", scope, {"events": len(imported), "already_present": present})
+        return ImportReport(scope, len(imported), present, restore)
 
     def forget(self, user_id: str) -> ErasureReceipt:
         """Compliance erasure: physically remove every event, fact, episode, wiki section,
@@ -563,24 +401,11 @@ class Memory:
         state = fact.status if fact.status == "disputed" else "current"
         if fact.status == "disputed" and authority_key(actor) >= fact.trust:
             state = "current"
-        now = self.clock.now()
-        self.store.append(
-            [
-                Event(
-                    id=new_id("ev"),
-                    scope=user_id,
-                    kind="memory.confirmed",
-                    at=now,
-                    actor=actor,
-                    payload={
-                        "fact_id": fact_id,
-                        "at": format_time(now),
-                        "state": state,
-                        "reason": None if state == "current" else fact.reason,
-                    },
-                )
-            ]
+        reason = None if state == "current" else fact.reason
+        confirmed = events.confirmed(
+            self._recorder(user_id, actor), fact_id, state=state, reason=reason, at=self.clock.now()
         )
+        self.store.append([confirmed])
         return self.fact(fact_id, user_id=user_id)
 
     def dispute(self, fact_id: str, *, user_id: str, actor: Author = "user", reason: str) -> Fact:
@@ -590,17 +415,6 @@ class Memory:
         if not arguments.text(reason, "reason").strip():
             raise ValueError("reason must not be empty: say why the fact is disputed")
         fact = self.fact(fact_id, user_id=user_id)
-        now = self.clock.now()
-        self.store.append(
-            [
-                Event(
-                    id=new_id("ev"),
-                    scope=user_id,
-                    kind="memory.disputed",
-                    at=now,
-                    actor=actor,
-                    payload={"fact_id": fact.id, "reason": f"{actor}: {reason.strip()}"},
-                )
-            ]
-        )
+        why = f"{actor}: {reason.strip()}"
+        self.store.append([events.disputed(self._recorder(user_id, actor), fact.id, reason=why)])
         return self.fact(fact_id, user_id=user_id)

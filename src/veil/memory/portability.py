@@ -181,6 +181,10 @@ def _short(value: object) -> str:
 
 
 def _event_from(record: dict[str, Any], scope: str, *, restore: bool, source: str) -> Event:
+    """The event another tape recorded, copied into ``scope``. Not built by a
+    :class:`~veil.tape.recorder.Recorder` (a writer of new events): its id (which makes the import
+    idempotent), time, actor and provenance are the original writer's. ``restore=False`` caps
+    an imported fact's trust and names the import as its source."""
     event_id, kind, actor = record.get("id"), record.get("kind"), record.get("actor")
     if not isinstance(event_id, str) or not isinstance(kind, str) or not isinstance(actor, str):
         raise ValueError('"id", "kind" and "actor" must be strings')

@@ -29,8 +29,10 @@ from datetime import datetime
 from typing import Literal, cast, get_args
 
 from veil.clock import Clock, SystemClock, parse_time
-from veil.tape import Column, Event, JSONValue, Op, Patch, Put, Store, Table, new_id
+from veil.tape import Column, Event, JSONValue, Op, Patch, Put, Store, Table
 from veil.tape.events import validate_scope
+from veil.tape.recorder import Recorder
+from veil.tape.registration import register_once
 
 Authority = Literal["user", "assistant", "tool"]
 """Who a key's writes are attributed to (``Memory.remember(author=…)``). ``system`` and
@@ -151,14 +153,15 @@ class KeysProjection:
 class KeyRing:
     """Create, verify, list and revoke keys on a store (registers :class:`KeysProjection`).
 
-    Thread-safe as far as the store is: every method is one store call or one append. Create
-    one key ring per store object (a projection registers once per store).
+    Thread-safe as far as the store is: every method is one store call or one append. Key
+    rings on one store object share its projection (registered once).
     """
 
     def __init__(self, store: Store, *, clock: Clock | None = None) -> None:
         self.store = store
         self.clock: Clock = clock or SystemClock()
-        store.register(KeysProjection())
+        self._recorder = Recorder(store, KEYS_SCOPE, "admin", self.clock, id_prefix="ky")
+        register_once(store, KeysProjection())
 
     def create(
         self,
@@ -201,20 +204,8 @@ class KeyRing:
             "admin": admin,
             "label": label,
         }
-        now = self.clock.now()
-        self.store.append(
-            [
-                Event(
-                    id=new_id("ky"),
-                    scope=KEYS_SCOPE,
-                    kind="server.key_created",
-                    at=now,
-                    actor="admin",
-                    payload=payload,
-                )
-            ]
-        )
-        key = ApiKey(key_id, frozenset(bound), authority, admin, now, False, label)
+        created = self._recorder.record("server.key_created", payload)
+        key = ApiKey(key_id, frozenset(bound), authority, admin, created.at, False, label)
         return NewKey(token, key)
 
     def verify(self, token: str) -> ApiKey | None:
@@ -241,18 +232,7 @@ class KeyRing:
         rows = self.store.fetch(KEYS_TABLE, scope=KEYS_SCOPE, where={"key_id": key_id})
         if not rows or rows[0]["revoked_at"] is not None:
             return False
-        self.store.append(
-            [
-                Event(
-                    id=new_id("ky"),
-                    scope=KEYS_SCOPE,
-                    kind="server.key_revoked",
-                    at=self.clock.now(),
-                    actor="admin",
-                    payload={"key_id": key_id},
-                )
-            ]
-        )
+        self._recorder.record("server.key_revoked", {"key_id": key_id})
         return True
 
 

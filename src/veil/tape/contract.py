@@ -21,6 +21,7 @@ from veil.tape.projection import (
     TextIndex,
     VectorIndex,
 )
+from veil.tape.registration import register_once
 from veil.tape.store import ProjectionMismatch, Store, UnknownName
 
 # ---- a small projection used by the contract suite and the demo ---------------------------
@@ -429,6 +430,32 @@ class StoreContract:
         hits = again.search_vector("notes_vec", scope="u1", query="alpha beta")
         assert [h.doc_id for h in hits] == ["a"]
         assert again.check().ok
+
+    def test_registering_once_again_is_a_no_op(self) -> None:
+        """:func:`~veil.tape.registration.register_once`, the way Veil's writers register:
+        again on the same handle it writes nothing and the projection is applied once."""
+        store = self.make_store("once", embedder=HashEmbedder(), clock=FakeClock())
+        register_once(store, NotesProjection())
+        store.append([note_event("u1", "note.added", note="a", body="alpha")])
+        before = (store.snapshot(), store.head(), store.recorded_projections())
+        register_once(store, NotesProjection())
+        register_once(store, NotesProjection(), NotesProjection())
+        assert (store.snapshot(), store.head(), store.recorded_projections()) == before
+        store.append([note_event("u1", "note.added", note="b", body="beta")])
+        assert [r["note"] for r in store.fetch("notes", scope="u1", order_by=["note"])] == [
+            "a",
+            "b",
+        ]
+        assert [h.doc_id for h in store.search_text("notes_text", scope="u1", query="beta")] == [
+            "b"
+        ]
+        assert store.check().ok
+        kept = store.snapshot()
+        store.close()
+        again = self.make_store("once", embedder=HashEmbedder(), clock=FakeClock())
+        register_once(again, NotesProjection())  # a new handle registers (per handle)
+        register_once(again, NotesProjection())
+        assert again.snapshot() == kept and again.check().ok
 
     def test_attach_reads_and_checks_without_writing(self) -> None:
         store = self.make_store("attach", embedder=HashEmbedder(dim=64), clock=FakeClock())
