@@ -41,26 +41,30 @@ def names(text: str, limit: int = 2_000, *, paths_only: bool = False) -> tuple[s
     changes with the process's hash seed — the same run would score differently."""
     head = text[:MAX_SCAN_CHARS]
     found: dict[str, None] = {}
-
-    def keep(name: str) -> None:
-        name = name.strip("./")
-        if len(name) >= 4 and name not in _COMMON:
+    common = _COMMON
+    # findall and plain loops (no match objects, no closure per match): this runs on every
+    # captured result, inside the tool-call hook.
+    for raw in _PATH.findall(head):
+        name = raw.strip("./")
+        if len(name) >= 4 and name not in common:
             found[name] = None
-
-    for m in _PATH.finditer(head):
-        keep(m.group(0))
     if paths_only:
         return tuple(found)[:limit]
-    for m in _DOTTED.finditer(head):
-        dotted = m.group(0)
-        keep(dotted)
+    camel = _CAMEL.search
+    for dotted in _DOTTED.findall(head):
+        name = dotted.strip("./")
+        if len(name) >= 4 and name not in common:
+            found[name] = None
         tail = dotted.rsplit(".", 1)[-1]
-        if "_" in tail.strip("_") or _CAMEL.search(tail):
-            keep(tail)
-    for m in _IDENT.finditer(head):
-        word = m.group(0)
-        if "_" in word.strip("_") or _CAMEL.search(word):
-            keep(word)
+        if "_" in tail.strip("_") or camel(tail):
+            tail = tail.strip("./")
+            if len(tail) >= 4 and tail not in common:
+                found[tail] = None
+    for word in _IDENT.findall(head):
+        if "_" in word.strip("_") or camel(word):
+            name = word.strip("./")
+            if len(name) >= 4 and name not in common:
+                found[name] = None
         if len(found) >= limit:
             break
     return tuple(found)[:limit]
