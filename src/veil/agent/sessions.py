@@ -16,7 +16,6 @@ from veil.clock import Clock, SystemClock, format_time, parse_time
 from veil.llm.messages import Message
 from veil.tape import Column, Event, JSONValue, Op, Patch, Put, Store, Table, new_id
 from veil.tape.recorder import Recorder
-from veil.tape.registration import register_once
 
 SESSIONS = "agent_sessions"
 MESSAGES = "agent_messages"
@@ -131,13 +130,13 @@ class Sessions:
         self, store: Store, *, scope: str, clock: Clock | None = None, register: bool = True
     ) -> None:
         """``register=False``: the caller has registered (or attached) the projection on this
-        store handle; registering is idempotent anyway (:func:`register_once`)."""
+        store handle; registering is idempotent anyway (``Store.register``)."""
         self.store = store
         self.scope = scope
         self.clock: Clock = clock or SystemClock()
         self._recorder = Recorder(store, scope, "veil", self.clock, id_prefix="se")
         if register:
-            register_once(store, SessionProjection())
+            store.register(SessionProjection())
 
     def start(
         self,

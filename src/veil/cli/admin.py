@@ -43,7 +43,6 @@ from veil.tape import (
     sqlite_path,
 )
 from veil.tape.contract import NotesProjection
-from veil.tape.registration import register_once
 
 CONTEXT_DB = Path(".veil") / "context.db"
 MEMORY_DB = Path(".veil") / "memory.db"
@@ -92,7 +91,7 @@ def _open(db: str | None, embedder_spec: str, *, write: bool) -> tuple[str, Stor
             raise AdminError(f"store has projections this version does not know: {unknown}")
         projections = [KNOWN_PROJECTIONS[n]() for n in names]
         if write:
-            register_once(store, *projections)
+            store.register(*projections)
         else:
             store.attach(*projections)
     except ProjectionMismatch as exc:

@@ -35,7 +35,6 @@ from veil.tape import (
     new_id,
 )
 from veil.tape.recorder import Recorder
-from veil.tape.registration import register_once
 
 SESSIONS = "cc_sessions"
 STEPS = "cc_steps"
@@ -138,7 +137,7 @@ class HookState:
     """Reads and writes of the hooks' state for one project scope."""
 
     def __init__(self, store: Store, scope: str, clock: Clock) -> None:
-        register_once(store, ClaudeCodeProjection())
+        store.register(ClaudeCodeProjection())
         self.store = store
         self.scope = scope
         self.clock = clock

@@ -31,7 +31,6 @@ from veil.convergence.goals import Goal, goal_for
 from veil.convergence.outcome import detect, resolve
 from veil.tape import Column, Event, JSONValue, Op, Put, Row, Store, Table, new_id
 from veil.tape.recorder import Recorder
-from veil.tape.registration import register_once
 
 ATTEMPTS = "conv_attempts"
 ESCALATIONS = "conv_escalations"
@@ -235,7 +234,7 @@ class AttemptLog:
         self._recorder = Recorder(
             store, scope, actor, self.clock, provenance={"session_id": session_id}
         )
-        register_once(store, ConvergenceProjection())
+        store.register(ConvergenceProjection())
 
     # ---- goals -----------------------------------------------------------------------------
 

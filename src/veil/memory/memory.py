@@ -40,7 +40,6 @@ from veil.memory.rows import episode_from_row, fact_from_row
 from veil.memory.writing import authority_key
 from veil.tape import ErasureReceipt, EventConflict, JSONValue, Store, open_store
 from veil.tape.recorder import Recorder
-from veil.tape.registration import register_once
 
 __all__ = [
     "Complete",
@@ -86,7 +85,7 @@ class Memory:
         else:
             self.store = target
             self._owns_store = False
-        register_once(self.store, MemoryProjection())
+        self.store.register(MemoryProjection())
         self._recaller = Recaller(self.store, self.config, self.embedder)
         self._locks: dict[str, threading.Lock] = {}
         self._locks_guard = threading.Lock()

@@ -32,7 +32,6 @@ from veil.clock import Clock, SystemClock, parse_time
 from veil.tape import Column, Event, JSONValue, Op, Patch, Put, Store, Table
 from veil.tape.events import validate_scope
 from veil.tape.recorder import Recorder
-from veil.tape.registration import register_once
 
 Authority = Literal["user", "assistant", "tool"]
 """Who a key's writes are attributed to (``Memory.remember(author=…)``). ``system`` and
@@ -161,7 +160,7 @@ class KeyRing:
         self.store = store
         self.clock: Clock = clock or SystemClock()
         self._recorder = Recorder(store, KEYS_SCOPE, "admin", self.clock, id_prefix="ky")
-        register_once(store, KeysProjection())
+        store.register(KeysProjection())
 
     def create(
         self,

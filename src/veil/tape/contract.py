@@ -21,7 +21,6 @@ from veil.tape.projection import (
     TextIndex,
     VectorIndex,
 )
-from veil.tape.registration import register_once
 from veil.tape.store import ProjectionMismatch, Store, UnknownName
 
 # ---- a small projection used by the contract suite and the demo ---------------------------
@@ -432,14 +431,14 @@ class StoreContract:
         assert again.check().ok
 
     def test_registering_once_again_is_a_no_op(self) -> None:
-        """:func:`~veil.tape.registration.register_once`, the way Veil's writers register:
+        """``register`` is idempotent per handle, the way Veil's writers rely on:
         again on the same handle it writes nothing and the projection is applied once."""
         store = self.make_store("once", embedder=HashEmbedder(), clock=FakeClock())
-        register_once(store, NotesProjection())
+        store.register(NotesProjection())
         store.append([note_event("u1", "note.added", note="a", body="alpha")])
         before = (store.snapshot(), store.head(), store.recorded_projections())
-        register_once(store, NotesProjection())
-        register_once(store, NotesProjection(), NotesProjection())
+        store.register(NotesProjection())
+        store.register(NotesProjection(), NotesProjection())
         assert (store.snapshot(), store.head(), store.recorded_projections()) == before
         store.append([note_event("u1", "note.added", note="b", body="beta")])
         assert [r["note"] for r in store.fetch("notes", scope="u1", order_by=["note"])] == [
@@ -450,11 +449,21 @@ class StoreContract:
             "b"
         ]
         assert store.check().ok
+
+        class Changed(NotesProjection):
+            version = NotesProjection.version + 1
+
+        try:  # the same name with another signature is refused, not skipped
+            store.register(Changed())
+        except ValueError as e:
+            assert "already registered" in str(e)
+        else:
+            raise AssertionError("a changed projection under a registered name was accepted")
         kept = store.snapshot()
         store.close()
         again = self.make_store("once", embedder=HashEmbedder(), clock=FakeClock())
-        register_once(again, NotesProjection())  # a new handle registers (per handle)
-        register_once(again, NotesProjection())
+        again.register(NotesProjection())  # a new handle registers (per handle)
+        again.register(NotesProjection())
         assert again.snapshot() == kept and again.check().ok
 
     def test_attach_reads_and_checks_without_writing(self) -> None:

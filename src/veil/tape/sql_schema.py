@@ -86,7 +86,15 @@ class SqlSchema(SqlTape):
     # ---- registration -------------------------------------------------------------------
 
     def register(self, *projections: Projection) -> None:
-        """Add projections; create their schema, and rebuild any whose version changed."""
+        """Add projections; create their schema, and rebuild any whose version changed.
+
+        Idempotent per handle: a projection this handle already maintains with the same
+        signature (version, schema, embedder) is skipped, so every writer sharing a handle
+        registers what it needs without knowing who came first. The same name with another
+        signature is refused."""
+        projections = self._not_yet_registered(projections)
+        if not projections:
+            return
         self._check_new(projections)
         stale: list[Projection] = []
         with self._write() as cur:
@@ -140,6 +148,22 @@ class SqlSchema(SqlTape):
                 projection.name, theirs, ours, f"projection {projection.name!r}: {what}"
             )
         self._projections.projections.extend(projections)
+
+    def _not_yet_registered(self, projections: Sequence[Projection]) -> tuple[Projection, ...]:
+        signatures = {p.name: self._signature(p) for p in self._projections.projections}
+        fresh: dict[str, Projection] = {}
+        for projection in projections:
+            signature = self._signature(projection)
+            have = signatures.get(projection.name)
+            if have is not None and have != signature:
+                raise ValueError(
+                    f"projection {projection.name!r} is already registered on this store "
+                    "with another version or schema"
+                )
+            if have is None:
+                signatures[projection.name] = signature
+                fresh[projection.name] = projection
+        return tuple(fresh.values())
 
     def _check_new(self, projections: Sequence[Projection]) -> None:
         """Names and tables of projections about to join this handle: valid and not taken."""
