@@ -30,7 +30,7 @@ from veil.agent.project import project_root
 from veil.agent.sessions import SessionProjection
 from veil.clients.claude_code_state import ClaudeCodeProjection
 from veil.context.projection import ContextProjection
-from veil.convergence.record import ConvergenceProjection
+from veil.convergence.projection import ConvergenceProjection
 from veil.embed import EmbedderUnavailable, embedder_from_spec, spec_of
 from veil.memory.projection import MemoryProjection
 from veil.server.keys import KeysProjection

@@ -22,7 +22,7 @@ from typing import cast
 
 from veil.clock import Clock, format_time
 from veil.convergence import monitor, stuck
-from veil.convergence.record import ATTEMPTS, attempt_from_row
+from veil.convergence.projection import ATTEMPTS, attempt_from_row
 from veil.tape import (
     Column,
     Event,

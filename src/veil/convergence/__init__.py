@@ -6,6 +6,7 @@
 - :mod:`~veil.convergence.monitor` — progress vs circling, levels 1-3, ``should_block``.
 - :mod:`~veil.convergence.stuck` — the four OpenHands loop patterns.
 - :mod:`~veil.convergence.record` — :class:`AttemptLog` on the tape (the only stateful part).
+- :mod:`~veil.convergence.projection` — the attempt, escalation and goal tables (pure).
 
 Everything but ``record`` is pure. See ``docs/convergence.md``.
 """
@@ -26,7 +27,8 @@ from veil.convergence.monitor import (
     summary,
 )
 from veil.convergence.outcome import Detection, detect, resolve, runner_summary
-from veil.convergence.record import AttemptLog, ConvergenceProjection
+from veil.convergence.projection import ConvergenceProjection
+from veil.convergence.record import AttemptLog
 from veil.convergence.stuck import Step
 
 __all__ = [

@@ -2,7 +2,7 @@
 
 :class:`AttemptLog` is the thin stateful part. Every attempt is a ``convergence.attempt`` event,
 every rise in a goal's level a ``convergence.escalated`` event, the first sight of a goal a
-``convergence.goal`` event; :class:`ConvergenceProjection` turns them into tables. The record of
+``convergence.goal`` event; :mod:`veil.convergence.projection` turns them into tables. The record of
 a goal is read back from the store, never from memory, so a new session (a new ``AttemptLog``
 on the same store and scope) sees every earlier attempt at the same goal.
 
@@ -13,14 +13,12 @@ stores, reloads and calls them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import cast
 
 from veil.clock import Clock, SystemClock, format_time
 from veil.convergence import monitor, stuck
 from veil.convergence.attempt import (
     Action,
     Attempt,
-    Level,
     Outcome,
     attempt_payload,
     call_digest,
@@ -29,173 +27,16 @@ from veil.convergence.attempt import (
 from veil.convergence.fingerprint import fingerprint
 from veil.convergence.goals import Goal, goal_for
 from veil.convergence.outcome import detect, resolve
-from veil.tape import Column, Event, JSONValue, Op, Put, Row, Store, Table, new_id
+from veil.convergence.projection import (
+    ATTEMPTS,
+    ESCALATIONS,
+    GOALS,
+    ConvergenceProjection,
+    attempt_from_row,
+    escalation_from_row,
+)
+from veil.tape import JSONValue, Store, new_id
 from veil.tape.recorder import Recorder
-
-ATTEMPTS = "conv_attempts"
-ESCALATIONS = "conv_escalations"
-GOALS = "conv_goals"
-
-
-class ConvergenceProjection:
-    """Tables of attempts, escalations and goals. Pure: every op comes from the event alone."""
-
-    name = "convergence"
-    version = 1
-    tables = (
-        Table(
-            ATTEMPTS,
-            (
-                Column("attempt_id", "text", nullable=False),
-                Column("goal_id", "text"),
-                Column("iteration", "int"),
-                Column("action", "text"),
-                Column("target", "text"),
-                Column("outcome", "text"),
-                Column("evidence", "text"),
-                Column("fingerprint", "text"),
-                Column("session_id", "text"),
-                Column("tool_call_id", "text"),
-                Column("tool_name", "text"),
-                Column("call_digest", "text"),
-                Column("output_digest", "text"),
-                Column("files", "json"),
-                Column("failures", "int"),
-                Column("at", "time"),
-                Column("seq", "int"),
-            ),
-            key=("attempt_id",),
-            indexes=(("goal_id", "seq"), ("fingerprint",)),
-        ),
-        Table(
-            ESCALATIONS,
-            (
-                Column("escalation_id", "text", nullable=False),
-                Column("goal_id", "text"),
-                Column("level", "int"),
-                Column("reasons", "json"),
-                Column("circling_count", "int"),
-                Column("attempt_id", "text"),
-                Column("session_id", "text"),
-                Column("at", "time"),
-                Column("seq", "int"),
-            ),
-            key=("escalation_id",),
-            indexes=(("goal_id", "seq"),),
-        ),
-        Table(
-            GOALS,
-            (
-                Column("goal_id", "text", nullable=False),
-                Column("intent", "text"),
-                Column("project", "text"),
-                Column("session_id", "text"),
-                Column("at", "time"),
-            ),
-            key=("goal_id",),
-        ),
-    )
-    text_indexes = ()
-    vector_indexes = ()
-
-    def apply(self, event: Event) -> list[Op]:
-        p = event.payload
-        scope = event.scope
-        if event.kind == "convergence.attempt":
-            row: Row = {"scope": scope, "attempt_id": p["id"]}
-            for name in (
-                "goal_id",
-                "iteration",
-                "action",
-                "target",
-                "outcome",
-                "evidence",
-                "fingerprint",
-                "session_id",
-                "tool_call_id",
-                "tool_name",
-                "call_digest",
-                "output_digest",
-                "files",
-                "failures",
-                "at",
-            ):
-                row[name] = p.get(name)
-            row["seq"] = event.seq
-            return [Put(ATTEMPTS, row)]
-        if event.kind == "convergence.escalated":
-            return [
-                Put(
-                    ESCALATIONS,
-                    {
-                        "scope": scope,
-                        "escalation_id": p["id"],
-                        "goal_id": p["goal_id"],
-                        "level": p["level"],
-                        "reasons": p["reasons"],
-                        "circling_count": p["circling_count"],
-                        "attempt_id": p["attempt_id"],
-                        "session_id": p["session_id"],
-                        "at": p["at"],
-                        "seq": event.seq,
-                    },
-                )
-            ]
-        if event.kind == "convergence.goal":
-            return [
-                Put(
-                    GOALS,
-                    {
-                        "scope": scope,
-                        "goal_id": p["goal_id"],
-                        "intent": p["intent"],
-                        "project": p["project"],
-                        "session_id": p["session_id"],
-                        "at": p["at"],
-                    },
-                    keep_existing=True,
-                )
-            ]
-        return []
-
-
-def attempt_from_row(row: Row) -> Attempt:
-    def text(name: str) -> str:
-        value = row.get(name)
-        return "" if value is None else str(value)
-
-    failures = row.get("failures")
-    return Attempt(
-        id=text("attempt_id"),
-        goal_id=text("goal_id"),
-        iteration=int(cast(int, row["iteration"])),
-        action=cast(Action, row["action"]),
-        target=text("target"),
-        outcome=cast(Outcome, row["outcome"]),
-        evidence=text("evidence"),
-        fingerprint=cast("str | None", row.get("fingerprint")),
-        session_id=text("session_id"),
-        tool_call_id=cast("str | None", row.get("tool_call_id")),
-        tool_name=text("tool_name"),
-        call_digest=text("call_digest"),
-        output_digest=text("output_digest"),
-        files=tuple(cast("list[str]", row.get("files") or [])),
-        failures=None if failures is None else int(cast(int, failures)),
-        at=text("at"),
-    )
-
-
-def escalation_from_row(row: Row) -> monitor.Escalation:
-    return monitor.Escalation(
-        id=str(row["escalation_id"]),
-        goal_id=str(row["goal_id"]),
-        level=cast(Level, int(cast(int, row["level"]))),
-        reasons=tuple(cast("list[str]", row["reasons"] or [])),
-        circling_count=int(cast(int, row["circling_count"])),
-        attempt_id=str(row["attempt_id"]),
-        session_id=str(row["session_id"]),
-        at=str(row["at"]),
-    )
 
 
 class AttemptLog:

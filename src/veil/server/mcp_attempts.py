@@ -19,7 +19,8 @@ from typing import cast
 
 from veil.convergence.attempt import ACTIONS, Action, Outcome, attempt_payload
 from veil.convergence.goals import goal_id
-from veil.convergence.record import ATTEMPTS, GOALS, AttemptLog
+from veil.convergence.projection import ATTEMPTS, GOALS
+from veil.convergence.record import AttemptLog
 from veil.server.mcp_protocol import JSONObject, Tool, ToolFailed, object_schema
 from veil.tape import JSONValue
 
