@@ -8,7 +8,7 @@ named no target, a target built from the label and the call's scalar arguments.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -52,15 +52,23 @@ def generic_target(tool_name: str, arguments: Mapping[str, Any]) -> str | None:
     return f"{tool_name} {' '.join(parts)}".strip() or None
 
 
+@dataclass(frozen=True)
+class Origin:
+    """Where and when an item is made: the session clock, the wall clock, the session, and the
+    configuration and token counter that size it."""
+
+    tick: int
+    now: datetime
+    session_id: str
+    config: ContextConfig
+    count_tokens: Callable[[str], int]
+
+
 def new_item(
     kind: ItemKind,
     content: str,
+    origin: Origin,
     *,
-    tick: int,
-    now: datetime,
-    session_id: str,
-    tokens: int,
-    config: ContextConfig,
     target: str | None = None,
     tool_name: str | None = None,
     tool_call_id: str | None = None,
@@ -74,11 +82,12 @@ def new_item(
 ) -> ContextItem:
     """A fresh live item: accessed once, now, with the kind's initial FSRS stability on both
     horizons; tags from its target and content unless given."""
+    config, tick = origin.config, origin.tick
     return ContextItem(
         id=new_id("ci"),
         kind=kind,
         content=content,
-        tokens=tokens,
+        tokens=origin.count_tokens(content),
         tags=tags if tags is not None else tags_of(f"{target or ''} {content}"),
         code_refs=code_refs,
         pinned=pinned,
@@ -87,14 +96,14 @@ def new_item(
         difficulty=config.initial_difficulty[kind],
         durable_stability=config.initial_stability[kind],
         last_access_tick=tick,
-        last_access_at=format_time(now),
+        last_access_at=format_time(origin.now),
         access_count=1,
         tier="live",
         turn_kind=turn_kind,
         tool_call_id=tool_call_id,
         tool_name=tool_name,
         target=target,
-        session_id=session_id,
+        session_id=origin.session_id,
         created_tick=tick,
         manual_tick=tick if manual else None,
         effect=effect,

@@ -27,7 +27,7 @@ from typing import Any
 
 from veil.clock import Clock, SystemClock
 from veil.context.access import recalled
-from veil.context.capture import call_effect, generic_target, new_item
+from veil.context.capture import Origin, call_effect, generic_target, new_item
 from veil.context.codegraph import CodeGraph
 from veil.context.config import ContextConfig
 from veil.context.conflicts import Belief, Conflict, ConflictBook, content_digest
@@ -36,7 +36,6 @@ from veil.context.items import (
     ITEM_KINDS,
     NEVER_EVICTED,
     ContextItem,
-    Effect,
     ItemKind,
     Tier,
     TurnKind,
@@ -228,15 +227,18 @@ class ContextEngine:
             rel = self.graph.rel(path)
             if rel and rel not in self.task.touched:
                 self._retask(touched=self.task.touched | {rel})
-        item = self._new_item(
-            did.kind,
-            output,
-            target=target,
-            tool_name=tool_name,
-            tool_call_id=tool_call_id,
-            code_refs=did.code_refs,
-            effect=did.effect,
-            parent=parent,
+        item = self._admit(
+            new_item(
+                did.kind,
+                output,
+                self._origin(),
+                target=target,
+                tool_name=tool_name,
+                tool_call_id=tool_call_id,
+                code_refs=did.code_refs,
+                effect=did.effect,
+                parent=parent,
+            )
         )
         if reads and not partial and not is_error:
             self._check_belief(
@@ -265,7 +267,9 @@ class ContextEngine:
             self._touch_referenced(text)
         kind = turn_kind or classify_turn(role, text, calls, first_user_turn=first_user)
         self._has_intent = self._has_intent or kind == "intent"
-        item = self._new_item("turn", text, target=target or role, turn_kind=kind)
+        item = self._admit(
+            new_item("turn", text, self._origin(), target=target or role, turn_kind=kind)
+        )
         if role == "user" and kind == "intent":
             self.set_task(text)
         return item
@@ -286,14 +290,17 @@ class ContextEngine:
         ``(subject, relation, value)`` for items that assert something checkable."""
         if kind not in ITEM_KINDS:
             raise ValueError(f"unknown item kind {kind!r}")
-        item = self._new_item(
-            kind,
-            content,
-            target=target,
-            code_refs=tuple(code_refs),
-            tags=tuple(tags) if tags is not None else None,
-            pinned=pinned,
-            manual=manual,
+        item = self._admit(
+            new_item(
+                kind,
+                content,
+                self._origin(),
+                target=target,
+                code_refs=tuple(code_refs),
+                tags=tuple(tags) if tags is not None else None,
+                pinned=pinned,
+                manual=manual,
+            )
         )
         if belief is not None:
             subject, relation, value = belief
@@ -305,41 +312,11 @@ class ContextEngine:
         self._task_text = text
         self._retask(tags=frozenset(tags_of(text)))
 
-    def _new_item(
-        self,
-        kind: ItemKind,
-        content: str,
-        *,
-        target: str | None = None,
-        tool_name: str | None = None,
-        tool_call_id: str | None = None,
-        code_refs: tuple[str, ...] = (),
-        tags: tuple[str, ...] | None = None,
-        pinned: bool = False,
-        manual: bool = False,
-        turn_kind: TurnKind | None = None,
-        effect: Effect | None = None,
-        parent: str | None = None,
-    ) -> ContextItem:
-        item = new_item(
-            kind,
-            content,
-            tick=self.tick,
-            now=self.clock.now(),
-            session_id=self.session_id,
-            tokens=self.count_tokens(content),
-            config=self.config,
-            target=target,
-            tool_name=tool_name,
-            tool_call_id=tool_call_id,
-            code_refs=code_refs,
-            tags=tags,
-            pinned=pinned,
-            manual=manual,
-            turn_kind=turn_kind,
-            effect=effect,
-            parent=parent,
-        )
+    def _origin(self) -> Origin:
+        return Origin(self.tick, self.clock.now(), self.session_id, self.config, self.count_tokens)
+
+    def _admit(self, item: ContextItem) -> ContextItem:
+        """A new item joins the working set and the tape."""
         self._set.add(item)
         self._emit("context.item", {"item": item_payload(item)})
         return item
