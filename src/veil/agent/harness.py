@@ -191,13 +191,7 @@ class VeilHarness:
                 item = self.engine.capture_turn("user", message.content, target=f"turn:{index}")
                 self._turn_items[index] = item.id
             elif isinstance(message, AssistantMessage):
-                item = self.engine.capture_turn(
-                    "assistant",
-                    _turn_text(message),
-                    calls=call_kinds(self._tools, [c.name for c in message.tool_calls]),
-                    target=f"turn:{index}",
-                )
-                self._turn_items[index] = item.id
+                self._capture_assistant(message, index)
         self._seen = len(messages)
 
     # ---- hooks ---------------------------------------------------------------------
@@ -387,21 +381,27 @@ class VeilHarness:
                 self._report_level()
         return replace(result, content=content) if content != result.content else None
 
+    def _capture_assistant(self, message: AssistantMessage, index: int) -> str:
+        """The turn item of the assistant message at transcript ``index`` (each tool call
+        classified as acting or looking by its tool's declaration)."""
+        item = self.engine.capture_turn(
+            "assistant",
+            _turn_text(message),
+            calls=call_kinds(self._tools, [c.name for c in message.tool_calls]),
+            target=f"turn:{index}",
+        )
+        self._turn_items[index] = item.id
+        return item.id
+
     def on_message(self, message: AssistantMessage) -> None:
         """An assistant message becomes a turn item as soon as it is complete, before its tools
         run, so that their results know it (a turn and its results leave the prompt together).
         A message with no tool call is also a step of its own (the monologue pattern)."""
         index = self._seen  # the loop appended it right after the last request was built
         if message.tool_calls and index not in self._turn_items:
-            item = self.engine.capture_turn(
-                "assistant",
-                _turn_text(message),
-                calls=call_kinds(self._tools, [c.name for c in message.tool_calls]),
-                target=f"turn:{index}",
-            )
-            self._turn_items[index] = item.id
+            item_id = self._capture_assistant(message, index)
             for call in message.tool_calls:
-                self._call_turn[call.id] = item.id
+                self._call_turn[call.id] = item_id
         if message.tool_calls or not message.content.strip() or self.attempts.goal is None:
             return
         self.attempts.observe(action=None, message=message.content.strip())

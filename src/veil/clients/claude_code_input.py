@@ -32,7 +32,7 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 from veil.agent.capture import action_of
 from veil.agent.tool import Touches
@@ -47,14 +47,7 @@ Event = Literal[
     "PostToolUseFailure",
     "PreCompact",
 ]
-EVENTS: tuple[Event, ...] = (
-    "SessionStart",
-    "UserPromptSubmit",
-    "PreToolUse",
-    "PostToolUse",
-    "PostToolUseFailure",
-    "PreCompact",
-)
+EVENTS: tuple[Event, ...] = get_args(Event)
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
 SHELL_TOOLS = frozenset({"Bash", "PowerShell"})
 READ_TOOLS = frozenset({"Read"})

@@ -42,11 +42,12 @@ from veil.context.items import (
 )
 from veil.context.manifest import manifest_of
 from veil.context.pressure import clip_unread, plan_step, shrink_excerpts, with_their_turns
-from veil.context.projection import ITEMS_TEXT, ITEMS_VEC, ContextProjection
+from veil.context.projection import ContextProjection
 from veil.context.records import conflict_payload, item_payload
 from veil.context.render import stub
 from veil.context.resume import read_item, read_session, recall_files
 from veil.context.score import Task
+from veil.context.search import IndexQueue, find, search_text
 from veil.context.signals import tags_of
 from veil.context.threshold import Threshold, on_regret, on_tick
 from veil.context.turns import CallKind, classify_turn
@@ -105,7 +106,7 @@ class ContextEngine:
         self._set = WorkingSet(self.config, token_counter, embedder)
         self._book = ConflictBook()
         self._has_intent = False
-        self._to_index: dict[str, None] = {}
+        self._to_index = IndexQueue()
         self._writer = ContextWriter(
             Recorder(
                 store,
@@ -448,20 +449,16 @@ class ContextEngine:
         out)."""
         self._index_some(None)
         self.flush()
-        hits = [
-            h.doc_id
-            for h in self.store.search_text(ITEMS_TEXT, scope=self.scope, query=query, limit=limit)
-        ]
-        if self.embedder is not None:
-            hits += [
-                h.doc_id
-                for h in self.store.search_vector(
-                    ITEMS_VEC, scope=self.scope, query=query, limit=limit
-                )
-                if h.score >= min_similarity
-            ]
+        found = find(
+            self.store,
+            scope=self.scope,
+            query=query,
+            limit=limit,
+            vectors=self.embedder is not None,
+            min_similarity=min_similarity,
+        )
         out: list[ContextItem] = []
-        for item_id in dict.fromkeys(hits):
+        for item_id in found:
             item = self._set.items.get(item_id) or self._load_foreign(item_id)
             if item is not None:
                 out.append(item)
@@ -604,18 +601,16 @@ class ContextEngine:
             payload["excerpt"] = updated.excerpt
         self._emit("context.tier", payload)
         if tier == "live":
-            self._to_index.pop(item.id, None)
+            self._to_index.restored(item.id)
         elif item.tier == "live":
-            self._to_index[item.id] = None
+            self._to_index.demoted(item.id)
         return updated
 
     def _index_some(self, limit: int | None) -> None:
         """Make up to ``limit`` demoted items searchable (all when None)."""
-        for item_id in list(self._to_index)[:limit]:
-            del self._to_index[item_id]
-            item = self._set.items[item_id]
-            search = f"{item.tool_name or item.kind} {item.target or ''}\n{item.content[:20_000]}"
-            self._emit("context.indexed", {"id": item_id, "search_text": search})
+        for item_id in self._to_index.take(limit):
+            text = search_text(self._set.items[item_id])
+            self._emit("context.indexed", {"id": item_id, "search_text": text})
 
     def _regret_if_returning(self, tool_name: str, target: str | None) -> None:
         if not target:
@@ -675,7 +670,7 @@ class ContextEngine:
             item = entry.item
             self._set.add(item)
             if item.tier != "live" and not entry.indexed:
-                self._to_index[item.id] = None
+                self._to_index.demoted(item.id)
             self._has_intent = self._has_intent or item.turn_kind == "intent"
             recall_files(self._book, item)
         if resumed.threshold is not None:

@@ -138,6 +138,3 @@ class Codec(Generic[T]):
             )
             for f in self.fields
         )
-
-    def names(self) -> tuple[str, ...]:
-        return tuple(f.stored for f in self.fields)
