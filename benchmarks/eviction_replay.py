@@ -57,7 +57,7 @@ from typing import Any
 
 from benchmarks.replay import policies as P
 from benchmarks.replay.load import DATA, REPO, Trajectory, load
-from benchmarks.replay.needs import RULES, Need, detect_needs, misses
+from benchmarks.replay.needs import RULES, Need, copied_lines, detect_needs, misses
 from veil.context import ContextConfig
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -139,8 +139,11 @@ class Point:
     needs: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RULES, 0))
     misses: dict[str, int] = field(default_factory=lambda: dict.fromkeys(RULES, 0))
     info: dict[str, float] = field(default_factory=dict[str, float])
+    copy_needs: int = 0
+    """The second detector's needs (:func:`copied_lines`) and misses, apart from the rules."""
+    copy_misses: int = 0
 
-    def add(self, run: P.Run, keep: P.Run, needs: list[Need]) -> None:
+    def add(self, run: P.Run, keep: P.Run, needs: list[Need], copies: list[Need]) -> None:
         self.tokens += sum(run.tokens)
         self.cached += sum(run.cached)
         self.steps += len(run.tokens)
@@ -151,6 +154,8 @@ class Point:
         for need, missed in zip(needs, misses(needs, run.live), strict=True):
             self.needs[need.rule] += 1
             self.misses[need.rule] += int(missed)
+        self.copy_needs += len(copies)
+        self.copy_misses += sum(misses(copies, run.live))
         for k, v in run.info.items():
             self.info[k] = self.info.get(k, 0.0) + v
 
@@ -163,6 +168,8 @@ class Point:
             "keep_tokens",
             "keep_peak",
             "trajectories",
+            "copy_needs",
+            "copy_misses",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for rule in RULES:
@@ -188,6 +195,12 @@ class Point:
                 for r in RULES
             },
             "needs_by_rule": dict(self.needs),
+            "copied_lines": {
+                "needs": self.copy_needs,
+                "miss_rate": round(self.copy_misses / self.copy_needs, 4)
+                if self.copy_needs
+                else None,
+            },
             "info": {k: round(v / max(1, self.trajectories), 3) for k, v in self.info.items()},
         }
 
@@ -210,11 +223,12 @@ def replay_one(job: Job) -> tuple[dict[str, Point], list[Need]]:
 
     t = job.traj
     needs = detect_needs(t.steps, f"{t.system}\n{t.instance}")
+    copies = copied_lines(t.steps, f"{t.system}\n{t.instance}")
     keep = P.keep_all(t)
     out: dict[str, Point] = {}
 
     def record(key: str, run: P.Run) -> None:
-        out.setdefault(key, Point()).add(run, keep, needs)
+        out.setdefault(key, Point()).add(run, keep, needs, copies)
 
     if job.baselines:
         record("keep-all", keep)
@@ -547,8 +561,8 @@ def _label(key: str, chosen: str) -> str:
 def table(rows: dict[str, dict[str, Any]], chosen: str) -> str:
     lines = [
         "| policy @ budget | mean tokens/step | vs keep-all | peak | vs keep-all | misses / needs "
-        "| miss rate | region | command | identifier |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| miss rate | region | command | identifier | copied lines (2nd detector) |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for key, r in rows.items():
         by = r["miss_rate_by_rule"]
@@ -556,7 +570,8 @@ def table(rows: dict[str, dict[str, Any]], chosen: str) -> str:
             f"| {_label(key, chosen)} | {r['mean_tokens']:,.0f} | {_pct(r['tokens_vs_keep_all'])} "
             f"| {r['peak_tokens']:,.0f} | {_pct(r['peak_vs_keep_all'])} "
             f"| {r['misses']:,} / {r['needs']:,} | {_pct(r['miss_rate'])} | {_pct(by['region'])} "
-            f"| {_pct(by['command'])} | {_pct(by['identifier'])} |"
+            f"| {_pct(by['command'])} | {_pct(by['identifier'])} "
+            f"| {_pct(r.get('copied_lines', {}).get('miss_rate'))} |"
         )
     return "\n".join(lines)
 
@@ -601,7 +616,11 @@ def render_section(data: dict[str, Any]) -> str:
         "with no edit in between, or names an identifier (path, symbol, quoted error text) "
         "printed by an earlier observation and absent from the task and the agent's own earlier "
         "actions; it is a **miss** when none of the observations that satisfy it is verbatim in "
-        "the prompt at that step. Definitions: `benchmarks/replay/needs.py`.",
+        "the prompt at that step. Definitions: `benchmarks/replay/needs.py`. A second detector "
+        "of another kind (`copied_lines`: the action carries a line of 24+ characters an "
+        "earlier observation printed verbatim — an edit's old text, a pasted error) shares "
+        "no rule with the engine's re-reference scan; its miss rate is the last column, "
+        "outside the goals.",
         "",
         f"Sample: {data['sample_note']}. Embedder: {data['embedder']}. "
         f"Run time {data['seconds']:,.0f} s on {data['machine']['cpus']} CPUs "
@@ -615,7 +634,8 @@ def render_section(data: dict[str, Any]) -> str:
         lines += [
             f"**Set {SET_NAMES[name]}** — {entry['trajectories']} trajectories, "
             f"{entry['steps']:,} steps, {entry['needs']:,} needs "
-            f"({', '.join(f'{r} {n:,}' for r, n in entry['needs_by_rule'].items())}).",
+            f"({', '.join(f'{r} {n:,}' for r, n in entry['needs_by_rule'].items())}); "
+            f"second detector: {entry.get('copied_lines_needs', 0):,} copied-line needs.",
             "",
             table(entry["rows"], chosen),
             "",
@@ -722,6 +742,7 @@ def _set_entry(trajs: list[Trajectory], totals: dict[str, Point]) -> dict[str, A
         "steps": sum(len(t.steps) for t in trajs),
         "needs": keep["needs"],
         "needs_by_rule": keep["needs_by_rule"],
+        "copied_lines_needs": keep["copied_lines"]["needs"],
         "rows": rows,
     }
 

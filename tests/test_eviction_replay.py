@@ -14,6 +14,7 @@ from benchmarks.replay.needs import (
     Need,
     Region,
     SimpleStep,
+    copied_lines,
     detect_needs,
     identifiers,
     misses,
@@ -229,6 +230,28 @@ def test_identifier_extraction() -> None:
 
 
 # ---- misses ---------------------------------------------------------------------------
+
+
+def test_the_second_detector_counts_lines_copied_from_an_observation() -> None:
+    view = "12:    def resolve_lookup(self, value, *, strict=False):\n13:        return value\n"
+    steps = [
+        SimpleStep("open pkg/mod.py", view, "view", tool="open"),
+        SimpleStep("grep -rn resolve pkg", "pkg/mod.py:12:    def resolve_lookup(self, value):"),
+        SimpleStep(
+            "edit 12:12\n    def resolve_lookup(self, value, *, strict=False):\nend_of_edit",
+            "",
+            "edit",
+            tool="edit",
+        ),
+        # the same line again: the agent wrote it itself by now
+        SimpleStep("edit 12:12\n    def resolve_lookup(self, value, *, strict=False):", ""),
+        # a line from the task is not a need, nor a short one
+        SimpleStep("echo 'the task says exactly this long line'\nx = 1", "ok"),
+    ]
+    needs = copied_lines(steps, "echo 'the task says exactly this long line'")
+    assert [(n.step, n.rule, n.sources) for n in needs] == [(2, "copy", (0,))]
+    assert misses(needs, [frozenset()] * 2 + [frozenset({0})]) == [False]
+    assert misses(needs, [frozenset()] * 2 + [frozenset({1})]) == [True]
 
 
 def test_a_need_misses_only_when_no_source_is_verbatim() -> None:

@@ -43,8 +43,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-Rule = Literal["region", "command", "identifier"]
+Rule = Literal["region", "command", "identifier", "copy"]
 RULES: tuple[Rule, ...] = ("region", "command", "identifier")
+"""The detector's rules. ``copy`` is the second detector's (:func:`copied_lines`), reported
+apart: it is not part of the miss rate the goals read."""
 
 
 class StepLike(Protocol):
@@ -303,6 +305,47 @@ def detect_needs(steps: Sequence[StepLike], context: str = "") -> list[Need]:
                 needs.append(Need(k, "identifier", ident, tuple(sources)))
         words.append(set(_WORD.findall(step.observation)))
         earlier_actions += "\n" + step.action
+    return needs
+
+
+_LINE_NUMBER = re.compile(r"^\s*\d+[:\t]\s?")
+COPY_MIN_CHARS = 24
+
+
+def _lines(text: str) -> set[str]:
+    out: set[str] = set()
+    for raw in text.splitlines():
+        line = _LINE_NUMBER.sub("", raw).strip()
+        if len(line) >= COPY_MIN_CHARS:
+            out.add(line)
+    return out
+
+
+def copied_lines(steps: Sequence[StepLike], context: str = "") -> list[Need]:
+    """A second detector, of another kind than :func:`detect_needs`: step ``k`` needs an
+    earlier observation when its action carries a line (at least 24 characters, stripped)
+    that the observation printed verbatim as a line (line-number prefixes removed) — an edit's
+    old text, a pasted error, a copied signature: the model could not have written it without
+    that text in front of it. Lines in the task or in an earlier action never count (the agent
+    had them anyway). One need per (step, distinct set of sources).
+
+    It shares no rule with the identifier scan the engine's re-reference touch uses, so it
+    checks whether that touch helps needs it was not shaped on."""
+    always = {line.strip() for line in context.splitlines()}
+    printed = [_lines(s.observation) for s in steps]
+    written: set[str] = set()
+    needs: list[Need] = []
+    for k, step in enumerate(steps):
+        seen: set[tuple[int, ...]] = set()
+        lines = [line.strip() for line in step.action.splitlines()]
+        for line in lines:
+            if len(line) < COPY_MIN_CHARS or line in always or line in written:
+                continue
+            sources = tuple(j for j in range(k) if line in printed[j])
+            if sources and sources not in seen:
+                seen.add(sources)
+                needs.append(Need(k, "copy", line[:80], sources))
+        written.update(lines)
     return needs
 
 
