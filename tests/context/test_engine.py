@@ -328,3 +328,82 @@ def test_turn_score_base_puts_turns_on_the_item_scale(make_engine: MakeEngine) -
             assert scores[turns[-1].id] < 1.0
             assert scores[turns[0].id] < scores[turns[-1].id]
             assert scores[result.id] > scores[turns[0].id]
+
+
+def _scores_recomputed(engine: ContextEngine) -> dict[str, float]:
+    """Every score from scratch (``score_many`` over the columns, the turn factor from each
+    turn's age, kind and similarity): what the working set's cached parts must equal."""
+    import numpy as np
+
+    from veil.context.score import score_many
+
+    ws = engine._set  # pyright: ignore[reportPrivateUsage]
+    c, config = ws.cols, engine.config
+    scores = score_many(
+        stability=c.view("stability"),
+        last_tick=c.view("last_tick"),
+        access=c.view("access"),
+        relevance=c.view("relevance"),
+        structure_signal=c.view("structure"),
+        cognitive_weight=c.view("cognitive"),
+        procedural=c.flag("procedural"),
+        manual=c.flag("manual"),
+        pinned=c.flag("pinned"),
+        tick=engine.tick,
+        config=config,
+    )
+    turns = c.flag("is_turn")
+    age = (ws.turns - 1) - c.view("turn_index")
+    evict = np.clip((age - config.protected_turns) / config.turn_age_span, 0.0, 1.0)
+    evict = np.where(age < config.protected_turns, 0.0, evict * c.view("turn_weight"))
+    sim = ws.turn_similarity()
+    evict = np.where(sim > config.turn_similarity, evict * (1.0 - sim), evict)
+    boost = np.where(c.flag("pinned"), config.weights.pin_boost, 0.0)
+    scores = np.where(turns, (scores - boost) * (1.0 - evict) + boost, scores)
+    return {item_id: float(scores[i]) for i, item_id in enumerate(ws.ids)}
+
+
+def test_cached_score_parts_equal_scores_recomputed_from_scratch(make_engine: MakeEngine) -> None:
+    """The hot path keeps each item's clock-free score parts and each turn's factor between
+    calls; after captures, touches, pins, manual loads, evictions, turn kinds and a new task
+    they must still equal a full recomputation (and the scalar ``score`` for non-turns)."""
+    import random
+
+    from veil.context.score import score
+
+    rng = random.Random(7)
+    engine = make_engine(window_tokens=4_000, reserve_tokens=500, protected_turns=3)
+    engine.capture_turn("user", "Fix the tokenizer in src/lexer.py")
+    for n in range(120):
+        roll = rng.random()
+        if roll < 0.2:
+            engine.capture_turn("assistant", f"looking at module {n % 7} and lexer", calls=["look"])
+        else:
+            body = f"def f{n}(x):\n    return x * {n}\n" * (n % 9 + 1)
+            read(engine, n, f"src/m{n % 11}.py", body)
+        items = engine.items()
+        pick = items[rng.randrange(len(items))]
+        action = rng.randrange(6)
+        if action == 0:
+            engine.touch(pick.id)
+        elif action == 1 and pick.kind != "turn":
+            engine.pin(pick.id, not pick.pinned)
+        elif action == 2:
+            engine.load(pick.id)
+        elif action == 3 and pick.kind == "turn":
+            engine.mark_turn(pick.id, rng.choice(["decision", "status", "exploration"]))
+        elif action == 4 and n % 40 == 39:
+            engine.set_task(f"Now fix module {n % 11} and the parser")
+        if n % 10 == 9:  # an old turn changes kind with no new turn: the cached factor moves
+            old = next(i for i in engine.items() if i.kind == "turn" and i.turn_kind != "intent")
+            engine.mark_turn(old.id, "status" if old.turn_kind != "status" else "exploration")
+        engine.step()
+        if n % 10 == 9:
+            got, want = engine.scores(), _scores_recomputed(engine)
+            assert got.keys() == want.keys()
+            for item_id, value in want.items():
+                assert got[item_id] == pytest.approx(value, rel=1e-12, abs=1e-12), item_id
+            for it in engine.items():
+                if it.kind != "turn":
+                    expected = score(it, engine._set.task, engine.tick, engine.config)  # pyright: ignore[reportPrivateUsage]
+                    assert got[it.id] == pytest.approx(expected, rel=1e-12), it.id

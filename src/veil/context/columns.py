@@ -21,6 +21,10 @@ FLOAT_COLUMNS = (
     "manual_tick",
     "stub_tokens",
     "created_tick",
+    "rate",
+    "rest",
+    "multiplier",
+    "boost",
 )
 BOOL_COLUMNS = (
     "result",
@@ -34,7 +38,9 @@ BOOL_COLUMNS = (
     "clipped",
     "superseded",
 )
-"""``parent_turn``: the turn ordinal (``turn_index``) of the turn whose call made a result, or
+"""``rate``, ``rest``, ``multiplier``, ``boost``: the parts of an item's score that do not move
+with the clock (``score.static_parts``, ``fsrs.decay_rate_many``), kept per row by the working
+set; ``parent_turn``: the turn ordinal (``turn_index``) of the turn whose call made a result, or
 -1; ``clipped``: a result shown as its head and tail (it has an excerpt); ``superseded``: a
 result a later call repeated (the same command run again, the same file or range read again)."""
 

@@ -73,6 +73,19 @@ def retrievability_many(elapsed_days: Floats, stability: Floats) -> Floats:
     return np.where(elapsed_days <= 0, 1.0, r)
 
 
+def decay_rate_many(stability: Floats, ticks_per_day: float) -> Floats:
+    """``F / (S · ticks_per_day)`` per item: what :func:`retrievability_after_ticks` needs
+    besides the elapsed ticks. It changes only when an item's stability does, so the hot path
+    keeps it per item instead of dividing every item's stability on every call."""
+    return factor() / (np.maximum(stability, STABILITY_MIN) * ticks_per_day)
+
+
+def retrievability_after_ticks(elapsed_ticks: Floats, rate: Floats) -> Floats:
+    """:func:`retrievability_many` on the session clock, from :func:`decay_rate_many`'s rate:
+    ``(1 + rate · t)^(−w20)``, exactly 1 when no tick has passed (or the clock is behind)."""
+    return (1.0 + np.maximum(elapsed_ticks, 0.0) * rate) ** decay()
+
+
 def initial_stability(rating: int = GOOD, w: Sequence[float] = DEFAULT_WEIGHTS) -> float:
     return max(w[rating - 1], STABILITY_MIN)
 

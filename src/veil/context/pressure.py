@@ -46,8 +46,14 @@ def plan_step(
     are clipped afterwards (:func:`clip_unread`)."""
     config = ws.config
     c = ws.cols
-    wall_days = np.maximum(0.0, now.timestamp() - c.view("last_wall")) / 86400.0
-    durable_r = fsrs.retrievability_many(wall_days, c.view("durable_stability"))
+    idle_ticks = tick - c.view("last_tick")
+    # Durable retrievability matters only to stage 3 (warm items idle long enough): computed
+    # for those rows alone (1 elsewhere, which no floor is above).
+    durable_r = np.ones(c.size, dtype=np.float64)
+    aging = np.flatnonzero(c.flag("warm") & (idle_ticks >= config.cold_after_ticks))
+    if len(aging):
+        wall_days = np.maximum(0.0, now.timestamp() - c.f["last_wall"][aging]) / 86400.0
+        durable_r[aging] = fsrs.retrievability_many(wall_days, c.f["durable_stability"][aging])
     hard, soft, exempt = ws.protected(tick)
     unread = c.flag("result") & (c.view("created_tick") > boundary_tick)
     hard = hard | unread
@@ -68,7 +74,7 @@ def plan_step(
         protected=hard,
         soft_protected=soft,
         durable_r=durable_r,
-        idle_ticks=tick - c.view("last_tick"),
+        idle_ticks=idle_ticks,
         threshold=threshold,
         budget=max(1, budget - notes),
         target_fill=config.target_fill,

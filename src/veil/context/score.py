@@ -68,6 +68,41 @@ def score(item: ContextItem, task: Task, tick: int, config: ContextConfig) -> fl
     return base
 
 
+def static_parts(
+    *,
+    access: Floats,
+    relevance: Floats,
+    structure_signal: Floats,
+    cognitive_weight: Floats,
+    procedural: NDArray[np.bool_],
+    manual: NDArray[np.bool_],
+    pinned: NDArray[np.bool_],
+    config: ContextConfig,
+) -> tuple[Floats, Floats, Floats]:
+    """The parts of :func:`score` that do not move with the clock, over columns: ``(rest,
+    multiplier, boost)`` with ``score = (w.recency × recency + rest) × multiplier + boost``.
+    They change only when an item or the task does, so the working set keeps them per item
+    and recomputes only the rows that changed (:func:`combine` does the rest per call)."""
+    w = config.weights
+    freq = np.minimum(1.0, np.log1p(np.maximum(access, 0)) / np.log1p(max(1, w.frequency_cap)))
+    cog = np.clip(0.5 + cognitive_weight / 2.0, 0.0, 1.0)
+    rest = (
+        w.frequency * freq
+        + w.relevance * relevance
+        + w.structure * structure_signal
+        + w.cognitive * cog
+    )
+    multiplier = np.where(procedural, w.procedural, 1.0) * np.where(manual, w.manual, 1.0)
+    return rest, multiplier, np.where(pinned, w.pin_boost, 0.0)
+
+
+def combine(
+    recency: Floats, rest: Floats, multiplier: Floats, boost: Floats, config: ContextConfig
+) -> Floats:
+    """The score from its recency and its :func:`static_parts`."""
+    return (config.weights.recency * recency + rest) * multiplier + boost
+
+
 def score_many(
     *,
     stability: Floats,
@@ -83,17 +118,16 @@ def score_many(
     config: ContextConfig,
 ) -> Floats:
     """Vectorised :func:`score` over columns (relevance and structure precomputed per task)."""
-    w = config.weights
-    elapsed = np.maximum(0.0, tick - last_tick) / config.ticks_per_day
-    recency = fsrs.retrievability_many(elapsed, stability)
-    freq = np.minimum(1.0, np.log1p(np.maximum(access, 0)) / np.log1p(max(1, w.frequency_cap)))
-    cog = np.clip(0.5 + cognitive_weight / 2.0, 0.0, 1.0)
-    base = (
-        w.recency * recency
-        + w.frequency * freq
-        + w.relevance * relevance
-        + w.structure * structure_signal
-        + w.cognitive * cog
+    rate = fsrs.decay_rate_many(stability, config.ticks_per_day)
+    recency = fsrs.retrievability_after_ticks(tick - last_tick, rate)
+    parts = static_parts(
+        access=access,
+        relevance=relevance,
+        structure_signal=structure_signal,
+        cognitive_weight=cognitive_weight,
+        procedural=procedural,
+        manual=manual,
+        pinned=pinned,
+        config=config,
     )
-    base = base * np.where(procedural, w.procedural, 1.0) * np.where(manual, w.manual, 1.0)
-    return base + np.where(pinned, w.pin_boost, 0.0)
+    return combine(recency, *parts, config)

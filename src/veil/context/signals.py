@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import math
 import re
 from collections import Counter
@@ -101,25 +102,32 @@ _STOP = frozenset(
 )
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{2,}")
 _PATH = re.compile(
-    r"(?:[\w.-]+/)+[\w.-]+\.\w+|\b[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|md|toml|"
+    # The lookbehind only skips starts inside a run of path characters (the leftmost start of
+    # the run matches whenever a later one would): the same matches, without retrying each.
+    r"(?<![\w.-])(?:[\w.-]+/)+[\w.-]+\.\w+|\b[\w-]+\.(?:py|js|ts|tsx|go|rs|java|rb|md|toml|"
     r"json|yaml|yml|cfg|ini|txt|sh|c|h|cpp)\b"
 )
 
 
 def tags_of(text: str, limit: int = 32) -> tuple[str, ...]:
     """Salient lower-case tokens of ``text``: file names and the most frequent identifiers.
-    Deterministic: ties break alphabetically."""
-    paths = {p.rsplit("/", 1)[-1].lower() for p in _PATH.findall(text[:20_000])}
-    words = Counter(w.lower() for w in _WORD.findall(text[:20_000]))
-    for stop in _STOP:
-        words.pop(stop, None)
-    ranked = sorted(words.items(), key=lambda kv: (-kv[1], kv[0]))
+    Deterministic: ties break alphabetically.
+
+    Runs on every capture: the text is lowered once (not word by word), stop words never enter
+    the counts, and only the top of the ranking is taken (not a sort of every word)."""
+    head = text[:20_000]
+    paths = {p.rsplit("/", 1)[-1].lower() for p in _PATH.findall(head)}
+    stop = _STOP
+    words = Counter(w for w in _WORD.findall(head.lower()) if w not in stop)
     out = sorted(paths)[: limit // 2]
-    for word, _ in ranked:
+    taken = set(out)
+    top = heapq.nsmallest(limit + len(out), words.items(), key=lambda kv: (-kv[1], kv[0]))
+    for word, _ in top:
         if len(out) >= limit:
             break
-        if word not in out:
+        if word not in taken:
             out.append(word)
+            taken.add(word)
     return tuple(out)
 
 

@@ -15,12 +15,13 @@ from typing import Any
 import numpy as np
 
 from veil.clock import parse_time
+from veil.context import fsrs
 from veil.context.columns import Columns
 from veil.context.config import ContextConfig
 from veil.context.items import NEVER_EVICTED, ContextItem
 from veil.context.references import ReferenceIndex
 from veil.context.render import range_note, stub, turn_stub
-from veil.context.score import Task, score_many
+from veil.context.score import Task, combine, static_parts
 from veil.context.signals import jaccard, structure
 from veil.embed.protocol import Embedder
 
@@ -49,7 +50,16 @@ class WorkingSet:
         """One row per turn (its embedding, computed once at capture), grown geometrically."""
         self._turn_ids: list[str] = []
         self._sim_cache: tuple[int, Floats] | None = None
-        self._turn_rows = np.zeros(0, dtype=np.int64)
+        self._turn_rows = np.zeros(64, dtype=np.int64)
+        """Row of each turn, by ordinal (the first ``turns`` entries), grown geometrically."""
+        self._dirty: list[int] = []
+        """Rows whose clock-free score parts must be recomputed before the next scoring."""
+        self._version = 0
+        """Bumped by every change that can move what the prompt costs (live tokens cache)."""
+        self._live_tokens: tuple[int, int] | None = None
+        self._turn_factor: tuple[tuple[int, int], Floats] | None = None
+        self._turn_version = 0
+        """Bumped when a turn's kind or pin changes (the cached turn factor depends on them)."""
         self._ring = np.zeros((0, 0), dtype=np.float32)
         self._ring_done = 0
         self._note_cache: dict[tuple[int, int], int] = {}
@@ -83,12 +93,17 @@ class WorkingSet:
     def live_tokens(self) -> int:
         """Tokens of the prompt as rendered: live items in full, evicted results and turns as
         stubs — except steps whose turn and results are all out, which render as one note per
-        run of them (:meth:`collapsed`)."""
+        run of them (:meth:`collapsed`). Cached until the next change to an item."""
+        cached = self._live_tokens
+        if cached is not None and cached[0] == self._version:
+            return cached[1]
         live = self.cols.flag("live")
         stubs = self.cols.view("stub_tokens").copy()
         rows, notes = self.collapsed()
         stubs[rows] = 0.0
-        return int(self.cols.view("tokens")[live].sum() + stubs[~live].sum() + notes)
+        total = int(self.cols.view("tokens")[live].sum() + stubs[~live].sum() + notes)
+        self._live_tokens = (self._version, total)
+        return total
 
     def collapsed(self) -> tuple[list[int], int]:
         """Rows of the steps that render as part of a collapsed run (a turn out of the prompt
@@ -138,13 +153,12 @@ class WorkingSet:
             return
         ordinal = int(self.cols.f["turn_index"][turn_row])
         self.cols.f["parent_turn"][self._row[item_id]] = ordinal
+        self._version += 1
         for key in [k for k in self._note_cache if k[0] <= ordinal < k[1]]:
             del self._note_cache[key]
 
     def _turn_row_array(self) -> np.ndarray[Any, np.dtype[np.int64]]:
-        if len(self._turn_rows) != len(self._turn_ids):
-            self._turn_rows = np.array([self._row[t] for t in self._turn_ids], dtype=np.int64)
-        return self._turn_rows
+        return self._turn_rows[: len(self._turn_ids)]
 
     def _run_note_tokens(self, start: int, end: int) -> int:
         """Tokens of the note for the run of turns ``start``…``end - 1`` (turn ordinals)."""
@@ -208,7 +222,13 @@ class WorkingSet:
         b["procedural"][row] = item.kind == "procedural"
         b["is_turn"][row] = item.kind == "turn"
         if item.kind == "turn":
-            f["turn_index"][row] = len(self._turn_ids)
+            ordinal = len(self._turn_ids)
+            f["turn_index"][row] = ordinal
+            if ordinal >= len(self._turn_rows):
+                grown = np.zeros(2 * len(self._turn_rows), dtype=np.int64)
+                grown[:ordinal] = self._turn_rows[:ordinal]
+                self._turn_rows = grown
+            self._turn_rows[ordinal] = row
             self._turn_ids.append(item.id)
             for kid in self._children.get(item.id, []):  # results loaded before their turn
                 self._link_parent(kid, item.id)
@@ -263,7 +283,13 @@ class WorkingSet:
         b["never"][row] = item.kind in NEVER_EVICTED or item.turn_kind in NEVER_EVICTED
         if item.kind == "turn":
             f["turn_weight"][row] = self.config.turn_weights[item.turn_kind or "exploration"]
+            if before is None or (before.turn_kind, before.pinned) != (item.turn_kind, item.pinned):
+                self._turn_version += 1
         self.items[item.id] = item
+        if len(self._dirty) > 2 * self.cols.size + 64:  # never scored for a while: all rows
+            self._dirty = list(range(self.cols.size))
+        self._dirty.append(row)
+        self._version += 1
 
     def retask(self, task: Task) -> None:
         self.task = task
@@ -271,6 +297,7 @@ class WorkingSet:
             row = self._row[item.id]
             self.cols.f["relevance"][row] = jaccard(item.tags, task.tags)
             self.cols.f["structure"][row] = structure(item.code_refs, task.touched, task.neighbours)
+        self._dirty = list(range(self.cols.size))
 
     # ---- scoring --------------------------------------------------------------------
 
@@ -278,35 +305,67 @@ class WorkingSet:
         """Every item's score, in row order. A turn scores ``base × (1 − its turn eviction
         score)`` where base is 1 (``turn_score_base="constant"``) or the turn's own five-signal
         score (``"signals"``, the same scale as every other item, so that stage 2 weighs an old
-        turn against an old tool result fairly)."""
+        turn against an old tool result fairly).
+
+        The same arithmetic as :func:`veil.context.score.score_many`, but the parts that do not
+        move with the clock are kept per row (recomputed only for rows that changed) and each
+        turn's factor is kept until a turn arrives or changes: this runs on every tool call."""
         c = self.cols
-        scores = score_many(
-            stability=c.view("stability"),
-            last_tick=c.view("last_tick"),
-            access=c.view("access"),
-            relevance=c.view("relevance"),
-            structure_signal=c.view("structure"),
-            cognitive_weight=c.view("cognitive"),
-            procedural=c.flag("procedural"),
-            manual=c.flag("manual"),
-            pinned=c.flag("pinned"),
-            tick=tick,
+        self._refresh_parts()
+        recency = fsrs.retrievability_after_ticks(tick - c.view("last_tick"), c.view("rate"))
+        boost = c.view("boost")
+        scores = combine(recency, c.view("rest"), c.view("multiplier"), boost, self.config)
+        if self.turns:
+            rows = self._turn_row_array()
+            factor = self._turn_factors()
+            base = 1.0 if self.config.turn_score_base == "constant" else scores[rows] - boost[rows]
+            scores[rows] = base * factor + boost[rows]
+        return scores
+
+    def _refresh_parts(self) -> None:
+        if not self._dirty:
+            return
+        c = self.cols
+        rows = np.unique(np.asarray(self._dirty, dtype=np.int64))
+        self._dirty = []
+        rest, multiplier, boost = static_parts(
+            access=c.f["access"][rows],
+            relevance=c.f["relevance"][rows],
+            structure_signal=c.f["structure"][rows],
+            cognitive_weight=c.f["cognitive"][rows],
+            procedural=c.b["procedural"][rows],
+            manual=c.b["manual"][rows],
+            pinned=c.b["pinned"][rows],
             config=self.config,
         )
-        turns = c.flag("is_turn")
-        if turns.any():
-            age = (self.turns - 1) - c.view("turn_index")
-            protected = self.config.protected_turns
-            evict = np.clip((age - protected) / self.config.turn_age_span, 0.0, 1.0) * c.view(
-                "turn_weight"
-            )
-            evict = np.where(age < protected, 0.0, evict)
-            sim = self.turn_similarity()
-            evict = np.where(sim > self.config.turn_similarity, evict * (1.0 - sim), evict)
-            boost = np.where(c.flag("pinned"), self.config.weights.pin_boost, 0.0)
-            base = 1.0 if self.config.turn_score_base == "constant" else scores - boost
-            scores = np.where(turns, base * (1.0 - evict) + boost, scores)
-        return scores
+        c.f["rest"][rows] = rest
+        c.f["multiplier"][rows] = multiplier
+        c.f["boost"][rows] = boost
+        c.f["rate"][rows] = fsrs.decay_rate_many(c.f["stability"][rows], self.config.ticks_per_day)
+
+    def _turn_factors(self) -> Floats:
+        """``1 − turn eviction score`` of each turn, by ordinal: 0 for the last
+        ``protected_turns``, then rising with age over ``turn_age_span`` turns, weighted by the
+        turn's kind and lowered for a turn much like a recent one. It depends only on the
+        turns, so it is cached until one arrives or changes kind."""
+        key = (self.turns, self._turn_version)
+        cached = self._turn_factor
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        c = self.cols
+        rows = self._turn_row_array()
+        age = (self.turns - 1) - np.arange(self.turns, dtype=np.float64)
+        protected = self.config.protected_turns
+        evict = (
+            np.clip((age - protected) / self.config.turn_age_span, 0.0, 1.0)
+            * c.f["turn_weight"][rows]
+        )
+        evict = np.where(age < protected, 0.0, evict)
+        sim = self.turn_similarity()[rows]
+        evict = np.where(sim > self.config.turn_similarity, evict * (1.0 - sim), evict)
+        factor = 1.0 - evict
+        self._turn_factor = (key, factor)
+        return factor
 
     def turn_similarity(self) -> Floats:
         """Each older turn's best cosine with the recent turns. It changes only when a turn
