@@ -92,3 +92,53 @@ def test_which_items_a_text_touches_does_not_depend_on_the_hash_seed() -> None:
     }
     assert len(set(runs.values())) == 1, runs
     assert json.loads(runs["1"]) == [f"i{n}" for n in range(8)]
+
+
+def test_names_prepared_on_another_thread_match_names_scanned_inline() -> None:
+    """``add`` only queues; ``prepare`` (the writer thread's job) scans; ``named_by`` files the
+    queue with whatever was prepared and scans the rest itself. A thread preparing while items
+    are added and matched must give the same answers as an index that never prepares."""
+    import threading
+
+    inline, raced = ReferenceIndex(), ReferenceIndex()
+    stop = threading.Event()
+
+    def keep_preparing() -> None:
+        while not stop.is_set():
+            raced.prepare()
+
+    worker = threading.Thread(target=keep_preparing)
+    worker.start()
+    try:
+        for i in range(300):
+            text = f"src/mod_{i % 7}.py defines handler_{i} and parse_{i % 13}_value"
+            inline.add(f"i{i}", text)
+            raced.add(f"i{i}", text)
+            query = f"edit handler_{i // 2} and parse_{i % 13}_value in src/mod_{i % 7}.py"
+            assert raced.named_by(query, max_items=5) == inline.named_by(query, max_items=5)
+    finally:
+        stop.set()
+        worker.join()
+    assert raced.named_by("handler_299", max_items=5) == ["i299"]
+
+
+def test_the_engine_scans_new_results_for_names_while_persisting(make_engine: MakeEngine) -> None:
+    """The name scan runs in the deferred persistence, not in the capture: after
+    ``persist_in_background`` every queued result is prepared, and a later turn that names
+    one still touches it."""
+    engine = make_engine()
+    found = engine.capture_tool_result(
+        tool_call_id="c1",
+        tool_name="grep",
+        arguments={"pattern": "ordering"},
+        output="django/db/models/base.py:1692:    def _check_ordering(cls):",
+    )
+    index = engine._set.references  # pyright: ignore[reportPrivateUsage]
+    assert index._queued and not index._prepared  # pyright: ignore[reportPrivateUsage]
+    engine.step()
+    engine.persist_in_background()
+    engine.wait()
+    assert found.id in index._prepared  # pyright: ignore[reportPrivateUsage]
+    base = engine.item(found.id).access_count
+    engine.capture_turn("assistant", "The bug is in _check_ordering.", calls=["act"])
+    assert engine.item(found.id).access_count == base + 1

@@ -117,6 +117,7 @@ class ContextEngine:
                 provenance={"session_id": session_id},
             ),
             before_take=lambda: self._index_some(self.config.index_per_step),
+            off_thread=self._set.references.prepare,
         )
         self.tick = 0
         self._boundary_tick = 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 import keyword
 import re
+import threading
 from collections.abc import Iterable
 
 _PATH = re.compile(
@@ -71,19 +72,51 @@ def names(text: str, limit: int = 2_000, *, paths_only: bool = False) -> tuple[s
 
 
 class ReferenceIndex:
-    """name → the items whose content carries it (items are only ever added)."""
+    """name → the items whose content carries it (items are only ever added).
+
+    Scanning a new item's content for names is the costliest part of a capture, and nothing
+    needs those names before the next text is matched. So :meth:`add` only queues the item;
+    :meth:`prepare` — which the engine runs on its writer thread while the model request is in
+    flight — scans the queued texts (a pure function of immutable strings, nothing of the index
+    is touched there); :meth:`named_by` first files every queued item, in the order added, with
+    the prepared names or, for an item not prepared yet, by scanning it then. Whatever the
+    timing, ``named_by`` sees every item added before it, with the same names."""
 
     def __init__(self, *, paths_only: bool = False) -> None:
         self._items: dict[str, list[str]] = {}
         self.paths_only = paths_only
+        self._queued: list[tuple[str, str]] = []
+        self._prepared: dict[str, tuple[str, ...]] = {}
+        self._lock = threading.Lock()
 
     def add(self, item_id: str, text: str) -> None:
-        for name in names(text, paths_only=self.paths_only):
-            self._items.setdefault(name, []).append(item_id)
+        with self._lock:
+            self._queued.append((item_id, text))
+
+    def prepare(self) -> None:
+        """Scan the queued items' texts for names (any thread; see the class docstring)."""
+        with self._lock:
+            todo = [(i, t) for i, t in self._queued if i not in self._prepared]
+        found = {item_id: names(text, paths_only=self.paths_only) for item_id, text in todo}
+        with self._lock:
+            self._prepared.update(found)
+
+    def _file_queued(self) -> None:
+        with self._lock:
+            queued, self._queued = self._queued, []
+            prepared, self._prepared = self._prepared, {}
+        for item_id, text in queued:
+            found = prepared.get(item_id)
+            if found is None:
+                found = names(text, paths_only=self.paths_only)
+            for name in found:
+                self._items.setdefault(name, []).append(item_id)
 
     def named_by(self, text: str, *, max_items: int, exclude: Iterable[str] = ()) -> list[str]:
         """Items sharing a distinctive name with ``text``, most specific names first (names
         carried by more than ``max_items`` items are skipped); each item once."""
+        if self._queued:
+            self._file_queued()
         skip = set(exclude)
         carriers = [
             self._items[n]

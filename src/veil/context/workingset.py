@@ -390,24 +390,26 @@ class WorkingSet:
         self, n_turns: int, protected: int
     ) -> np.ndarray[Any, np.dtype[np.float32]]:
         """For each turn older than the last ``protected``, its largest cosine with one of them
-        (what :func:`max_similarities` computes), kept incrementally: column ``j % protected``
+        (what :func:`max_similarities` computes), kept incrementally: row ``j % protected``
         of a ring holds every earlier turn's cosine with turn ``j``, written once when turn
         ``j`` arrives (one matrix-vector product), so a new turn costs O(turns) instead of a
         matrix product over all turns."""
         matrix = self._turn_matrix
         ring = self._ring
-        if ring.shape[1] != protected or self._ring_done > n_turns:
-            ring = np.zeros((0, protected), dtype=np.float32)
+        if ring.shape[0] != protected or self._ring_done > n_turns:
+            ring = np.zeros((protected, 0), dtype=np.float32)
             self._ring_done = 0
-        if ring.shape[0] < n_turns:
-            grown = np.zeros((max(64, 2 * n_turns), protected), dtype=np.float32)
-            grown[: ring.shape[0]] = ring
+        if ring.shape[1] < n_turns:
+            grown = np.zeros((protected, max(64, 2 * n_turns)), dtype=np.float32)
+            grown[:, : ring.shape[1]] = ring
             ring = grown
+        # Row ``j % protected`` is contiguous: writing it and reducing over the few rows are
+        # plain passes (a column per recent turn made both strided).
         for j in range(max(self._ring_done, n_turns - protected), n_turns):
-            ring[:j, j % protected] = matrix[:j] @ matrix[j]
+            ring[j % protected, :j] = matrix[:j] @ matrix[j]
         self._ring = ring
         self._ring_done = n_turns
-        return ring[: n_turns - protected].max(axis=1)
+        return ring[:, : n_turns - protected].max(axis=0)
 
     def protected(self, tick: int) -> tuple[Bools, Bools, Bools]:
         """(hard, soft, threshold-exempt). Hard: pinned/intent/correction, never moved. Soft:

@@ -10,11 +10,14 @@ Contract:
   successful ``flush``; the failure is raised by the next ``flush``,
   ``persist_in_background`` or ``wait`` — nothing is dropped;
 - an event is acknowledged once ``flush`` or ``wait`` has returned;
-- the writer thread sees only the events it was handed, never the engine's state.
+- the writer thread sees only the events it was handed and runs the owner's ``off_thread``
+  preparation (pure work on immutable values whose results the owner files itself), never the
+  engine's state.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -24,11 +27,20 @@ from veil.tape.recorder import Recorder
 
 
 class ContextWriter:
-    def __init__(self, recorder: Recorder, *, before_take: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        recorder: Recorder,
+        *,
+        before_take: Callable[[], None],
+        off_thread: Callable[[], None] = lambda: None,
+    ) -> None:
         """``before_take`` runs on the owner's thread just before a batch is taken (the engine
-        adds its index events for demoted items there)."""
+        adds its index events for demoted items there); ``off_thread`` runs on the writer
+        thread before each background append (the engine scans new items for names there). A
+        failure in ``off_thread`` is the owner's to redo: it is swallowed, never lost data."""
         self.recorder = recorder
         self._before_take = before_take
+        self._off_thread = off_thread
         self._pending: list[Event] = []
         self._unwritten: list[Event] = []
         self._failed: BaseException | None = None
@@ -70,6 +82,8 @@ class ContextWriter:
 
     def _append(self, events: list[Event]) -> None:
         """The writer thread's job; never raises (a failure is kept for the owner)."""
+        with contextlib.suppress(Exception):  # preparation only: the owner redoes it inline
+            self._off_thread()
         with self._lock:
             if self._failed is not None:  # keep order: nothing after a failed batch is written
                 self._unwritten.extend(events)
