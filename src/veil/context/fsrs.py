@@ -80,6 +80,11 @@ def decay_rate_many(stability: Floats, ticks_per_day: float) -> Floats:
     return factor() / (np.maximum(stability, STABILITY_MIN) * ticks_per_day)
 
 
+def decay_rate(stability: float, ticks_per_day: float) -> float:
+    """:func:`decay_rate_many` for one item."""
+    return factor() / (max(stability, STABILITY_MIN) * ticks_per_day)
+
+
 def retrievability_after_ticks(elapsed_ticks: Floats, rate: Floats) -> Floats:
     """:func:`retrievability_many` on the session clock, from :func:`decay_rate_many`'s rate:
     ``(1 + rate · t)^(−w20)``, exactly 1 when no tick has passed (or the clock is behind)."""

@@ -68,6 +68,31 @@ def score(item: ContextItem, task: Task, tick: int, config: ContextConfig) -> fl
     return base
 
 
+def static_part(
+    *,
+    access: int,
+    relevance: float,
+    structure_signal: float,
+    cognitive_weight: float,
+    procedural: bool,
+    manual: bool,
+    pinned: bool,
+    config: ContextConfig,
+) -> tuple[float, float, float]:
+    """:func:`static_parts` for one item, in plain floats: the working set recomputes the few
+    rows that changed since the last call this way (a handful of numpy calls on a few elements
+    costs more than the arithmetic)."""
+    w = config.weights
+    rest = (
+        w.frequency * frequency(access, w.frequency_cap)
+        + w.relevance * relevance
+        + w.structure * structure_signal
+        + w.cognitive * cognitive(cognitive_weight)
+    )
+    multiplier = (w.procedural if procedural else 1.0) * (w.manual if manual else 1.0)
+    return rest, multiplier, (w.pin_boost if pinned else 0.0)
+
+
 def static_parts(
     *,
     access: Floats,

@@ -21,7 +21,7 @@ from veil.context.config import ContextConfig
 from veil.context.items import NEVER_EVICTED, ContextItem
 from veil.context.references import ReferenceIndex
 from veil.context.render import range_note, stub, turn_stub
-from veil.context.score import Task, combine, static_parts
+from veil.context.score import Task, combine, static_part
 from veil.context.signals import jaccard, structure
 from veil.embed.protocol import Embedder
 
@@ -323,25 +323,31 @@ class WorkingSet:
         return scores
 
     def _refresh_parts(self) -> None:
+        """Recompute the clock-free score parts of the rows that changed, one row at a time in
+        plain floats (the values of :func:`veil.context.score.static_parts` to floating-point
+        precision; a row's parts never depend on how many rows changed with it)."""
         if not self._dirty:
             return
-        c = self.cols
-        rows = np.unique(np.asarray(self._dirty, dtype=np.int64))
+        rows = sorted(set(self._dirty))
         self._dirty = []
-        rest, multiplier, boost = static_parts(
-            access=c.f["access"][rows],
-            relevance=c.f["relevance"][rows],
-            structure_signal=c.f["structure"][rows],
-            cognitive_weight=c.f["cognitive"][rows],
-            procedural=c.b["procedural"][rows],
-            manual=c.b["manual"][rows],
-            pinned=c.b["pinned"][rows],
-            config=self.config,
-        )
-        c.f["rest"][rows] = rest
-        c.f["multiplier"][rows] = multiplier
-        c.f["boost"][rows] = boost
-        c.f["rate"][rows] = fsrs.decay_rate_many(c.f["stability"][rows], self.config.ticks_per_day)
+        f, b = self.cols.f, self.cols.b
+        config, per_day = self.config, self.config.ticks_per_day
+        access, relevance, structure_signal = f["access"], f["relevance"], f["structure"]
+        cognitive_weight, stability = f["cognitive"], f["stability"]
+        procedural, manual, pinned = b["procedural"], b["manual"], b["pinned"]
+        rest, multiplier, boost, rate = f["rest"], f["multiplier"], f["boost"], f["rate"]
+        for row in rows:
+            rest[row], multiplier[row], boost[row] = static_part(
+                access=int(access[row]),
+                relevance=float(relevance[row]),
+                structure_signal=float(structure_signal[row]),
+                cognitive_weight=float(cognitive_weight[row]),
+                procedural=bool(procedural[row]),
+                manual=bool(manual[row]),
+                pinned=bool(pinned[row]),
+                config=config,
+            )
+            rate[row] = fsrs.decay_rate(float(stability[row]), per_day)
 
     def _turn_factors(self) -> Floats:
         """``1 − turn eviction score`` of each turn, by ordinal: 0 for the last
