@@ -26,6 +26,8 @@ JSONObject: TypeAlias = "dict[str, JSONValue]"
 MAX_SCOPE_LENGTH = 256
 MAX_KIND_LENGTH = 64
 _KIND_RE = re.compile(r"^[a-z][a-z0-9_]*(\.[a-z][a-z0-9_]*)*$")
+_CONTROL_OR_SPACE = re.compile(r"[\x00-\x20]")
+"""What an event id may not contain (a character below 33)."""
 
 
 class TapeError(Exception):
@@ -123,7 +125,7 @@ def validate(event: Event) -> Event:
     """Check an event's envelope before it is appended; returns it with ``at`` normalised to
     UTC. (Payload serialisability is checked by :func:`seal`.)"""
     validate_scope(event.scope)
-    if not event.id or len(event.id) > 128 or any(ord(ch) < 33 for ch in event.id):
+    if not event.id or len(event.id) > 128 or _CONTROL_OR_SPACE.search(event.id):
         raise InvalidEvent(f"bad event id {event.id!r}")
     if len(event.kind) > MAX_KIND_LENGTH or not _KIND_RE.match(event.kind):
         raise InvalidEvent(f"bad event kind {event.kind!r}: use dotted lower_snake names")

@@ -75,7 +75,8 @@ class SqlTape(ABC):
         self._clock: Clock = clock or SystemClock()
         self._projections = ProjectionSet()
         self._closed = False
-        self._codecs: dict[Table, TableCodec] = {}
+        self._codecs: dict[str, tuple[Table, TableCodec]] = {}
+        """By table name (hashing a Table hashes every column: this runs per row)."""
         self._reading = threading.local()
         self._writes = False
         """Set by :meth:`~veil.tape.sql_schema.SqlSchema.register`: a handle that only
@@ -213,7 +214,10 @@ class SqlTape(ABC):
                     continue
                 stamp = event.recorded_at if keep_recorded_at and event.recorded_at else recorded_at
                 fresh.append((sealed, stamp))
-            seqs = self._insert_events(cur, [(s, format_time(t)) for s, t in fresh])
+            texts: dict[datetime, str] = {}  # the batch shares one stamp: format it once
+            seqs = self._insert_events(
+                cur, [(s, texts.get(t) or texts.setdefault(t, format_time(t))) for s, t in fresh]
+            )
             for (sealed, stamp), seq in zip(fresh, seqs, strict=True):
                 on_tape = replace(sealed.event, seq=seq, recorded_at=stamp)
                 ops.extend((seq, op) for op in self._projections.ops_for(on_tape))
@@ -400,10 +404,11 @@ class SqlTape(ABC):
         return clause, params
 
     def _codec(self, table: Table) -> TableCodec:
-        codec = self._codecs.get(table)
-        if codec is None:
-            codec = TableCodec.of(table)
-            self._codecs[table] = codec
+        cached = self._codecs.get(table.name)
+        if cached is not None and (cached[0] is table or cached[0] == table):
+            return cached[1]
+        codec = TableCodec.of(table)
+        self._codecs[table.name] = (table, codec)
         return codec
 
     @staticmethod
