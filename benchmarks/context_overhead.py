@@ -87,7 +87,9 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
+def filled_engine(n_items: int, workdir: Path) -> tuple[ContextEngine, SQLiteStore, float]:
+    """An engine holding ``n_items`` items, its window at 60% of their tokens (eviction active
+    in the steady state), and how long filling it took."""
     embedder = default_embedder()
     clock = FakeClock()
     store = SQLiteStore(
@@ -117,6 +119,11 @@ def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
     engine.config = ContextConfig(window_tokens=int(total * 0.6), reserve_tokens=0)
     engine.step()  # settle into the steady state
     engine.flush()
+    return engine, store, populate_s
+
+
+def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
+    engine, store, populate_s = filled_engine(n_items, workdir)
     samples: list[float] = []
     cpu: list[float] = []
     capture_cpu: list[float] = []
@@ -217,6 +224,109 @@ def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
     }
 
 
+PARTS: tuple[tuple[str, str, str], ...] = (
+    # (phase, "module:qualified name", what it is)
+    ("capture", "veil.context.engine:ContextEngine._touch_referenced", "re-reference touch"),
+    ("capture", "veil.context.engine:ContextEngine._regret_if_returning", "regret check"),
+    ("capture", "veil.context.capture:tags_of", "tags (regex scan)"),
+    ("capture", "veil.context.engine:call_effect", "code refs (path scan)"),
+    ("capture", "veil.context.workingset:WorkingSet.add", "working-set row"),
+    ("step", "veil.context.workingset:WorkingSet.scores", "scores (all items)"),
+    ("step", "veil.context.workingset:WorkingSet.protected", "protection masks"),
+    ("step", "veil.context.pressure:plan", "the three stages' plan"),
+    ("step", "veil.context.workingset:WorkingSet.live_tokens", "rendered token count"),
+    ("step", "veil.context.engine:ContextEngine._move", "applying moves"),
+    ("both", "veil.context.engine:ContextEngine._emit", "buffering events"),
+)
+"""The parts of the hook the instrumented run times (each a function the hook calls)."""
+
+
+def profile(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
+    """Where the hook's CPU goes: the same workload with each of :data:`PARTS` wrapped in a
+    CPU timer (so the total here is a little above the plain run's). Per part: microseconds
+    per hook call and calls per hook call."""
+    import importlib
+
+    engine, store, _ = filled_engine(n_items, workdir)
+    spent: dict[str, float] = {}
+    count: dict[str, int] = {}
+    on = [False]
+    restore: list[tuple[Any, str, Any]] = []
+    for _, target, _ in PARTS:
+        module_name, qualified = target.split(":")
+        owner: Any = importlib.import_module(module_name)
+        *path, attr = qualified.split(".")
+        for name in path:
+            owner = getattr(owner, name)
+        original = getattr(owner, attr)
+
+        def timed(*a: Any, _f: Any = original, _k: str = target, **kw: Any) -> Any:
+            t0 = time.thread_time_ns()
+            try:
+                return _f(*a, **kw)
+            finally:
+                if on[0]:
+                    spent[_k] = spent.get(_k, 0.0) + (time.thread_time_ns() - t0) / 1e3
+                    count[_k] = count.get(_k, 0) + 1
+
+        restore.append((owner, attr, original))
+        setattr(owner, attr, timed)
+    total = 0.0
+    try:
+        for j in range(calls):
+            tool, args, out = output_for(n_items + j)
+            on[0] = True
+            c0 = time.thread_time_ns()
+            engine.capture_tool_result(
+                tool_call_id=f"m{j}", tool_name=tool, arguments=args, output=out
+            )
+            engine.step()
+            total += (time.thread_time_ns() - c0) / 1e3
+            on[0] = False
+            engine.persist_in_background()
+            engine.wait()
+            if j % 4 == 3:
+                engine.capture_turn("assistant", f"Step {j} done", calls=["act"])
+    finally:
+        for owner, attr, original in restore:
+            setattr(owner, attr, original)
+        engine.close()
+        store.close()
+    return {
+        "items": n_items,
+        "calls": calls,
+        "hook_cpu_us_mean": round(total / calls, 1),
+        "parts": [
+            {
+                "phase": phase,
+                "part": what,
+                "function": target,
+                "us_per_call": round(spent.get(target, 0.0) / calls, 1),
+                "calls_per_call": round(count.get(target, 0) / calls, 2),
+            }
+            for phase, target, what in PARTS
+        ],
+    }
+
+
+def profile_table(prof: dict[str, Any]) -> str:
+    lines = [
+        "| phase | part | function | µs per hook call | calls per hook call |",
+        "| --- | --- | --- | ---: | ---: |",
+    ]
+    for part in sorted(prof["parts"], key=lambda x: -x["us_per_call"]):
+        lines.append(
+            f"| {part['phase']} | {part['part']} | `{part['function'].split(':')[1]}` "
+            f"| {part['us_per_call']:.1f} | {part['calls_per_call']:.2f} |"
+        )
+    timed = sum(x["us_per_call"] for x in prof["parts"])
+    lines.append(
+        f"| | all the parts above | | {timed:.1f} | |\n| | the instrumented hook "
+        f"(mean CPU) | | {prof['hook_cpu_us_mean']:.1f} | |"
+    )
+    return "\n".join(lines)
+
+
 def render_table(results: list[dict[str, Any]]) -> str:
     lines = [
         "| items | hook wall median ms | wall p95 | wall p99 | CPU median | CPU p95 "
@@ -279,6 +389,19 @@ def render_section(data: dict[str, Any]) -> str:
             "",
             split_table(results),
             "",
+            *(
+                [
+                    f"Where the CPU goes at {data['profile']['items']:,} items (an instrumented "
+                    "run of the same workload, each part below wrapped in a CPU timer; buffering "
+                    "events also happens inside moves and touches, so the parts overlap a "
+                    "little):",
+                    "",
+                    profile_table(data["profile"]),
+                    "",
+                ]
+                if data.get("profile")
+                else []
+            ),
             f"{verdict}The hook scores every item on every call (numpy, one pass), runs the three "
             "stages and buffers the call's events; the deferred work (indexing and embedding "
             "demoted items, one append of the buffered events, `synchronous=normal`) runs while "
@@ -302,6 +425,8 @@ def main(argv: list[str] | None = None) -> int:
         for n in sizes:
             results.append(measure(n, calls, Path(tmp)))
             print(f"measured {n:,} items", file=sys.stderr)
+    with tempfile.TemporaryDirectory(prefix="veil-ctx-prof-") as tmp:
+        prof = profile(2_000, calls, Path(tmp))
     data = {
         "benchmark": "context_overhead",
         "quick": args.quick,
@@ -311,9 +436,11 @@ def main(argv: list[str] | None = None) -> int:
             "python": platform.python_version(),
         },
         "results": results,
+        "profile": prof,
         "median_of_medians_ms": statistics.median(r["hook_ms"]["median"] for r in results),
     }
     print(render_table(results))
+    print(profile_table(prof))
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / ("context_overhead-quick.json" if args.quick else "context_overhead.json")
     out.write_text(json.dumps(data, indent=1) + "\n")

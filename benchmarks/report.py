@@ -532,6 +532,12 @@ def _body(markdown: str) -> str:
     return "\n".join(lines)
 
 
+def _recall_profile_section(loaded: Loaded, other: Loaded | None) -> str:
+    from benchmarks.recall_profile import render_section
+
+    return _body(render_section(loaded.data))
+
+
 def _context_overhead_section(loaded: Loaded, other: Loaded | None) -> str:
     from benchmarks.context_overhead import render_section
 
@@ -613,6 +619,12 @@ SECTIONS: tuple[Section, ...] = (
         "Recall latency vs memory size (1k to 1M items, SQLite and PostgreSQL)",
         "python -m benchmarks.recall_latency",
         _recall_latency_section,
+    ),
+    Section(
+        "recall_profile",
+        "Where a recall's time goes (store calls per query type, SQLite)",
+        "python -m benchmarks.recall_profile",
+        _recall_profile_section,
     ),
     Section(
         "locomo_retrieval",

@@ -28,6 +28,7 @@ BENCHMARKS: tuple[str, ...] = (
     "embedders",
     "write_overhead",
     "recall_latency",
+    "recall_profile",
     "locomo_retrieval",
     "context_overhead",
     "convergence_replay",

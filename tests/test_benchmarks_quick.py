@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
 from benchmarks import report
 from benchmarks.run import BENCHMARKS, EXPLICIT
 
@@ -153,6 +154,19 @@ def test_report_renders_from_results() -> None:
         assert section.command in text
 
 
+def test_recall_profile_quick() -> None:
+    data = run_quick("recall_profile")
+    assert data["n_items"] == 10_000
+    assert set(data["types"]) == {"entity", "user", "keyword", "briefing"}
+    for t in data["types"].values():
+        # the store calls are inside the recall's time; what is left is Python
+        assert 0 < t["store_ms"] <= t["recall_mean_ms"]
+        assert t["python_ms"] == pytest.approx(t["recall_mean_ms"] - t["store_ms"], abs=0.01)
+        assert all(p["calls_per_query"] > 0 for p in t["parts"])
+    searched = {p["call"].split(" ")[0] for t in data["types"].values() for p in t["parts"]}
+    assert {"search_text", "search_vector", "fetch_values"} <= searched
+
+
 def test_context_overhead_quick() -> None:
     data = run_quick("context_overhead")
     sizes = [r["items"] for r in data["results"]]
@@ -161,6 +175,13 @@ def test_context_overhead_quick() -> None:
         hook = r["hook_ms"]
         assert 0 < hook["median"] <= hook["p95"] <= hook["p99"]
         assert r["references_ms"]["numpy_score_many"]["median"] > 0
+    prof = data["profile"]
+    parts = {p["part"]: p for p in prof["parts"]}
+    # every timed part ran, once or more per hook call where it must
+    assert parts["scores (all items)"]["calls_per_call"] == 1.0
+    assert parts["the three stages' plan"]["calls_per_call"] == 1.0
+    assert parts["working-set row"]["calls_per_call"] == 1.0
+    assert 0 < sum(p["us_per_call"] for p in prof["parts"]) < 2 * prof["hook_cpu_us_mean"]
 
 
 def test_convergence_replay_quick() -> None:

@@ -1,0 +1,170 @@
+"""Where a recall's time goes: the store calls of ``Memory.recall`` per query type, timed.
+
+Run from the repository root::
+
+    python -m benchmarks.recall_profile            # 100,000 items (SQLite)
+    python -m benchmarks.recall_profile --quick    # 10,000 items
+
+The workload is :mod:`benchmarks.recall_latency`'s (the same corpus, the same query mix and
+seeds, the same ``token_budget``), on SQLite. After the warm-up queries, every store call a
+recall makes (``search_text``, ``search_vector``, ``fetch_values``, ``fetch``) is wrapped in a
+timer and keyed by what it reads (the index or table and the filter's columns); what is left of
+each recall's wall time is Python: the query's entities, the fusion, building the rows and
+rendering. Means per query of each type, so the parts add up to the mean recall time.
+
+This explains the latency table (``benchmarks.recall_latency``); it is not a second latency
+figure: the wrappers add a little time of their own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from benchmarks import recall_latency as R
+from veil.embed import default_embedder
+from veil.testing import FakeClock
+
+RESULTS = Path(__file__).resolve().parent / "results"
+STORE_CALLS = ("search_text", "search_vector", "fetch_values", "fetch")
+
+
+def _key(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
+    target = args[0] if args else kwargs.get("table") or kwargs.get("index")
+    name = getattr(target, "name", target)
+    where = sorted((kwargs.get("where") or {}).keys())
+    order = " ordered" if kwargs.get("order_by") else ""
+    return f"{method} {name}" + (f" by {', '.join(where)}" if where else "") + order
+
+
+def profile(n: int, n_queries: int, n_warmup: int, workdir: Path) -> dict[str, Any]:
+    corpus = R.Corpus(n)
+    backend = R.SQLiteBackend(workdir / "profile.db")
+    memory = backend.open(default_embedder(), FakeClock(R.NOW))
+    try:
+        print(f"[profile N={n:,}] populating ...", file=sys.stderr, flush=True)
+        R.populate(memory, corpus)
+        names = corpus.names()
+        for q in R.make_queries(n_warmup, names, seed=1):
+            memory.recall(q.text, user_id=R.SCOPE, token_budget=R.TOKEN_BUDGET)
+        spent: dict[str, dict[str, float]] = {}
+        calls: dict[str, dict[str, int]] = {}
+        current = ["?"]
+        store: Any = memory.store
+        originals: dict[str, Callable[..., Any]] = {m: getattr(store, m) for m in STORE_CALLS}
+
+        def wrap(method: str, original: Callable[..., Any]) -> Callable[..., Any]:
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                t0 = time.perf_counter()
+                try:
+                    return original(*args, **kwargs)
+                finally:
+                    key = _key(method, args, kwargs)
+                    by_type = spent.setdefault(current[0], {})
+                    by_type[key] = by_type.get(key, 0.0) + time.perf_counter() - t0
+                    counted = calls.setdefault(current[0], {})
+                    counted[key] = counted.get(key, 0) + 1
+
+            return timed
+
+        for method, original in originals.items():
+            setattr(store, method, wrap(method, original))
+        totals: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        try:
+            for q in R.make_queries(n_queries, names, seed=2):
+                current[0] = q.type
+                t0 = time.perf_counter()
+                memory.recall(q.text, user_id=R.SCOPE, token_budget=R.TOKEN_BUDGET)
+                totals[q.type] = totals.get(q.type, 0.0) + time.perf_counter() - t0
+                counts[q.type] = counts.get(q.type, 0) + 1
+        finally:
+            for method, original in originals.items():
+                setattr(store, method, original)
+        types: dict[str, Any] = {}
+        for kind, total in totals.items():
+            k = counts[kind]
+            parts = [
+                {
+                    "call": key,
+                    "ms_per_query": round(1e3 * seconds / k, 3),
+                    "calls_per_query": round(calls[kind][key] / k, 2),
+                }
+                for key, seconds in sorted(spent.get(kind, {}).items(), key=lambda kv: -kv[1])
+            ]
+            in_store = sum(p["ms_per_query"] for p in parts)
+            types[kind] = {
+                "queries": k,
+                "recall_mean_ms": round(1e3 * total / k, 3),
+                "store_ms": round(in_store, 3),
+                "python_ms": round(1e3 * total / k - in_store, 3),
+                "parts": parts,
+            }
+        return {"n_items": n, "types": types}
+    finally:
+        memory.close()
+        backend.close()
+
+
+def render_section(data: dict[str, Any]) -> str:
+    """The section for docs/benchmarks.md (no ``##`` heading)."""
+    lines = [
+        f"SQLite, {data['n_items']:,} items, the recall-latency workload "
+        f"({data['queries']} queries after {data['warmup_queries']} warm-up ones). Per query "
+        "type: the mean recall time, and in it each store call's mean time per query (the "
+        "rest is Python: entities, fusion, rows, rendering). The timers add a little time of "
+        "their own; the latency table above is the measurement.",
+        "",
+        "| query type | recall mean ms | store calls ms | Python ms | the costliest calls "
+        "(ms per query) |",
+        "| --- | ---: | ---: | ---: | --- |",
+    ]
+    for kind in ("entity", "user", "keyword", "briefing"):
+        t = data["types"].get(kind)
+        if t is None:
+            continue
+        top = "; ".join(f"`{p['call']}` {p['ms_per_query']:.2f}" for p in t["parts"][:4])
+        lines.append(
+            f"| {kind} | {t['recall_mean_ms']:.1f} | {t['store_ms']:.1f} | {t['python_ms']:.1f} "
+            f"| {top} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="10,000 items, 50 queries")
+    args = parser.parse_args(argv)
+    n, n_queries, n_warmup = (10_000, 50, 10) if args.quick else (100_000, 200, 20)
+    t0 = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="veil-recall-profile-") as tmp:
+        data = profile(n, n_queries, n_warmup, Path(tmp))
+    data |= {
+        "benchmark": "recall_profile",
+        "quick": args.quick,
+        "queries": n_queries,
+        "warmup_queries": n_warmup,
+        "seconds": round(time.perf_counter() - t0, 1),
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": __import__("os").cpu_count(),
+            "python": platform.python_version(),
+        },
+    }
+    print(render_section(data))
+    RESULTS.mkdir(exist_ok=True)
+    out = RESULTS / ("recall_profile-quick.json" if args.quick else "recall_profile.json")
+    out.write_text(json.dumps(data, indent=1) + "\n")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
