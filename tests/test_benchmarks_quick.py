@@ -157,13 +157,15 @@ def test_report_renders_from_results() -> None:
 def test_recall_profile_quick() -> None:
     data = run_quick("recall_profile")
     assert data["n_items"] == 10_000
-    assert set(data["types"]) == {"entity", "user", "keyword", "briefing"}
-    for t in data["types"].values():
+    [run] = data["runs"]  # the quick run profiles SQLite only
+    assert run["backend"] == "sqlite"
+    assert set(run["types"]) == {"entity", "user", "keyword", "briefing"}
+    for t in run["types"].values():
         # the store calls are inside the recall's time; what is left is Python
         assert 0 < t["store_ms"] <= t["recall_mean_ms"]
         assert t["python_ms"] == pytest.approx(t["recall_mean_ms"] - t["store_ms"], abs=0.01)
         assert all(p["calls_per_query"] > 0 for p in t["parts"])
-    searched = {p["call"].split(" ")[0] for t in data["types"].values() for p in t["parts"]}
+    searched = {p["call"].split(" ")[0] for t in run["types"].values() for p in t["parts"]}
     assert {"search_text", "search_vector", "fetch_values"} <= searched
 
 
