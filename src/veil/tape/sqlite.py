@@ -288,6 +288,16 @@ class SQLiteStore(SqlStore):
             with self._lock:
                 self._conn.execute(f"PRAGMA cache_size = {_CACHE_PAGES}")
                 self._conn.execute("PRAGMA wal_autocheckpoint = 1000")
+                if self.path != ":memory:":
+                    # An import leaves up to 64 MiB of WAL, and every read looks its pages up
+                    # there until the WAL is reset: full-text queries on this handle ran 2.7x
+                    # slower than on a fresh one (30k items, 4.5 vs 1.7 ms). Fold it back now.
+                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+                # Table statistics for the planner now, not at the next close: a handle that
+                # imported a scope otherwise plans its reads as for an empty database.
+                # ``analysis_limit`` samples each index (a few ms, whatever the size).
+                self._conn.execute("PRAGMA analysis_limit = 400")
+                self._conn.execute("ANALYZE")
 
     def _after_bulk(self) -> None:
         with self._read() as cur:

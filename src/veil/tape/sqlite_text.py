@@ -206,13 +206,18 @@ def search(
     ranked = [(int(r[0]), float(r[1])) for r in cur.fetchall()]
     if not ranked:
         return []
-    cur.execute(
-        f"SELECT id, doc_id FROM fts_{index}_docs WHERE scope = ? "
-        f"AND id IN ({', '.join('?' for _ in ranked)})",
-        (scope, *(r[0] for r in ranked)),
-    )
+    cur.execute(docs_sql(index, len(ranked)), (scope, *(r[0] for r in ranked)))
     docs = {int(r[0]): str(r[1]) for r in cur.fetchall()}
     return [Hit(docs[rowid], -rank) for rowid, rank in ranked if rowid in docs]
+
+
+def docs_sql(index: str, n: int) -> str:
+    """The lookup of ``n`` ranked rowids' document ids. ``+scope`` keeps the planner on the
+    rowids: without table statistics (a handle that has just imported, before any ``ANALYZE``)
+    it took the scope's index instead and read every document of the scope — 20x slower at 30k
+    documents."""
+    marks = ", ".join("?" for _ in range(n))
+    return f"SELECT id, doc_id FROM fts_{index}_docs WHERE +scope = ? AND id IN ({marks})"
 
 
 def dump(cur: Any, index: str) -> list[tuple[Any, ...]]:
