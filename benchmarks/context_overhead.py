@@ -391,8 +391,8 @@ def render_section(data: dict[str, Any]) -> str:
             "",
             *(
                 [
-                    f"Where the CPU goes at {data['profile']['items']:,} items (an instrumented "
-                    "run of the same workload, each part below wrapped in a CPU timer; buffering "
+                    f"Where the CPU goes, from {data['profile']['items']:,} items on over "
+                    f"{data['profile']['calls']} calls (an instrumented run of the same workload, each part below wrapped in a CPU timer; buffering "
                     "events also happens inside moves and touches, so the parts overlap a "
                     "little):",
                     "",

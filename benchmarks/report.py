@@ -622,7 +622,7 @@ SECTIONS: tuple[Section, ...] = (
     ),
     Section(
         "recall_profile",
-        "Where a recall's time goes (store calls per query type, SQLite)",
+        "Where a recall's time goes (store calls per query type, SQLite and PostgreSQL)",
         "python -m benchmarks.recall_profile",
         _recall_profile_section,
     ),
