@@ -392,9 +392,9 @@ def render_section(data: dict[str, Any]) -> str:
             *(
                 [
                     f"Where the CPU goes, from {data['profile']['items']:,} items on over "
-                    f"{data['profile']['calls']} calls (an instrumented run of the same workload, each part below wrapped in a CPU timer; buffering "
-                    "events also happens inside moves and touches, so the parts overlap a "
-                    "little):",
+                    f"{data['profile']['calls']} calls (an instrumented run of the same "
+                    "workload, each part below wrapped in a CPU timer; buffering events also "
+                    "happens inside moves and touches, so the parts overlap a little):",
                     "",
                     profile_table(data["profile"]),
                     "",
