@@ -426,7 +426,7 @@ def main(argv: list[str] | None = None) -> int:
             results.append(measure(n, calls, Path(tmp)))
             print(f"measured {n:,} items", file=sys.stderr)
     with tempfile.TemporaryDirectory(prefix="veil-ctx-prof-") as tmp:
-        prof = profile(2_000, calls, Path(tmp))
+        prof = profile(500 if args.quick else 2_000, calls, Path(tmp))
     data = {
         "benchmark": "context_overhead",
         "quick": args.quick,

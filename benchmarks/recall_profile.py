@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python -m benchmarks.recall_profile            # 100,000 items, SQLite and PostgreSQL
-    python -m benchmarks.recall_profile --quick    # 10,000 items, SQLite only
+    python -m benchmarks.recall_profile --quick    # 5,000 items, SQLite only
 
 The workload is :mod:`benchmarks.recall_latency`'s (the same corpus, the same query mix and
 seeds, the same ``token_budget``), on SQLite and (full run) on PostgreSQL — a throwaway
@@ -141,9 +141,9 @@ def render_section(data: dict[str, Any]) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="10,000 items, 50 queries")
+    parser.add_argument("--quick", action="store_true", help="5,000 items, 50 queries, SQLite only")
     args = parser.parse_args(argv)
-    n, n_queries, n_warmup = (10_000, 50, 10) if args.quick else (100_000, 200, 20)
+    n, n_queries, n_warmup = (5_000, 50, 10) if args.quick else (100_000, 200, 20)
     t0 = time.perf_counter()
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="veil-recall-profile-") as tmp:

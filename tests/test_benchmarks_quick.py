@@ -156,7 +156,7 @@ def test_report_renders_from_results() -> None:
 
 def test_recall_profile_quick() -> None:
     data = run_quick("recall_profile")
-    assert data["n_items"] == 10_000
+    assert data["n_items"] == 5_000
     [run] = data["runs"]  # the quick run profiles SQLite only
     assert run["backend"] == "sqlite"
     assert set(run["types"]) == {"entity", "user", "keyword", "briefing"}
