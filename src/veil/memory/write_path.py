@@ -127,13 +127,22 @@ def _prompt_facts(store: Store, config: MemoryConfig, user_id: str, text: str) -
     }
     known = store.fetch(ENTITIES, scope=user_id, where={"key": sorted(mentions)})
     keys = sorted({USER, *(str(r["key"]) for r in known)})
-    rows = store.fetch(
-        FACTS,
-        scope=user_id,
-        where={"subject_key": keys, "state": "current"},
-        order_by=["-last_confirmed_at"],
-        limit=config.max_facts_in_prompt,
-    )
+    limit = config.max_facts_in_prompt
+    # One indexed read per subject, each in index order, then the newest across them: a single
+    # ``subject_key IN (…)`` read sorted every current fact of the user (thousands, in a long
+    # history) on every remember.
+    rows = [
+        row
+        for key in keys
+        for row in store.fetch(
+            FACTS,
+            scope=user_id,
+            where={"subject_key": key, "state": "current"},
+            order_by=["-last_confirmed_at"],
+            limit=limit,
+        )
+    ]
+    rows.sort(key=lambda r: (str(r["last_confirmed_at"]), str(r["fact_id"])), reverse=True)
     return [
         PromptFact(
             str(r["fact_id"]),
@@ -142,7 +151,7 @@ def _prompt_facts(store: Store, config: MemoryConfig, user_id: str, text: str) -
             str(r["object"]),
             str(r["statement"]),
         )
-        for r in rows
+        for r in rows[:limit]
     ]
 
 
