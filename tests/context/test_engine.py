@@ -366,7 +366,8 @@ def _scores_recomputed(engine: ContextEngine) -> dict[str, float]:
 def test_cached_score_parts_equal_scores_recomputed_from_scratch(make_engine: MakeEngine) -> None:
     """The hot path keeps each item's clock-free score parts and each turn's factor between
     calls; after captures, touches, pins, manual loads, evictions, turn kinds and a new task
-    they must still equal a full recomputation (and the scalar ``score`` for non-turns)."""
+    they must still equal a full recomputation (and the scalar ``score`` for non-turns) — also
+    after the configuration changes mid-session."""
     import random
 
     from veil.context.score import score
@@ -394,6 +395,16 @@ def test_cached_score_parts_equal_scores_recomputed_from_scratch(make_engine: Ma
             engine.mark_turn(pick.id, rng.choice(["decision", "status", "exploration"]))
         elif action == 4 and n % 40 == 39:
             engine.set_task(f"Now fix module {n % 11} and the parser")
+        if n == 70:  # new weights and horizons mid-session: every cached part is stale
+            from dataclasses import replace
+
+            config = engine.config
+            engine.config = replace(
+                config,
+                weights=replace(config.weights, recency=0.5, frequency=0.05, procedural=2.0),
+                ticks_per_day=96.0,
+                turn_age_span=5,
+            )
         if n % 10 == 9:  # an old turn changes kind with no new turn: the cached factor moves
             old = next(i for i in engine.items() if i.kind == "turn" and i.turn_kind != "intent")
             engine.mark_turn(old.id, "status" if old.turn_kind != "status" else "exploration")

@@ -33,7 +33,7 @@ class WorkingSet:
     def __init__(
         self, config: ContextConfig, count_tokens: Callable[[str], int], embedder: Embedder | None
     ) -> None:
-        self.config = config
+        self._config = config
         self.count_tokens = count_tokens
         self.embedder = embedder
         self.task = Task()
@@ -65,6 +65,20 @@ class WorkingSet:
         self._note_cache: dict[tuple[int, int], int] = {}
         self.references = ReferenceIndex(paths_only=config.reference_names == "paths")
         """Distinctive names in non-turn items' content, for re-reference touches."""
+
+    @property
+    def config(self) -> ContextConfig:
+        return self._config
+
+    @config.setter
+    def config(self, value: ContextConfig) -> None:
+        """A new configuration (weights, horizons, turn rules): every cached score part, turn
+        factor and similarity is recomputed at the next scoring."""
+        self._config = value
+        self._dirty = list(range(self.cols.size))
+        self._turn_factor = None
+        self._sim_cache = None
+        self._version += 1
 
     # ---- lookups --------------------------------------------------------------------
 
