@@ -3,7 +3,7 @@
 Run from the repository root::
 
     python -m benchmarks.eviction_replay            # sampled sets (see SAMPLE), ~8 min
-    python -m benchmarks.eviction_replay --quick    # 12 trajectories per set, < 1 min
+    python -m benchmarks.eviction_replay --quick    # 6 trajectories per set, < 1 min
     python -m benchmarks.eviction_replay --sweep    # ContextConfig candidates on set A only
 
 Data: ``../shared/data/trajectories`` (``$VEIL_SHARED_DIR/data/trajectories``). Set A:
@@ -70,7 +70,7 @@ BUDGETS: tuple[float, ...] = (0.25, 0.375, 0.5, 0.625, 0.75)
 """Budget = fixed + f × (keep-all peak − fixed)."""
 SAMPLE = {"A": 4, "B": 3}
 """Full run: every n-th trajectory of each set (125 of 500 in A, 276 of 826 in B)."""
-QUICK = 12
+QUICK = 6
 SWEEP_EVERY = 10
 """--sweep: every 10th trajectory of set A (50), at the goal budgets only."""
 SWEEP_SCHEMA = 2
