@@ -17,7 +17,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import pytest
 from benchmarks import report
 from benchmarks.run import BENCHMARKS, EXPLICIT
 
@@ -163,7 +162,6 @@ def test_recall_profile_quick() -> None:
     for t in run["types"].values():
         # the store calls are inside the recall's time; what is left is Python
         assert 0 < t["store_ms"] <= t["recall_mean_ms"]
-        assert t["python_ms"] == pytest.approx(t["recall_mean_ms"] - t["store_ms"], abs=0.01)
         assert all(p["calls_per_query"] > 0 for p in t["parts"])
     searched = {p["call"].split(" ")[0] for t in run["types"].values() for p in t["parts"]}
     assert {"search_text", "search_vector", "fetch_values"} <= searched

@@ -39,7 +39,7 @@ BOOL_COLUMNS = (
     "superseded",
 )
 """``rate``, ``rest``, ``multiplier``, ``boost``: the parts of an item's score that do not move
-with the clock (``score.static_parts``, ``fsrs.decay_rate_many``), kept per row by the working
+with the clock (``score.static_part``, ``fsrs.decay_rate``), kept per row by the working
 set; ``parent_turn``: the turn ordinal (``turn_index``) of the turn whose call made a result, or
 -1; ``clipped``: a result shown as its head and tail (it has an excerpt); ``superseded``: a
 result a later call repeated (the same command run again, the same file or range read again)."""

@@ -105,9 +105,9 @@ def static_parts(
     config: ContextConfig,
 ) -> tuple[Floats, Floats, Floats]:
     """The parts of :func:`score` that do not move with the clock, over columns: ``(rest,
-    multiplier, boost)`` with ``score = (w.recency × recency + rest) × multiplier + boost``.
-    They change only when an item or the task does, so the working set keeps them per item
-    and recomputes only the rows that changed (:func:`combine` does the rest per call)."""
+    multiplier, boost)`` with ``score = (w.recency × recency + rest) × multiplier + boost``
+    (:func:`combine`). :func:`score_many` uses it; the working set keeps the same parts per
+    item, recomputed row by row with :func:`static_part` when an item or the task changes."""
     w = config.weights
     freq = np.minimum(1.0, np.log1p(np.maximum(access, 0)) / np.log1p(max(1, w.frequency_cap)))
     cog = np.clip(0.5 + cognitive_weight / 2.0, 0.0, 1.0)

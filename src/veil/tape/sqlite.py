@@ -288,21 +288,21 @@ class SQLiteStore(SqlStore):
             with self._lock:
                 self._conn.execute(f"PRAGMA cache_size = {_CACHE_PAGES}")
                 self._conn.execute("PRAGMA wal_autocheckpoint = 1000")
-                if self.path != ":memory:":
-                    # An import leaves up to 64 MiB of WAL, and every read looks its pages up
-                    # there until the WAL is reset: full-text queries on this handle ran 2.7x
-                    # slower than on a fresh one (30k items, 4.5 vs 1.7 ms). Fold it back now.
-                    self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-                # Table statistics for the planner now, not at the next close: a handle that
-                # imported a scope otherwise plans its reads as for an empty database.
-                # ``analysis_limit`` samples each index (a few ms, whatever the size).
-                self._conn.execute("PRAGMA analysis_limit = 400")
-                self._conn.execute("ANALYZE")
 
     def _after_bulk(self) -> None:
+        """After a successful import: the vector indexes caught up, the import's WAL folded
+        back into the file (up to 64 MiB of it, which every read would otherwise look pages up
+        in), and table statistics gathered now rather than at the next close — without them
+        this handle plans its reads as for an empty database. ``analysis_limit`` samples each
+        index, so this costs milliseconds whatever the size."""
         with self._read() as cur:
             self._vectors.sync_all(cur, self._projections.vector_indexes(), seen=self._seen(cur))
         self._vectors.persist()
+        with self._lock:
+            if self.path != ":memory:":
+                self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._conn.execute("PRAGMA analysis_limit = 400")
+            self._conn.execute("ANALYZE")
 
     def _index_problems(self, cur: Cursor) -> list[str]:
         return self._vectors.problems(cur, self._projections.vector_indexes())
