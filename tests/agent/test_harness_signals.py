@@ -158,3 +158,27 @@ def test_the_same_message_three_times_is_the_monologue_pattern(tmp_path: Path) -
     assert [(c.previous, c.level) for c in changes] == [(0, 2)]
     assert any("monologue" in r for r in changes[0].reasons)
     assert harness.attempts.assess().stuck_patterns == ("monologue",)
+
+
+def test_a_turn_naming_a_symbol_a_grep_printed_touches_that_result(tmp_path: Path) -> None:
+    """Through the real loop: the harness persists in the background while the model thinks
+    (that is where new results' names are scanned), and the next assistant turn that names a
+    symbol an earlier grep printed touches the grep's result — not an unrelated one."""
+    (tmp_path / "lexer.py").write_text("def resolve_token_kind(tok):\n    return tok\n")
+    (tmp_path / "notes.txt").write_text("nothing here\n")
+    turns = [
+        {"content": "", "tool_calls": [call("grep", pattern="resolve_token", path=".")]},
+        {"content": "", "tool_calls": [call("read", path="notes.txt")]},
+        {
+            "content": "The bug is in resolve_token_kind; reading it next.",
+            "tool_calls": [call("read", path="lexer.py")],
+        },
+        {"content": "Found it."},
+    ]
+    harness, _ = run(tmp_path, turns, "find the token bug")
+    engine = harness.engine
+    grep_item, notes_item = engine.item("call_1_1"), engine.item("call_2_1")
+    # captured once, then touched by the turn that names the symbol; the read of lexer.py
+    # names no symbol of the grep's output but its path, which the grep printed too
+    assert grep_item.access_count >= 2, grep_item
+    assert notes_item.access_count == 1, notes_item
