@@ -46,6 +46,12 @@ def outputs(items: list[Any]) -> list[str]:
     return [str(i["output"]) for i in items if i.get("type") == "function_call_output"]
 
 
+def texts(items: list[Any]) -> list[str]:
+    """Tool outputs and Veil's notes (a run of whole steps out of the prompt is one note)."""
+    notes = [str(i["content"]) for i in items if i.get("role") == "system"]
+    return [*outputs(items), *notes]
+
+
 async def main(store: Path) -> int:
     set_tracing_disabled(True)  # offline: no trace export
     session = VeilSession("example", db=store / "context.db", window_tokens=16_000)
@@ -61,8 +67,8 @@ async def main(store: Path) -> int:
               f"(keeping everything: {full:7,})")  # fmt: skip
 
     def follow_stub(call: ModelCall) -> list[Any]:
-        stub = next(o for o in outputs(call.input) if POINTER.search(o))
-        print(f"the model sees an old log as: {stub}")
+        stub = next(o for o in texts(call.input) if POINTER.search(o))
+        print(f"the model sees old logs as: {stub}")
         found = POINTER.search(stub)
         assert found is not None
         return [function_call("veil_expand", {"pointer": found.group(0)}, call_id="x1")]
@@ -74,8 +80,8 @@ async def main(store: Path) -> int:
     session.close()
 
     again = VeilSession("example", db=store / "context.db", window_tokens=16_000)
-    count = len(await again.get_items())
-    print(f"a new session object on the same store sees {count} items")
+    count = len(again.raw_items())
+    print(f"a new session object on the same store holds {count} items")
     again.close()
     return count
 

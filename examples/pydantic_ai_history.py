@@ -79,7 +79,7 @@ def main(store: Path) -> str:
     result = agent.run_sync("Did any worker fail? Read all the logs.")
     for number, report in enumerate(history.reports, 1):
         print(
-            f"request {number:2}: {len(report.texts):2} tool results, "
+            f"request {number:2}: {report.results:2} tool results, "
             f"{report.tokens_rendered:6,} tokens sent ({report.tokens_full:6,} in full)"
         )
     history.close()

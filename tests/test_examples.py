@@ -100,4 +100,4 @@ def test_openai_agents_example_keeps_items_across_sessions(tmp_path: Path) -> No
     kept = int(runs[-1].split("everything: ")[1].rstrip(")").replace(",", ""))
     assert len(runs) == 10 and sent < kept / 2
     assert "veil_expand gave back the log in full: True" in lines
-    assert lines[-1] == "a new session object on the same store sees 44 items"
+    assert lines[-1] == "a new session object on the same store holds 44 items"

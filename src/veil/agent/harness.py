@@ -4,65 +4,59 @@
 ``AgentLoopConfig(..., **harness.hooks())`` — the same hooks the ``veil`` command installs.
 
 - ``transform_context``, before every model call (the turn boundary): new transcript messages
-  become turn items, the engine scores everything and evicts (``step``, once per turn, with
-  the request's overhead passed in), and evicted tool results and turns become stubs with
-  pointers — the request really shrinks. The manifest and the convergence note, which change
-  every turn, are a system message at the *end* of the request: everything before them (the
-  system prompt, the tool schemas, the conversation so far) stays byte-identical from one turn
-  to the next unless an eviction rewrote it, so provider prompt caches (OpenAI, Anthropic,
-  llama.cpp) reuse it.
+  become turn items, and the engine scores, evicts and renders the request
+  (:meth:`ContextEngine.window`, the one renderer of :mod:`veil.context.window`): evicted
+  results and turns become stubs with pointers, the request really shrinks, and the manifest
+  with the convergence note goes at the end so the prefix before it stays cacheable.
 - ``transform_system``: the system prompt and the long-term memory briefing (both fixed for the
   session).
 - ``before_tool_call``: an identical re-run of a failed edit is refused at level 2.
-- ``after_tool_call``: the result is captured (what the call touched comes from the tool's own
-  declaration, :mod:`veil.agent.capture`), an attempt is recorded for edits and commands, and a
-  check's outcome feeds the cognitive-weight signal and procedural outcome tracking.
-- ``on_message``: an assistant message with no tool call is a step for the monologue pattern.
-- ``on_turn_end``: level 3 stops the run with a summary.
-- ``drain_events``: evictions, expansions, attempts and level changes for the event stream.
+- ``after_tool_call``: the result becomes an item (what the call touched comes from the tool's
+  own declaration, :mod:`veil.agent.capture`) and the result message names it; edits and
+  commands are attempts (:mod:`veil.agent.outcomes`).
+- ``on_response``: the provider's reported input tokens calibrate every later budget.
+- ``on_overflow``: the provider refused the request as too long: the window shrinks to what the
+  error states (or a quarter less) and the loop retries once.
+- ``on_message``, ``on_turn_end`` (level 3 stops the run), ``drain_events``.
 
-Every hook runs on the loop's thread (:mod:`veil.agent.loop`), so nothing here is shared with
-the threads that execute tools.
+Every hook runs on the loop's thread (:mod:`veil.agent.loop`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
-from veil.agent.capture import Capture, call_kinds, capture
-from veil.agent.events import (
-    AgentEvent,
-    AttemptRecorded,
-    Evicted,
-    EvictedItem,
-    Expanded,
-    LevelChanged,
-)
+from veil.agent import conversation
+from veil.agent.capture import capture
+from veil.agent.events import AgentEvent, Evicted, EvictedItem, Expanded
 from veil.agent.hooks import Block, Hooks, Stop
 from veil.agent.memory_tools import Layers, MemoryTool, attempts_report, memory_tools
+from veil.agent.outcomes import Outcomes
 from veil.agent.tool import ToolResult
 from veil.agent.tools import coding_tools
 from veil.clock import Clock
 from veil.context import ContextConfig, ContextEngine, EvictionReport
-from veil.context.render import range_note, turn_stub
-from veil.convergence.attempt import Attempt, call_digest, text_digest
-from veil.convergence.monitor import Escalation, is_check
+from veil.context.transcript import Found, Transcript
+from veil.context.window import Entry, Rendered
 from veil.convergence.record import AttemptLog
 from veil.embed.protocol import Embedder
+from veil.llm.failures import overflow_limits
 from veil.llm.messages import (
     AssistantMessage,
+    ContextOverflow,
     Message,
-    SystemMessage,
+    Request,
+    Response,
     ToolCall,
-    ToolResultMessage,
-    UserMessage,
+    spec_text,
 )
-from veil.memory import Fact, Memory
+from veil.memory import Memory
 from veil.tape import JSONValue, Store, new_id, open_store
+
+BRIEFING_TOKENS = 600
 
 
 class VeilHarness:
@@ -102,97 +96,65 @@ class VeilHarness:
             project_root=project_root,
             deferred=True,
         )
-        self.escalations: list[Escalation] = []
-        self.attempts = AttemptLog(
-            store, scope, self.session_id, clock, on_escalation=self._on_escalation
-        )
+        self._events: list[AgentEvent] = []
+        self.attempts = AttemptLog(store, scope, self.session_id, clock)
+        self.outcomes = Outcomes(self.engine, self.attempts, memory, scope, self._events)
+        self.attempts.on_escalation = self.outcomes.on_escalation
         self.layers = Layers(self.engine, self.attempts, memory, scope, self.session_id)
-        self.full_outputs: dict[str, str] = {}
-        """Tool-call id → the item holding that call's full (untruncated) output."""
         self.reports: list[EvictionReport] = []
         """Every eviction report, in order (the demo and the TUI read them)."""
+        self.rendered: Rendered | None = None
+        """The last request's conversation as the model saw it."""
         self.tool_tokens = 0
         """Tokens of the tool schemas sent with every request (:meth:`use_tools`)."""
         self._tools: dict[str, object] = {t.spec.name: t for t in coding_tools()}
-        self._turn_items: dict[int, str] = {}
+        self.transcript = Transcript(self.engine)
+        """Which item each message of the transcript is."""
         self._call_turn: dict[str, str] = {}
         """Tool-call id → the turn item of the message that made the call."""
-        self._result_items: dict[int, str] = {}
-        self._call_seen: dict[str, int] = {}
         self._seen = 0
+        self._described: list[tuple[Message, Found]] = []
+        """Each transcript message and how it was described (the transcript only grows)."""
         self._briefing = ""
-        self._stop: str | None = None
-        self._events: list[AgentEvent] = []
-        self._turn = 0
-        self._frame_tokens = 0
-        self._prompt_tokens: int | None = None
-        self._tail_tokens = 0
-        self._level = 0
-        self._checked_tick = self.engine.tick
-        self._procedural: dict[str, Fact] = {}
-        self._used_facts: dict[str, None] = {}
-        for item in self.engine.items():
-            if item.kind == "turn" and item.target and item.target.startswith("turn:"):
-                self._turn_items[int(item.target.split(":", 1)[1])] = item.id
+        self._system_tokens = 0
+        self._sent = 0
+        """Estimated tokens of the last request as sent (calibration compares usage to it)."""
 
     # ---- session start --------------------------------------------------------------
 
     def start(self, task: str, messages: list[Message] | None = None) -> None:
         """A new task: it becomes the goal (attempts of earlier sessions reload), the intent
         item, and the query of the long-term memory briefing."""
-        self.attempts.begin(task)
-        self._level = self.attempts.assess().level
+        self.outcomes.begin(task)
         if self.memory is not None:
-            briefing = self.memory.recall(task, user_id=self.scope, token_budget=600)
+            briefing = self.memory.recall(task, user_id=self.scope, token_budget=BRIEFING_TOKENS)
             self._briefing = briefing.text
-            self._note_recalled(briefing.facts)
+            self.outcomes.note_recalled(briefing.facts)
         if messages is not None:
             self.observe(messages)
 
     def use_tools(self, tools: Sequence[Any], system_prompt: str | None = None) -> int:
         """The tools (and base system prompt) the loop will send: their declarations say what
-        a call touches, and their schemas count toward every request's overhead. Returns the
-        schemas' tokens. Without this call the seven coding tools' declarations are used."""
+        a call touches, and their schemas count toward every request. Returns the schemas'
+        tokens. Without this call the seven coding tools' declarations are used."""
         self._tools.update({t.spec.name: t for t in tools})
-        self.tool_tokens = sum(
-            self.engine.count_tokens(
-                json.dumps(
-                    {
-                        "name": t.spec.name,
-                        "description": t.spec.description,
-                        "parameters": t.spec.parameters,
-                    }
-                )
-            )
-            for t in tools
-        )
+        self.tool_tokens = sum(self.engine.count_tokens(spec_text(t.spec)) for t in tools)
         if system_prompt is not None:
-            self._frame_tokens = self.engine.count_tokens(system_prompt)
+            self._system_tokens = self.engine.count_tokens(self._system(system_prompt))
         return self.tool_tokens
 
-    count_tool_tokens = use_tools
-
-    def observe(self, messages: list[Message]) -> None:
-        """Capture transcript messages not seen yet as turns (user messages, resumed ones)."""
-        for index in range(self._seen, len(messages)):
-            message = messages[index]
-            if isinstance(message, ToolResultMessage):
-                # The k-th result carrying a call id is the k-th item captured for it: robust
-                # to models that reuse tool-call ids across turns, and to resuming.
-                k = self._call_seen.get(message.tool_call_id, 0)
-                self._call_seen[message.tool_call_id] = k + 1
-                found = self.engine.items_for_call(message.tool_call_id)
-                if k < len(found):
-                    self._result_items[index] = found[k].id
-                continue
-            if index in self._turn_items:
-                continue
-            if isinstance(message, UserMessage):
-                item = self.engine.capture_turn("user", message.content, target=f"turn:{index}")
-                self._turn_items[index] = item.id
-            elif isinstance(message, AssistantMessage):
-                self._capture_assistant(message, index)
+    def observe(self, messages: list[Message]) -> list[Entry]:
+        """The transcript as the renderer's entries, capturing the turns not seen yet (user
+        messages, resumed ones; an assistant message is captured as soon as it is complete, by
+        ``on_message``)."""
+        known = self._described
+        same = (i for i, (m, _) in enumerate(known) if i >= len(messages) or messages[i] is not m)
+        del known[next(same, len(known)) :]
+        count = self.engine.count_tokens
+        for message in messages[len(known) :]:
+            known.append((message, conversation.found(message, self._tools, count)))
         self._seen = len(messages)
+        return self.transcript.entries([f for _, f in known])
 
     # ---- hooks ---------------------------------------------------------------------
 
@@ -205,161 +167,90 @@ class VeilHarness:
             "on_message": self.on_message,
             "on_turn_end": self.on_turn_end,
             "drain_events": self.drain_events,
+            "on_response": self.on_response,
+            "on_overflow": self.on_overflow,
         }
 
     def tools(self) -> list[MemoryTool]:
         return memory_tools(self.layers)
 
-    def request_overhead(self) -> int:
-        """What the next request costs besides the items: the system prompt as last sent (or
-        the base prompt and briefing before the first request), the tool schemas, and the
-        manifest at the end as last rendered."""
-        if self._prompt_tokens is not None:
-            prompt = self._prompt_tokens
-        else:
-            prompt = self._frame_tokens + self.engine.count_tokens(self._briefing)
-        return prompt + self.tool_tokens + self._tail_tokens
-
     def transform_context(self, messages: list[Message]) -> list[Message]:
-        """The turn boundary and the eviction point: capture the new turns, score and evict
-        once, then render what the model will see (stubs with pointers for evicted items)."""
-        self._turn += 1
-        self.observe(messages)
-        report = self.engine.step(overhead_tokens=self.request_overhead())
-        self.reports.append(report)
-        self._report_moves(report)
-        out = self._collapse(
-            messages, [self._render(index, message) for index, message in enumerate(messages)]
-        )
-        tail = self.tail_context()
-        self._tail_tokens = self.engine.count_tokens(tail)
+        """The turn boundary and the eviction point: capture the new turns, then step and
+        render once (what the model sees is the renderer's, counted as sent)."""
+        self.outcomes.turn += 1
+        entries = self.observe(messages)
+        fixed = self._system_tokens + self.tool_tokens
+        note = self.attempts.note() if self.attempts.goal is not None else ""
+        boundary = self.engine.window(entries, fixed_tokens=fixed, notes=[note])
+        self.reports.append(boundary.report)
+        self.rendered = boundary.rendered
+        self._sent = fixed + boundary.rendered.tokens
+        self._report_moves(boundary.report)
         # The request goes out next: the step's events are written while it is in flight.
         self.engine.persist_in_background()
-        return [*out, SystemMessage(tail)] if tail else out
-
-    def tail_context(self) -> str:
-        """What goes at the end of a request: the manifest with the convergence note — once
-        there is something to say (an item was evicted, a contradiction or a convergence note
-        exists). Before that it would only repeat the conversation, cost tokens every turn,
-        and small models take a trailing note for a pattern to continue."""
-        note = self.attempts.note() if self.attempts.goal is not None else ""
-        evicted = any(i.tier != "live" for i in self.engine.items())
-        if not (note or evicted or self.engine.conflicts()):
-            return ""
-        return self.engine.manifest(notes=[note] if note else [])
-
-    def _collapse(self, messages: list[Message], rendered: list[Message]) -> list[Message]:
-        """Runs of steps whose turn and tool results are all out of the prompt become one note:
-        the request loses them as truncation would, but the note names them and their
-        pointers. A step is an assistant message with tool calls and the results after it."""
-        out: list[Message] = []
-        run: list[str] = []  # result item ids of the collapsed steps in the current run
-        run_tokens = steps = 0
-        index = 0
-        while index < len(messages):
-            message = messages[index]
-            end = index + 1
-            while end < len(messages) and isinstance(messages[end], ToolResultMessage):
-                end += 1
-            collapsed = self._collapsed(index, end, message)
-            if collapsed is not None:
-                run.extend(collapsed)
-                run_tokens += sum(self.engine.item(i).tokens for i in collapsed)
-                turn = self._turn_items[index]
-                run_tokens += self.engine.item(turn).tokens
-                steps += 1
-                index = end
-                continue
-            if run:
-                out.append(
-                    SystemMessage(range_note([self.engine.item(i) for i in run], run_tokens, steps))
-                )
-                run, run_tokens, steps = [], 0, 0
-            out.extend(
-                rendered[index:end] if isinstance(message, AssistantMessage) else [rendered[index]]
-            )
-            index = end if isinstance(message, AssistantMessage) else index + 1
-        if run:
-            out.append(
-                SystemMessage(range_note([self.engine.item(i) for i in run], run_tokens, steps))
-            )
-        return out
-
-    def _collapsed(self, index: int, end: int, message: Message) -> list[str] | None:
-        """The result items of the step at ``index`` when it and they are all evicted."""
-        if not isinstance(message, AssistantMessage) or not message.tool_calls:
-            return None
-        turn = self._turn_items.get(index)
-        if turn is None or self.engine.item(turn).tier == "live":
-            return None
-        results = [self._result_items.get(i) for i in range(index + 1, end)]
-        if not results or any(r is None for r in results):
-            return None
-        found = [r for r in results if r is not None]
-        if any(self.engine.item(r).tier == "live" or self.engine.item(r).excerpt for r in found):
-            return None
-        return found
-
-    def _render(self, index: int, message: Message) -> Message:
-        if isinstance(message, ToolResultMessage):
-            item_id = self._result_items.get(index)
-            item = self.engine.item(item_id) if item_id else None
-            if item is not None and item.tier != "live":
-                return replace(message, content=self.engine.stub(item.id))
-            return message
-        if index not in self._turn_items:
-            return message
-        item = self.engine.item(self._turn_items[index])
-        if item.tier == "live":
-            return message
-        stub = turn_stub(item)
-        if isinstance(message, AssistantMessage):
-            return replace(message, content=stub)
-        if isinstance(message, UserMessage):
-            return UserMessage(stub)
-        return message
+        return conversation.messages(messages, boundary.rendered)
 
     def transform_system(self, system: str) -> str:
-        parts = [system]
-        if self._briefing:
-            parts.append(
-                "<veil-memory>\nWhat long-term memory holds for this project:\n"
-                f"{self._briefing}\n</veil-memory>"
-            )
-        prompt = "\n\n".join(p for p in parts if p)
-        self._frame_tokens = self.engine.count_tokens(system)
-        self._prompt_tokens = self.engine.count_tokens(prompt)
+        prompt = self._system(system)
+        self._system_tokens = self.engine.count_tokens(prompt)
         return prompt
+
+    def _system(self, system: str) -> str:
+        if not self._briefing:
+            return system
+        memory = (
+            "<veil-memory>\nWhat long-term memory holds for this project:\n"
+            f"{self._briefing}\n</veil-memory>"
+        )
+        return f"{system}\n\n{memory}" if system else memory
+
+    def on_response(self, request: Request, response: Response) -> None:
+        """The provider's count of the request's input tokens calibrates Veil's estimate."""
+        self.engine.calibrate(response.usage.input_tokens, self._sent)
+
+    def on_overflow(self, error: ContextOverflow, count: int) -> str | None:
+        """The request was too long for the model. The first time: the window becomes what the
+        error states (with the calibration it implies) or a quarter less than what was sent,
+        and the loop retries; the second time the run ends with how to fix it."""
+        window = self.engine.config.window_tokens
+        limit, sent = overflow_limits(str(error))
+        if count > 1:
+            said = f" (the model's limit is {limit:,} tokens)" if limit else ""
+            return (
+                f"the model refused the request as too long twice{said}, even after evicting: "
+                f"its context window is smaller than the {window:,} tokens Veil plans for; "
+                "run with a smaller --window"
+            )
+        if sent:
+            self.engine.calibrate(sent, self._sent)
+        provider_sent = self.engine.calibration.provider_tokens(self._sent)
+        smaller = limit if limit else int(min(window, provider_sent) * 0.75)
+        reserve = min(self.engine.config.reserve_tokens, smaller // 4)
+        self.engine.config = replace(
+            self.engine.config, window_tokens=min(window, smaller), reserve_tokens=reserve
+        )
+        return None
 
     def before_tool_call(self, call: ToolCall) -> Block | None:
         if self.attempts.goal is None:
             return None
-        reason = self.attempts.should_block(call.name, cast(dict[str, JSONValue], call.arguments))
+        arguments = cast(dict[str, JSONValue], call.arguments)
+        reason = self.attempts.should_block(call.name, arguments)
         return Block(reason) if reason else None
 
     def after_tool_call(self, call: ToolCall, result: ToolResult) -> ToolResult | None:
-        """Capture → record the attempt → feed the outcome signals. Returns the result the
-        model sees (with a pointer to the full output when the tool truncated it)."""
+        """Capture the result (its message then names its item) and record the attempt.
+        A truncated result says where its full output is."""
         tool = self._tools.get(call.name)
         if isinstance(tool, MemoryTool):
-            self._report_expanded()
-            self._note_recalled(self.layers.recalled)
-            self.layers.recalled.clear()
-            return None
-        content = result.content
-        if result.full_output is not None and result.full_output != result.content:
-            full = self.engine.add(
-                "tool_output", result.full_output, target=f"full output of {call.name} {call.id}"
-            )
-            self.engine.evict(full.id)
-            self.full_outputs[call.id] = full.id
-            content = f"{content}\n[full output: {full.pointer}]"
+            return self._after_memory_tool(call, result)
         found = capture(tool, call.arguments, result)
         item = self.engine.capture_tool_result(
             tool_call_id=call.id,
             tool_name=call.name,
             arguments=call.arguments,
-            output=content,
+            output=result.content,
+            full_output=result.full_output,
             is_error=result.is_error,
             target=found.target,
             reads=found.touches.reads,
@@ -367,141 +258,57 @@ class VeilHarness:
             writes=found.touches.writes,
             parent=self._call_turn.get(call.id),
         )
-        self._note_used_facts(call)
-        if self.attempts.goal is not None:
-            if found.action is not None:
-                attempt = self._record_attempt(call, result, found)
-                self._after_attempt(attempt, exclude=item.id)
-            else:
-                self.attempts.observe(
-                    action=call_digest(call.name, cast(dict[str, JSONValue], call.arguments)),
-                    observation=text_digest(result.content),
-                    is_error=result.is_error,
-                )
-                self._report_level()
-        return replace(result, content=content) if content != result.content else None
+        self.outcomes.finished(call, result, found, item.id)
+        content = result.content
+        if item.partial:
+            content += f"\n[full output: veil_expand {item.pointer}]"
+        return replace(result, content=content, item=item.id)
 
-    def _capture_assistant(self, message: AssistantMessage, index: int) -> str:
-        """The turn item of the assistant message at transcript ``index`` (each tool call
-        classified as acting or looking by its tool's declaration)."""
-        item = self.engine.capture_turn(
-            "assistant",
-            _turn_text(message),
-            calls=call_kinds(self._tools, [c.name for c in message.tool_calls]),
-            target=f"turn:{index}",
+    def _after_memory_tool(self, call: ToolCall, result: ToolResult) -> ToolResult:
+        """An expansion names the item it brought back; any other memory tool's result is an
+        item of its own (it is in the prompt and costs tokens like any result)."""
+        expanded = self.layers.expanded[:]
+        self.layers.expanded.clear()
+        for item_id, _ in expanded:
+            item = self.engine.item(item_id)
+            what = f"{item.tool_name or item.kind} {item.target or ''}".strip()
+            self._events.append(Expanded(self.outcomes.turn, item.id, what, item.tokens))
+        self.outcomes.note_recalled(self.layers.recalled)
+        self.layers.recalled.clear()
+        if expanded and not result.is_error:
+            item_id, restored = expanded[-1]
+            return replace(result, item=item_id, details={**result.details, "restored": restored})
+        item = self.engine.capture_tool_result(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            arguments=call.arguments,
+            output=result.content,
+            is_error=result.is_error,
+            parent=self._call_turn.get(call.id),
         )
-        self._turn_items[index] = item.id
-        return item.id
+        return replace(result, item=item.id)
 
     def on_message(self, message: AssistantMessage) -> None:
         """An assistant message becomes a turn item as soon as it is complete, before its tools
         run, so that their results know it (a turn and its results leave the prompt together).
         A message with no tool call is also a step of its own (the monologue pattern)."""
         index = self._seen  # the loop appended it right after the last request was built
-        if message.tool_calls and index not in self._turn_items:
-            item_id = self._capture_assistant(message, index)
+        if message.tool_calls and self.transcript.turn_item(index) is None:
+            described = conversation.found(message, self._tools, self.engine.count_tokens)
+            item_id = self.transcript.turn(index, described)
             for call in message.tool_calls:
                 self._call_turn[call.id] = item_id
-        if message.tool_calls or not message.content.strip() or self.attempts.goal is None:
-            return
-        self.attempts.observe(action=None, message=message.content.strip())
-        self._report_level()
+        if not message.tool_calls:
+            self.outcomes.said(message.content)
 
     def on_turn_end(self, turn: int) -> Stop | None:
         """The convergence stop at the turn boundary (level 3)."""
-        if self._stop is not None:
-            return Stop(self._stop)
-        return None
+        return Stop(self.outcomes.stop) if self.outcomes.stop is not None else None
 
     def drain_events(self) -> list[AgentEvent]:
-        events, self._events = self._events, []
+        events = self._events[:]
+        self._events.clear()
         return events
-
-    # ---- attempts and outcomes --------------------------------------------------------
-
-    def _record_attempt(self, call: ToolCall, result: ToolResult, found: Capture) -> Attempt:
-        assert found.action is not None
-        attempt = self.attempts.record_call(
-            action=found.action,
-            target=(found.target or call.name)[:500],
-            tool_name=call.name,
-            arguments=cast(dict[str, JSONValue], call.arguments),
-            output=result.full_output or result.content,
-            exit_code=found.exit_code,
-            is_error=result.is_error,
-            tool_call_id=call.id,
-            files=list(found.files),
-        )
-        self._events.append(
-            AttemptRecorded(
-                self._turn,
-                attempt.action,
-                attempt.target,
-                attempt.outcome,
-                attempt.fingerprint,
-                attempt.tool_call_id,
-            )
-        )
-        return attempt
-
-    def _after_attempt(self, attempt: Attempt, *, exclude: str) -> None:
-        """A check that passed or failed: the items the agent used since the previous check
-        get the credit or the blame (cognitive weight), and so do the procedural facts from
-        long-term memory whose tool or source the agent used."""
-        self._report_level()
-        if attempt.outcome not in ("pass", "fail"):
-            return
-        earlier = self.attempts.attempts()[:-1]
-        failed = {a.target for a in earlier if a.outcome in ("fail", "partial")}
-        if not is_check(attempt, failed):
-            return
-        ok = attempt.outcome == "pass"
-        used = [
-            i.id
-            for i in self.engine.items("live")
-            if i.kind != "turn" and i.last_access_tick > self._checked_tick and i.id != exclude
-        ]
-        self.engine.record_outcome(ok, used)
-        self._checked_tick = self.engine.tick
-        if self.memory is not None:
-            for fact_id in list(self._used_facts):
-                self.memory.record_outcome(fact_id, user_id=self.scope, ok=ok)
-        self._used_facts.clear()
-
-    def _note_recalled(self, facts: Sequence[Fact]) -> None:
-        if self.memory is None:
-            return
-        relations = self.memory.config.relations
-        for fact in facts:
-            relation = relations.get(fact.relation)
-            if relation is not None and relation.procedural and len(fact.object) >= 3:
-                self._procedural[fact.id] = fact
-
-    def _note_used_facts(self, call: ToolCall) -> None:
-        """A procedural fact is used when a call names its object (``uses_tool ruff`` and the
-        agent runs ``ruff check``)."""
-        if not self._procedural:
-            return
-        text = json.dumps(call.arguments, ensure_ascii=False).lower()
-        for fact in self._procedural.values():
-            if fact.object.lower() in text:
-                self._used_facts[fact.id] = None
-
-    def _on_escalation(self, escalation: Escalation) -> None:
-        self.escalations.append(escalation)
-        self.engine.convergence_warning()
-        if escalation.level >= 3:
-            self._stop = self.attempts.note()
-
-    def _report_level(self) -> None:
-        assessment = self.attempts.assess()
-        if assessment.level != self._level:
-            self._events.append(
-                LevelChanged(self._turn, assessment.level, self._level, assessment.reasons)
-            )
-            self._level = assessment.level
-
-    # ---- reports --------------------------------------------------------------------
 
     def _report_moves(self, report: EvictionReport) -> None:
         out: list[EvictedItem] = []
@@ -518,7 +325,7 @@ class VeilHarness:
         if out:
             self._events.append(
                 Evicted(
-                    self._turn,
+                    self.outcomes.turn,
                     tuple(out),
                     report.threshold_after,
                     report.live_tokens_after,
@@ -526,17 +333,41 @@ class VeilHarness:
                 )
             )
 
-    def _report_expanded(self) -> None:
-        for item_id in self.layers.expanded:
-            item = self.engine.item(item_id)
-            what = f"{item.tool_name or item.kind} {item.target or ''}".strip()
-            self._events.append(Expanded(self._turn, item.id, what, item.tokens))
-        self.layers.expanded.clear()
+    # ---- what the UI reads -------------------------------------------------------------
 
     @property
     def level(self) -> int:
         """The current goal's convergence level as last reported."""
-        return self._level
+        return self.outcomes.level
+
+    @property
+    def escalations(self) -> list[Any]:
+        return self.outcomes.escalations
+
+    @property
+    def sent_tokens(self) -> int:
+        """The last request as sent, in the provider's tokens (calibrated estimate)."""
+        return self.engine.calibration.provider_tokens(self._sent)
+
+    def request_figures(self) -> dict[str, int | float]:
+        """What Veil counted for the last request (``--trace`` records it beside the request):
+        the request and its conversation as estimated, ``live_tokens`` (the conversation
+        without the tail, which the budget is checked against), the budget, the window and the
+        calibration ratio; ``request_tokens`` is the request in the provider's tokens."""
+        rendered = self.rendered
+        conversation = rendered.tokens if rendered is not None else 0
+        tail = rendered.tail_tokens if rendered is not None else 0
+        return {
+            "request_tokens": self.sent_tokens,
+            "estimated_tokens": self._sent,
+            "fixed_tokens": self._sent - conversation,
+            "conversation_tokens": conversation,
+            "tail_tokens": tail,
+            "live_tokens": self.engine.live_tokens,
+            "budget": self.engine.budget,
+            "window": self.engine.config.window_tokens,
+            "ratio": self.engine.calibration.ratio,
+        }
 
     def attempts_report(self) -> str:
         return attempts_report(self.attempts)
@@ -544,14 +375,3 @@ class VeilHarness:
     def evicted_tool_calls(self) -> set[str]:
         """Tool-call ids whose results are not in the prompt now (the TUI dims them)."""
         return {i.tool_call_id for i in self.engine.items() if i.tool_call_id and i.tier != "live"}
-
-
-def _turn_text(message: AssistantMessage) -> str:
-    """An assistant turn as the prompt carries it: its text and its tool calls' arguments
-    (a file written through a tool call costs its tokens in every request)."""
-    if not message.tool_calls:
-        return message.content
-    calls = "\n".join(
-        f"{c.name}({json.dumps(c.arguments, ensure_ascii=False)})" for c in message.tool_calls
-    )
-    return f"{message.content}\n{calls}" if message.content else calls

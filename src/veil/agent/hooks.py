@@ -7,6 +7,9 @@
 - ``after_tool_call(call, result) -> result | None``: after a tool ran; a result replaces it.
 - ``on_message(message)``: when an assistant message is complete.
 - ``on_turn_end(turn) -> Stop | None``: at every turn boundary; a Stop ends the run.
+- ``on_response(request, response)``: after every model response (usage calibrates tokens).
+- ``on_overflow(error, count) -> str | None``: the provider refused the request as too long;
+  evict and return None to retry once, or return why the run ends.
 - ``drain_events() -> events``: what the hooks want shown (evictions, attempts, level changes);
   the loop yields them into its own stream after each phase.
 
@@ -25,7 +28,14 @@ from typing import TypedDict
 
 from veil.agent.events import AgentEvent
 from veil.agent.tool import ToolResult
-from veil.llm.messages import AssistantMessage, Message, Request, ToolCall
+from veil.llm.messages import (
+    AssistantMessage,
+    ContextOverflow,
+    Message,
+    Request,
+    Response,
+    ToolCall,
+)
 
 
 @dataclass(frozen=True)
@@ -50,6 +60,8 @@ AfterToolCall = Callable[[ToolCall, ToolResult], ToolResult | None]
 OnMessage = Callable[[AssistantMessage], None]
 OnTurnEnd = Callable[[int], Stop | None]
 DrainEvents = Callable[[], Sequence[AgentEvent]]
+OnResponse = Callable[[Request, Response], None]
+OnOverflow = Callable[[ContextOverflow, int], str | None]
 
 
 class Hooks(TypedDict, total=False):
@@ -63,3 +75,5 @@ class Hooks(TypedDict, total=False):
     on_message: OnMessage
     on_turn_end: OnTurnEnd
     drain_events: DrainEvents
+    on_response: OnResponse
+    on_overflow: OnOverflow

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,6 +45,8 @@ from veil.agent.hooks import (
     ConvertToLlm,
     DrainEvents,
     OnMessage,
+    OnOverflow,
+    OnResponse,
     OnTurnEnd,
     TransformContext,
     TransformSystem,
@@ -52,6 +54,7 @@ from veil.agent.hooks import (
 from veil.agent.tool import Tool, ToolContext, ToolError, ToolResult
 from veil.llm.messages import (
     AssistantMessage,
+    ContextOverflow,
     Done,
     Message,
     ProviderError,
@@ -63,6 +66,7 @@ from veil.llm.messages import (
     UserMessage,
 )
 from veil.llm.provider import Provider
+from veil.llm.scripted import ScriptExhausted
 from veil.llm.tool_schema import validate_arguments
 
 Decide = Callable[[str, dict[str, Any]], tuple[bool, str | None]]
@@ -98,13 +102,23 @@ class AgentLoopConfig:
     """Messages from the user while the agent works; added before the next model call."""
     follow_up: Callable[[], list[UserMessage]] | None = None
     """Asked when the agent would stop; more messages mean more work."""
+    on_response: OnResponse | None = None
+    """Each model response with the request it answers (its usage calibrates token counts)."""
+    on_overflow: OnOverflow | None = None
+    """The provider said the request is too long: evict to fit and return None to retry, or
+    return why the run ends (called with the 1-based count of overflows this turn)."""
     abort: threading.Event = field(default_factory=threading.Event)
+    """Set from any thread to stop the run: the loop checks it at every turn and the tools
+    poll it (it is the tool context's ``abort`` too), so a running command is killed."""
     max_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        self.tool_context.abort = self.abort
 
 
 def run_agent(
     config: AgentLoopConfig, messages: list[Message], *, session_id: str = ""
-) -> Iterator[AgentEvent]:
+) -> Generator[AgentEvent, None, None]:
     """Run until done; ``messages`` (the transcript) is appended to in place."""
     yield AgentStart(session_id)
     turn = 0
@@ -128,19 +142,44 @@ def run_agent(
             return
         yield from _drained(config, turn)
         response: Response | None = None
-        try:
-            for event in config.provider.stream(request):
-                if isinstance(event, TextDelta):
-                    yield MessageUpdate(turn, event.text)
-                elif isinstance(event, Done):
-                    response = event.response
-        except ProviderError as exc:
-            reason = "script_exhausted" if type(exc).__name__ == "ScriptExhausted" else "error"
-            yield AgentEnd(reason, str(exc), turn)
-            return
-        if response is None:
-            yield AgentEnd("error", "the provider's stream ended without a response", turn)
-            return
+        overflows = 0
+        while response is None:
+            try:
+                for event in config.provider.stream(request):
+                    if isinstance(event, TextDelta):
+                        yield MessageUpdate(turn, event.text)
+                    elif isinstance(event, Done):
+                        response = event.response
+            except ContextOverflow as exc:
+                overflows += 1
+                verdict = _overflowed(config, exc, overflows)
+                if verdict is not None:
+                    yield from _drained(config, turn)
+                    yield AgentEnd("error", verdict, turn)
+                    return
+                yield Notice(turn, "overflow", f"the model said the request is too long: {exc}")
+                try:
+                    request = build_request(config, messages)
+                except Exception as failure:
+                    yield from _drained(config, turn)
+                    yield AgentEnd(
+                        "error", f"building the request failed: {_describe(failure)}", turn
+                    )
+                    return
+                yield from _drained(config, turn)
+                continue
+            except ProviderError as exc:
+                reason = "script_exhausted" if isinstance(exc, ScriptExhausted) else "error"
+                yield AgentEnd(reason, str(exc), turn)
+                return
+            if response is None:
+                yield AgentEnd("error", "the provider's stream ended without a response", turn)
+                return
+        if config.on_response is not None:
+            try:
+                config.on_response(request, response)
+            except Exception as exc:
+                yield Notice(turn, "hook_error", f"on_response hook failed: {_describe(exc)}")
         yield RequestSent(turn, request, response)
         assistant = response.message
         messages.append(assistant)
@@ -152,11 +191,16 @@ def run_agent(
         yield from _drained(config, turn)
         if assistant.tool_calls:
             results: list[ToolResultMessage] = []
-            for event in run_tools(config, tools, assistant.tool_calls, turn):
-                if isinstance(event, ToolEnd):
-                    results.append(event.result)
-                yield event
-            messages.extend(results)
+            try:
+                for event in run_tools(config, tools, assistant.tool_calls, turn):
+                    if isinstance(event, ToolEnd):
+                        results.append(event.result)
+                    yield event
+            finally:
+                # Whatever stops the run here (Ctrl-C, Esc, a crash, the consumer closing the
+                # stream), every call gets a result: the transcript stays a valid conversation.
+                messages.extend(results)
+                messages.extend(interrupted(assistant.tool_calls, results))
         yield TurnEnd(turn)
         if config.on_turn_end is not None:
             stop = None
@@ -176,6 +220,31 @@ def run_agent(
                 continue
             yield AgentEnd("done", assistant.content, turn)
             return
+
+
+INTERRUPTED = "[interrupted: the run stopped before this call finished]"
+
+
+def interrupted(
+    calls: Sequence[ToolCall], results: Sequence[ToolResultMessage]
+) -> list[ToolResultMessage]:
+    """A recorded result for each of ``calls`` that has none in ``results``."""
+    answered = {r.tool_call_id for r in results}
+    return [
+        ToolResultMessage(c.id, c.name, INTERRUPTED, is_error=True)
+        for c in calls
+        if c.id not in answered
+    ]
+
+
+def _overflowed(config: AgentLoopConfig, error: ContextOverflow, count: int) -> str | None:
+    """None: retry (the hook evicted to fit what the error says); else why the run ends."""
+    if config.on_overflow is None:
+        return f"the request did not fit the model's context window: {error}"
+    try:
+        return config.on_overflow(error, count)
+    except Exception as exc:
+        return f"on_overflow hook failed after {error}: {_describe(exc)}"
 
 
 def build_request(config: AgentLoopConfig, messages: list[Message]) -> Request:
@@ -333,7 +402,10 @@ def _finalize(
             )
         if patched is not None:
             result = patched
-    return ToolResultMessage(p.call.id, p.call.name, result.content, result.is_error), problem
+    message = ToolResultMessage(
+        p.call.id, p.call.name, result.content, result.is_error, result.item, result.details
+    )
+    return message, problem
 
 
 def _exit_code(result: ToolResult) -> int | None:

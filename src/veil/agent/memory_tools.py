@@ -36,7 +36,8 @@ class Layers:
     memory: Memory | None
     scope: str
     session_id: str
-    expanded: list[str] = field(default_factory=lambda: [])
+    expanded: list[tuple[str, bool]] = field(default_factory=lambda: [])
+    """(item id, whether the call brought it into the prompt) for each expansion or load."""
     recalled: list[Fact] = field(default_factory=lambda: [])
 
 
@@ -130,8 +131,10 @@ def _manifest(h: Layers, a: dict[str, Any]) -> str:
 
 
 def _load(h: Layers, a: dict[str, Any]) -> str:
+    restored = h.engine.restores(str(a["pointer"]))
+    h.engine.advance_clock()  # a tool call: its result is the item it brings back
     item = h.engine.load(str(a["pointer"]))
-    h.expanded.append(item.id)
+    h.expanded.append((item.id, restored))
     return f"loaded {item.id} ({item.tokens} tokens):\n{item.content}"
 
 
@@ -147,8 +150,10 @@ def _evict(h: Layers, a: dict[str, Any]) -> str:
 
 
 def _expand(h: Layers, a: dict[str, Any]) -> str:
+    restored = h.engine.restores(str(a["pointer"]))
+    h.engine.advance_clock()  # a tool call: its result is the item it brings back
     item = h.engine.expand(str(a["pointer"]))
-    h.expanded.append(item.id)
+    h.expanded.append((item.id, restored))
     return item.content
 
 

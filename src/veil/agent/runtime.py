@@ -23,7 +23,7 @@ import json
 import os
 import queue
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, TextIO
@@ -31,13 +31,13 @@ from typing import Any, Literal, TextIO
 from veil.agent.events import AgentEnd, AgentEvent, MessageEnd, RequestSent, ToolEnd
 from veil.agent.harness import VeilHarness
 from veil.agent.instructions import project_instructions
-from veil.agent.loop import AgentLoopConfig, run_agent
+from veil.agent.loop import INTERRUPTED, AgentLoopConfig, run_agent
 from veil.agent.permissions import Approval, AskCallback, PermissionPolicy
 from veil.agent.project import project_root, project_scope, veil_dir
 from veil.agent.sessions import Sessions
 from veil.agent.tool import Tool, ToolContext, ToolResult, Touches, touches_of
 from veil.agent.tools import coding_tools
-from veil.agent.transcript import trace_record
+from veil.agent.transcript import repair, trace_record
 from veil.context import ContextConfig
 from veil.llm.messages import Message, ToolSpec, UserMessage
 from veil.llm.provider import Provider
@@ -194,6 +194,11 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
     resumed = previous is not None and not options.fork
     if previous is not None:
         messages = sessions.messages(previous.id)
+        stored = len(messages)
+        # A session stopped between a call and its result (Ctrl-C, a crash): each pending
+        # call gets its recorded result, so every later request is a valid conversation.
+        if repair(messages, INTERRUPTED) and resumed:
+            sessions.append(previous.id, stored, messages[stored:])
     session_id = previous.id if previous is not None and resumed else new_id("s")
     memory_on = not provider.model.startswith("scripted")
     memory = Memory(
@@ -361,14 +366,18 @@ class AgentSession:
                 harness.memory.remember(
                     text, user_id=harness.scope, author="user", session_id=s.session_id
                 )
-            for event in self.events(s):
-                if isinstance(event, RequestSent) and trace is not None:
-                    _write_trace(trace, event)
-                if isinstance(event, ToolEnd | MessageEnd):
-                    self._persist(s)
-                if isinstance(event, AgentEnd):
-                    end = event
-                emit(event)
+            events = self.events(s)
+            try:
+                for event in events:
+                    if isinstance(event, RequestSent) and trace is not None:
+                        _write_trace(trace, event, harness)
+                    if isinstance(event, ToolEnd | MessageEnd):
+                        self._persist(s)
+                    if isinstance(event, AgentEnd):
+                        end = event
+                    emit(event)
+            finally:
+                events.close()  # a pending call gets its recorded result (the loop's finally)
         except KeyboardInterrupt:
             s.config.abort.set()
             end = AgentEnd("aborted", "interrupted", 0)
@@ -384,7 +393,7 @@ class AgentSession:
         harness.engine.close()
         return end
 
-    def events(self, s: Setup) -> Iterator[AgentEvent]:
+    def events(self, s: Setup) -> Generator[AgentEvent, None, None]:
         """:func:`run_agent` over the setup's config and transcript."""
         return run_agent(s.config, s.messages, session_id=s.session_id)
 
@@ -396,6 +405,8 @@ class AgentSession:
         return [UserMessage(t) for t in self.take_queued()]
 
 
-def _write_trace(out: TextIO, event: RequestSent) -> None:
-    out.write(json.dumps(trace_record(event.request, event.response), ensure_ascii=False) + "\n")
+def _write_trace(out: TextIO, event: RequestSent, harness: VeilHarness) -> None:
+    record = trace_record(event.request, event.response)
+    record["veil"] = harness.request_figures()
+    out.write(json.dumps(record, ensure_ascii=False) + "\n")
     out.flush()

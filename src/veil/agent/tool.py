@@ -26,12 +26,15 @@ from veil.llm.messages import ToolSpec
 class ToolResult:
     """What a tool returns. ``content`` is what the model sees (possibly truncated);
     ``full_output`` keeps everything when it was truncated, so it can be stored on the tape
-    and addressed by pointer."""
+    and addressed by pointer. ``details`` are typed facts about the call (``exit_code``,
+    ``truncated``…) that travel with the result message; ``item`` is set by the memory layer
+    (``after_tool_call``): the context item holding the result."""
 
     content: str
     is_error: bool = False
     full_output: str | None = None
     details: dict[str, Any] = field(default_factory=lambda: {})
+    item: str | None = None
 
 
 @dataclass(frozen=True)

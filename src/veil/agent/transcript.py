@@ -25,13 +25,18 @@ def message_to_dict(message: Message) -> dict[str, Any]:
             ]
         return out
     if isinstance(message, ToolResultMessage):
-        return {
+        out = {
             "role": "tool",
             "tool_call_id": message.tool_call_id,
             "name": message.name,
             "content": message.content,
             "is_error": message.is_error,
         }
+        if message.item is not None:
+            out["item"] = message.item
+        if message.details:
+            out["details"] = dict(message.details)
+        return out
     if isinstance(message, SystemMessage):
         return {"role": "system", "content": message.content}
     return {"role": "user", "content": message.content}
@@ -46,17 +51,49 @@ def message_from_dict(data: dict[str, Any]) -> Message:
         )
         return AssistantMessage(str(data.get("content") or ""), calls)
     if role == "tool":
+        item = data.get("item")
+        details = data.get("details")
         return ToolResultMessage(
             str(data["tool_call_id"]),
             str(data.get("name") or ""),
             str(data.get("content") or ""),
             bool(data.get("is_error")),
+            str(item) if item else None,
+            cast(dict[str, Any], details) if isinstance(details, dict) else {},
         )
     if role == "system":
         return SystemMessage(str(data.get("content") or ""))
     if role == "user":
         return UserMessage(str(data.get("content") or ""))
     raise ValueError(f"unknown message role {role!r}")
+
+
+def repair(messages: list[Message], text: str) -> list[ToolResultMessage]:
+    """Results for the calls of the transcript's last assistant message that have none, when
+    nothing but its results follows it (a run stopped between a call and its result): appended
+    to ``messages`` and returned. A gap earlier in a transcript is not rewritten — the renderer
+    answers such calls in every request (:mod:`veil.context.window`)."""
+    last = next(
+        (
+            i
+            for i in range(len(messages) - 1, -1, -1)
+            if not isinstance(messages[i], ToolResultMessage)
+        ),
+        None,
+    )
+    if last is None:
+        return []
+    message = messages[last]
+    if not isinstance(message, AssistantMessage) or not message.tool_calls:
+        return []
+    answered = {m.tool_call_id for m in messages[last + 1 :] if isinstance(m, ToolResultMessage)}
+    added = [
+        ToolResultMessage(c.id, c.name, text, is_error=True)
+        for c in message.tool_calls
+        if c.id not in answered
+    ]
+    messages.extend(added)
+    return added
 
 
 def trace_record(request: Request, response: Response) -> dict[str, Any]:

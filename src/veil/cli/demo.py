@@ -94,7 +94,7 @@ def replay(tmp: Path) -> bool:
     task = session["task"][:1500]
     harness.start(task)
     tools = [RecordedBash(steps), *harness.tools()]
-    harness.count_tool_tokens(tools)
+    harness.use_tools(tools)
     config = AgentLoopConfig(
         provider=provider,
         tools=tools,

@@ -46,10 +46,11 @@ def call_effect(
     return CallEffect("file" if reads else "tool_output", effect, refs)
 
 
-def generic_target(tool_name: str, arguments: Mapping[str, Any]) -> str | None:
-    """What a call addressed when the caller did not say: its label and scalar arguments."""
+def generic_target(arguments: Mapping[str, Any]) -> str | None:
+    """What a call addressed when the caller did not say: its scalar arguments in name order
+    (the stub names the tool already)."""
     parts = [str(v) for _, v in sorted(arguments.items()) if isinstance(v, (str, int, float))]
-    return f"{tool_name} {' '.join(parts)}".strip() or None
+    return " ".join(parts).strip()[:500] or None
 
 
 @dataclass(frozen=True)
@@ -79,15 +80,19 @@ def new_item(
     turn_kind: TurnKind | None = None,
     effect: Effect | None = None,
     parent: str | None = None,
+    shown: str | None = None,
 ) -> ContextItem:
     """A fresh live item: accessed once, now, with the kind's initial FSRS stability on both
-    horizons; tags from its target and content unless given."""
+    horizons; tags from its target and content unless given. ``shown``: the shorter text the
+    prompt carries instead of ``content`` (a tool's truncated output; ``content`` is then the
+    full output), which is what the item's tokens count."""
     config, tick = origin.config, origin.tick
+    partial = shown is not None and shown != content
     return ContextItem(
         id=new_id("ci"),
         kind=kind,
         content=content,
-        tokens=origin.count_tokens(content),
+        tokens=origin.count_tokens(shown if shown is not None and partial else content),
         tags=tags if tags is not None else tags_of(f"{target or ''} {content}"),
         code_refs=code_refs,
         pinned=pinned,
@@ -108,4 +113,5 @@ def new_item(
         manual_tick=tick if manual else None,
         effect=effect,
         parent=parent,
+        partial=partial,
     )

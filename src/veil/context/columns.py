@@ -17,7 +17,6 @@ FLOAT_COLUMNS = (
     "tokens",
     "turn_weight",
     "turn_index",
-    "parent_turn",
     "manual_tick",
     "stub_tokens",
     "created_tick",
@@ -40,8 +39,7 @@ BOOL_COLUMNS = (
 )
 """``rate``, ``rest``, ``multiplier``, ``boost``: the parts of an item's score that do not move
 with the clock (``score.static_part``, ``fsrs.decay_rate``), kept per row by the working
-set; ``parent_turn``: the turn ordinal (``turn_index``) of the turn whose call made a result, or
--1; ``clipped``: a result shown as its head and tail (it has an excerpt); ``superseded``: a
+set; ``clipped``: a result shown as its head and tail (it has an excerpt); ``superseded``: a
 result a later call repeated (the same command run again, the same file or range read again)."""
 
 

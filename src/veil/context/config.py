@@ -148,13 +148,6 @@ class ContextConfig:
     index_per_step: int = 8
     """Demoted items made searchable per step; the rest wait (``search`` drains them all)."""
     stub_chars: int = 160
-    plan_collapsed: bool = False
-    """Plan evictions knowing that a step leaving whole costs no stub (only its run's note).
-
-    Off by default: planning for collapse evicts whole steps to save stub tokens, which on
-    set A lost more needed items than the stubs cost."""
-    collapsed_note_tokens: int = 120
-    """What the note standing for a run of collapsed steps costs (its pointers included)."""
     excerpt_min_tokens: int = 256
     """A result clipped because it cannot fit keeps at least this many tokens of head and
     tail."""

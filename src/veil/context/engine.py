@@ -27,11 +27,12 @@ from typing import Any
 
 from veil.clock import Clock, SystemClock
 from veil.context.access import recalled
+from veil.context.calibration import Calibration
 from veil.context.capture import Origin, call_effect, generic_target, new_item
 from veil.context.codegraph import CodeGraph
 from veil.context.config import ContextConfig
 from veil.context.conflicts import Belief, Conflict, ConflictBook, content_digest
-from veil.context.eviction import Move
+from veil.context.eviction import Move, Plan
 from veil.context.items import (
     ITEM_KINDS,
     NEVER_EVICTED,
@@ -51,12 +52,13 @@ from veil.context.search import IndexQueue, find, search_text
 from veil.context.signals import tags_of
 from veil.context.threshold import Threshold, on_regret, on_tick
 from veil.context.turns import CallKind, classify_turn
+from veil.context.window import Entry, Rendered, render
 from veil.context.workingset import WorkingSet
 from veil.context.writer import ContextWriter
 from veil.embed.protocol import Embedder
 from veil.tape import JSONValue, Store
 from veil.tape.recorder import Recorder
-from veil.tokens import TokenCounter, estimate_tokens
+from veil.tokens import TokenCounter, TokenMemo, estimate_tokens
 
 POINTER = re.compile(r"^veil://(warm|cold|live)/([A-Za-z0-9_\-]+)$")
 
@@ -75,6 +77,16 @@ class EvictionReport:
     live_tokens_after: int
     budget: int
     pressure: bool
+
+
+@dataclass(frozen=True)
+class Boundary:
+    """A turn boundary as :meth:`ContextEngine.window` ran it: what moved, and the request's
+    conversation as the model will see it (``rendered.tokens`` in estimated tokens; the
+    report's ``live_tokens_after`` is the same count without the tail)."""
+
+    report: EvictionReport
+    rendered: Rendered
 
 
 class ContextEngine:
@@ -100,6 +112,9 @@ class ContextEngine:
         self.embedder = embedder
         self.clock: Clock = clock or SystemClock()
         self.count_tokens = token_counter
+        self._count = TokenMemo(token_counter)
+        """The renderer's counter: the same counts, remembered for texts seen again."""
+        self.calibration = Calibration()
         self.graph = CodeGraph(project_root) if project_root else None
         if register:
             store.register(ContextProjection())
@@ -121,8 +136,11 @@ class ContextEngine:
         )
         self.tick = 0
         self._boundary_tick = 0
+        self._step_boundary = 0
+        """The boundary before the last step: results captured after it were unread there."""
         self.overhead_tokens = 0
         self._threshold = Threshold.start(self.config.threshold)
+        self._tail_tokens = 0
         self._task_text = ""
         self._load()
 
@@ -148,22 +166,34 @@ class ContextEngine:
 
     @property
     def budget(self) -> int:
-        """Tokens the items may use: the window minus the reserve (for the reply) minus the
-        fixed overhead of each request (system prompt, manifest, tool schemas), which the
-        caller passes to :meth:`step`."""
-        return max(1, self.config.window_tokens - self.config.reserve_tokens - self.overhead_tokens)
+        """Tokens the conversation may use, in estimated tokens: the window minus the reserve
+        (for the reply), both in the provider's tokens and converted with the calibration,
+        minus the fixed overhead of each request (system prompt, tool schemas, the tail), which
+        the caller passes to :meth:`step` or :meth:`window`."""
+        room = self.calibration.estimated(self.config.window_tokens - self.config.reserve_tokens)
+        return max(1, room - self.overhead_tokens)
 
     @property
     def unread_limit(self) -> int:
         """Tokens the items may use when results the model has not read would not fit the
         budget: the budget plus the reserve above its floor (see ``unread_reserve_floor``)."""
         c = self.config
-        return self.budget + int(c.reserve_tokens * (1.0 - c.unread_reserve_floor))
+        return self.budget + self.calibration.estimated(
+            int(c.reserve_tokens * (1.0 - c.unread_reserve_floor))
+        )
 
     @property
     def live_tokens(self) -> int:
-        """Tokens of the prompt as rendered: live items in full, evicted results as stubs."""
+        """What the conversation costs, in estimated tokens: after :meth:`window`, exactly the
+        renderer's count of what is sent (tail aside); between renderings, the working set's
+        estimate corrected by what the last rendering measured."""
         return self._set.live_tokens()
+
+    def calibrate(self, reported_tokens: int, estimated_tokens: int) -> None:
+        """The provider reported ``reported_tokens`` input tokens for a request estimated at
+        ``estimated_tokens`` (the whole request: fixed overhead, conversation and tail): budgets
+        are in the provider's tokens from now on (:mod:`veil.context.calibration`)."""
+        self.calibration = self.calibration.observe(reported_tokens, estimated_tokens)
 
     def items(self, tier: Tier | None = None) -> list[ContextItem]:
         return [i for i in self._set.items.values() if tier is None or i.tier == tier]
@@ -204,8 +234,13 @@ class ContextEngine:
         partial: bool = False,
         writes: str | None = None,
         parent: str | None = None,
+        full_output: str | None = None,
     ) -> ContextItem:
         """A tool call's result enters working memory (one tick of the session clock).
+
+        ``output`` is what the model is given; ``full_output``, when the tool truncated it, the
+        whole output: the item's content is then the full output (what an expansion returns)
+        and its tokens count the shorter text the prompt shows (``ContextItem.partial``).
 
         The engine knows no tool by name: ``tool_name`` is a label. What the call did comes as
         plain values from the caller (the harness reads each tool's declaration): ``target`` is
@@ -218,7 +253,7 @@ class ContextEngine:
         args = dict(arguments or {})
         self._touch_referenced(" ".join(str(v) for v in args.values()))
         if target is None:
-            target = generic_target(tool_name, args)
+            target = generic_target(args)
         path = reads or writes or ""
         did = call_effect(output, reads=reads, partial=partial, writes=writes, is_error=is_error)
         if writes is None:
@@ -232,7 +267,7 @@ class ContextEngine:
         item = self._admit(
             new_item(
                 did.kind,
-                output,
+                full_output if full_output is not None else output,
                 self._origin(),
                 target=target,
                 tool_name=tool_name,
@@ -240,6 +275,7 @@ class ContextEngine:
                 code_refs=did.code_refs,
                 effect=did.effect,
                 parent=parent,
+                shown=output if full_output is not None else None,
             )
         )
         if reads and not partial and not is_error:
@@ -388,19 +424,41 @@ class ContextEngine:
             raise UnknownItem(f"{pointer_or_id!r} names no item of this project's memory")
         return item
 
-    def expand(self, pointer_or_id: str) -> ContextItem:
-        """Bring an evicted item back live, byte-identical. Coming back is a regret: T halves.
-        It is protected for ``manual_protect_ticks`` like a load by hand (without the ×1.5),
-        so that window pressure does not stub it again before the model has read it."""
+    def advance_clock(self) -> None:
+        """A tool call that adds no item (an expansion: its result is the item it brings back)
+        still moves the session clock one tick; call it before the call's effects."""
+        self.tick += 1
+
+    def restores(self, pointer_or_id: str) -> bool:
+        """Whether expanding this pointer would bring something into the prompt that is not
+        there: the item is out of it, or only its truncated output is in it."""
         item = self.resolve_pointer(pointer_or_id)
+        return item.tier != "live" or item.partial
+
+    def expand(self, pointer_or_id: str) -> ContextItem:
+        """Bring an evicted item back live, byte-identical (a truncated result: its full
+        output). Coming back is a regret: T halves. It is protected for
+        ``manual_protect_ticks`` like a load by hand (without the ×1.5), so that window
+        pressure does not stub it again before the model has read it."""
+        item = self.resolve_pointer(pointer_or_id)
+        restoring = item.tier != "live" or item.partial
+        if item.partial:
+            item = self._whole(item)
         if item.tier != "live":
             self._regret(item.id, "expanded")
             item = self._move(item, "live", stage=0, reason="expanded")
+        if restoring:
             item = replace(item, manual_tick=self.tick)
-            self._set.cols.f["manual_tick"][self._set.row(item.id)] = self.tick
             self._set.update(item)
             self._emit("context.manual", {"id": item.id, "tick": self.tick, "protect_only": True})
         return self.touch(item.id)
+
+    def _whole(self, item: ContextItem) -> ContextItem:
+        """A truncated result's full output is asked for: the item shows it from now on."""
+        updated = replace(item, partial=False, tokens=self.count_tokens(item.content))
+        self._set.update(updated)
+        self._emit("context.whole", {"id": item.id, "tokens": updated.tokens})
+        return updated
 
     def load(self, pointer_or_id: str) -> ContextItem:
         """Load an item by hand: it comes back live, counts ×1.5 and is protected a few ticks."""
@@ -516,20 +574,55 @@ class ContextEngine:
 
         ``overhead_tokens`` is what the next request costs besides the items (system prompt,
         manifest, tool schemas); the items' budget is the window minus the reserve minus it.
-        Without it the last value given is kept."""
+        Without it the last value given is kept. A caller that sends a transcript uses
+        :meth:`window`, which steps and renders."""
         if overhead_tokens is not None:
             self.overhead_tokens = max(0, int(overhead_tokens))
         before = self._threshold.value
+        if self._boundary_tick != self.tick:  # a step again at the same tick: same unread
+            self._step_boundary = self._boundary_tick
+        moves, result = self._evict(stages=True)
+        self._boundary_tick = self.tick
+        live_after = self._set.live_tokens()
+        fill = live_after / self.budget
+        self._threshold = on_tick(
+            self._threshold,
+            tick=self.tick,
+            fill=fill,
+            target_fill=self.config.target_fill,
+            pressure=result.pressure,
+            config=self.config.threshold,
+        )
+        self._emit("context.state", self._state())
+        if not self.deferred:
+            self.flush()
+        return EvictionReport(
+            self.tick,
+            tuple(moves),
+            before,
+            self._threshold.value,
+            result.live_tokens_before,
+            live_after,
+            self.budget,
+            result.pressure,
+        )
+
+    def _evict(self, *, stages: bool) -> tuple[list[Move], Plan]:
+        """Plan against the working set as it is now and apply the moves: the three stages
+        (``stages``), or again after a rendering measured more than planned — then with the
+        same results unread as at the step, and T unchanged."""
         decided = plan_step(
             self._set,
             tick=self.tick,
-            boundary_tick=self._boundary_tick,
+            boundary_tick=self._step_boundary,
             now=self.clock.now(),
-            threshold=before,
+            threshold=self._threshold.value if stages else -1.0,
             budget=self.budget,
         )
         result, unread = decided.plan, decided.unread
         hard, soft = decided.hard, decided.soft
+        if not stages:  # only window pressure: no stage 3 again
+            result = replace(result, moves=tuple(m for m in result.moves if m.stage == 2))
         moves = [*result.moves, *with_their_turns(self._set, result.moves, hard | soft)]
         for move in moves:
             self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)
@@ -548,40 +641,83 @@ class ContextEngine:
                 min_tokens=self.config.excerpt_min_tokens,
             )
         )
-        self._boundary_tick = self.tick
-        live_after = self._set.live_tokens()
-        fill = live_after / self.budget
-        self._threshold = on_tick(
-            self._threshold,
-            tick=self.tick,
-            fill=fill,
-            target_fill=self.config.target_fill,
-            pressure=result.pressure,
-            config=self.config.threshold,
+        return moves, result
+
+    def window(
+        self,
+        entries: Sequence[Entry],
+        *,
+        fixed_tokens: int,
+        collapse: bool = True,
+        notes: Sequence[str] = (),
+        tail: bool = True,
+    ) -> Boundary:
+        """One turn boundary of a conversation: :meth:`step`, then render ``entries`` as the
+        model will see them (:mod:`veil.context.window`). ``fixed_tokens`` is what the request
+        carries besides the conversation (system prompt, tool schemas). With ``tail`` the
+        manifest and ``notes`` end the request once there is something to say.
+
+        The rendering is the truth: when it costs more than the working set planned for (an
+        item's stub in two places, results with no item, missing results), the difference
+        corrects the plan and stage 2 runs again, at most twice; what was measured last is
+        :attr:`live_tokens`."""
+        report = self.step(overhead_tokens=fixed_tokens + self._tail_tokens)
+        moves = list(report.moves)
+        rendered = self._render(entries, collapse=collapse, notes=notes, tail=tail)
+        for _ in range(2):
+            self.overhead_tokens = fixed_tokens + rendered.tail_tokens
+            if rendered.tokens - rendered.tail_tokens <= self.budget:
+                break
+            more, _ = self._evict(stages=False)
+            if not more:
+                break
+            moves.extend(more)
+            rendered = self._render(entries, collapse=collapse, notes=notes, tail=tail)
+        self.overhead_tokens = fixed_tokens + rendered.tail_tokens
+        conversation = rendered.tokens - rendered.tail_tokens
+        report = replace(
+            report, moves=tuple(moves), live_tokens_after=conversation, budget=self.budget
         )
-        self._emit(
-            "context.state",
-            {
-                "session_id": self.session_id,
-                "tick": self.tick,
-                "threshold": self._threshold.value,
-                "last_regret_tick": self._threshold.last_regret_tick,
-                "task": self._task_text[:2000],
-                "turns": self._set.turns,
-            },
+        return Boundary(report, rendered)
+
+    def _render(
+        self, entries: Sequence[Entry], *, collapse: bool, notes: Sequence[str], tail: bool
+    ) -> Rendered:
+        text = self.tail(notes) if tail else ""
+        rendered = render(
+            entries,
+            self._set.items,
+            count=self._count,
+            stub_chars=self.config.stub_chars,
+            collapse=collapse,
+            tail=text,
         )
-        if not self.deferred:
-            self.flush()
-        return EvictionReport(
-            self.tick,
-            tuple(moves),
-            before,
-            self._threshold.value,
-            result.live_tokens_before,
-            live_after,
-            self.budget,
-            result.pressure,
-        )
+        self._tail_tokens = rendered.tail_tokens
+        self._set.correction = rendered.tokens - rendered.tail_tokens - self._set.raw_tokens()
+        return rendered
+
+    def tail(self, notes: Sequence[str] = ()) -> str:
+        """What ends a request: the manifest with ``notes`` (the convergence note) — once there
+        is something to say (an item left the prompt, a contradiction or a note exists).
+        Before that it would only repeat the conversation, cost tokens every turn, and small
+        models take a trailing note for a pattern to continue."""
+        notes = [n for n in notes if n]
+        evicted = not bool(self._set.cols.flag("live").all())
+        if not (notes or evicted or self._book.list(unresolved_only=True)):
+            return ""
+        return self.manifest(notes=notes)
+
+    def _state(self) -> dict[str, JSONValue]:
+        return {
+            "session_id": self.session_id,
+            "tick": self.tick,
+            "threshold": self._threshold.value,
+            "last_regret_tick": self._threshold.last_regret_tick,
+            "task": self._task_text[:2000],
+            "turns": self._set.turns,
+            "ratio": self.calibration.ratio,
+            "samples": self.calibration.samples,
+        }
 
     def _pressure_move(self, item: ContextItem, tier: Tier, reason: str, chars: int) -> None:
         self._move(item, tier, stage=2, reason=reason, excerpt=chars)
@@ -678,6 +814,7 @@ class ContextEngine:
             self.tick = resumed.tick
             self._threshold = resumed.threshold
             self._task_text = resumed.task
+            self.calibration = resumed.calibration
             if self._task_text:
                 self._retask(tags=frozenset(tags_of(self._task_text)))
         for conflict in resumed.conflicts:

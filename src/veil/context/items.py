@@ -84,6 +84,10 @@ class ContextItem:
     excerpt: int = 0
     """For a result too large to fit the window even alone: the characters of its head and
     tail kept in the prompt (its stub), the whole text being warm. 0: a one-line stub."""
+    partial: bool = False
+    """For a result its tool truncated: the prompt shows the tool's shortened text (what the
+    model was given; ``tokens`` counts it) while ``content`` is the full output. Expanding the
+    item shows the full output and clears this."""
 
     @property
     def pointer(self) -> str:

@@ -57,14 +57,7 @@ def plan_step(
     hard, soft, exempt = ws.protected(tick)
     unread = c.flag("result") & (c.view("created_tick") > boundary_tick)
     hard = hard | unread
-    # A step whose turn and results all leave renders as part of one note: planning counts no
-    # stub for those (the notes are charged to the budget).
     stubs = c.view("stub_tokens")
-    notes = 0
-    if config.plan_collapsed:
-        stubs = np.where(ws.collapsible(hard), 0.0, stubs)
-        _, notes = ws.collapsed()
-        notes += config.collapsed_note_tokens
     result = plan(
         ws.ids,
         scores=ws.scores(tick),
@@ -76,7 +69,7 @@ def plan_step(
         durable_r=durable_r,
         idle_ticks=idle_ticks,
         threshold=threshold,
-        budget=max(1, budget - notes),
+        budget=max(1, budget - ws.correction),
         target_fill=config.target_fill,
         cold_retrievability=config.cold_retrievability,
         cold_after_ticks=config.cold_after_ticks,

@@ -5,7 +5,8 @@ the tape; warm and cold items are indexed for search (FTS5 + vectors) and live o
 (they are in the prompt already). Turn embeddings live in the engine's memory only (they are
 recomputed on resume); version 5 dropped the ``ctx_turn_vec`` index nothing read; version 6
 takes the item's columns from its codec (field order), so a field added to the dataclass is
-stored without being written out here.
+stored without being written out here; version 7 stores a truncated result's full output with
+its item (``partial``) and the session's token calibration.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ ITEM_FIELDS = tuple(c.name for c in ITEM_COLUMNS)
 
 class ContextProjection:
     name = "context"
-    version = 6
+    version = 7
     tables = (
         Table(
             ITEMS,
@@ -77,6 +78,8 @@ class ContextProjection:
                 Column("last_regret_tick", "int"),
                 Column("task", "text"),
                 Column("turns", "int"),
+                Column("ratio", "real"),
+                Column("samples", "int"),
             ),
             key=("session_id",),
         ),
@@ -128,6 +131,8 @@ class ContextProjection:
                 # item would dominate the cost for no gain in nearest-neighbour quality.
                 IndexVector(ITEMS_VEC, scope, str(p["id"]), text[:1000]),
             ]
+        if kind == "context.whole":  # a truncated result's full output is shown from now on
+            return [Patch(ITEMS, key, {"partial": False, "tokens": p["tokens"]})]
         if kind == "context.pin":
             return [Patch(ITEMS, key, {"pinned": p["pinned"]})]
         if kind == "context.manual":
@@ -154,6 +159,8 @@ class ContextProjection:
                         "last_regret_tick": p.get("last_regret_tick"),
                         "task": p.get("task"),
                         "turns": p.get("turns"),
+                        "ratio": p.get("ratio"),
+                        "samples": p.get("samples"),
                     },
                 )
             ]

@@ -68,3 +68,10 @@ def turn_stub(item: ContextItem) -> str:
         f"[veil: earlier {item.turn_kind or 'turn'} moved to {item.tier} memory; "
         f"veil_expand {item.pointer} restores it]"
     )
+
+
+def shown_elsewhere(item: ContextItem) -> str:
+    """What an entry says when its item is in full at an earlier place of the conversation
+    (the model asked to expand an item that was already there)."""
+    what = f"{item.tool_name or item.turn_kind or item.kind} {item.target or ''}".strip()
+    return f"[veil: {what} ({item.tokens:,} tokens) is shown in full above; {item.pointer}]"

@@ -8,9 +8,10 @@ the task and the contradictions — and applies it. Reads only: nothing is writt
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, cast
 
+from veil.context.calibration import Calibration
 from veil.context.conflicts import Belief, Conflict, ConflictBook, content_digest
 from veil.context.items import ContextItem
 from veil.context.projection import CONFLICTS, ITEMS, STATE
@@ -35,6 +36,7 @@ class Resumed:
     threshold: Threshold | None = None
     task: str = ""
     conflicts: tuple[Conflict, ...] = ()
+    calibration: Calibration = field(default_factory=Calibration)
 
 
 def read_session(store: Store, *, scope: str, session_id: str) -> Resumed:
@@ -57,6 +59,9 @@ def read_session(store: Store, *, scope: str, session_id: str) -> Resumed:
         threshold=threshold,
         task=str(row["task"] or ""),
         conflicts=conflicts,
+        calibration=Calibration(
+            float(cast(float, row["ratio"] or 1.0)), int(cast(int, row["samples"] or 0))
+        ),
     )
 
 

@@ -20,7 +20,7 @@ from veil.context.columns import Columns
 from veil.context.config import ContextConfig
 from veil.context.items import NEVER_EVICTED, ContextItem
 from veil.context.references import ReferenceIndex
-from veil.context.render import range_note, stub, turn_stub
+from veil.context.render import stub, turn_stub
 from veil.context.score import Task, combine, static_part
 from veil.context.signals import jaccard, structure
 from veil.embed.protocol import Embedder
@@ -62,7 +62,8 @@ class WorkingSet:
         """Bumped when a turn's kind or pin changes (the cached turn factor depends on them)."""
         self._ring = np.zeros((0, 0), dtype=np.float32)
         self._ring_done = 0
-        self._note_cache: dict[tuple[int, int], int] = {}
+        self.correction = 0
+        """Rendered conversation tokens minus :meth:`raw_tokens`, as of the last rendering."""
         self.references = ReferenceIndex(paths_only=config.reference_names == "paths")
         """Distinctive names in non-turn items' content, for re-reference touches."""
 
@@ -104,50 +105,25 @@ class WorkingSet:
     def turns(self) -> int:
         return len(self._turn_ids)
 
-    def live_tokens(self) -> int:
-        """Tokens of the prompt as rendered: live items in full, evicted results and turns as
-        stubs — except steps whose turn and results are all out, which render as one note per
-        run of them (:meth:`collapsed`). Cached until the next change to an item."""
+    def raw_tokens(self) -> int:
+        """Live items in full, evicted results and turns as their stubs. Cached until the next
+        change to an item."""
         cached = self._live_tokens
         if cached is not None and cached[0] == self._version:
             return cached[1]
         live = self.cols.flag("live")
-        stubs = self.cols.view("stub_tokens").copy()
-        rows, notes = self.collapsed()
-        stubs[rows] = 0.0
-        total = int(self.cols.view("tokens")[live].sum() + stubs[~live].sum() + notes)
+        total = int(
+            self.cols.view("tokens")[live].sum() + self.cols.view("stub_tokens")[~live].sum()
+        )
         self._live_tokens = (self._version, total)
         return total
 
-    def collapsed(self) -> tuple[list[int], int]:
-        """Rows of the steps that render as part of a collapsed run (a turn out of the prompt
-        with every result of its calls out, none clipped), and the tokens of the notes their
-        runs render as (in turn order; any other turn ends a run).
-
-        Vectorised over the turn ordinals (it runs several times per step); a run's note is
-        counted once and cached by the run's span, which fixes its results and tokens."""
-        c = self.cols
-        n_turns = len(self._turn_ids)
-        if n_turns == 0:
-            return [], 0
-        live = c.flag("live")
-        parent = c.view("parent_turn").astype(np.int64)
-        kid = parent >= 0
-        kid_rows = np.flatnonzero(kid)
-        kid_turn = parent[kid_rows]
-        bad = (live | c.flag("clipped"))[kid_rows]
-        has_kids = np.bincount(kid_turn, minlength=n_turns) > 0
-        any_bad = np.bincount(kid_turn, weights=bad.astype(np.float64), minlength=n_turns) > 0
-        turn_rows = self._turn_row_array()
-        ok = has_kids & ~any_bad & ~live[turn_rows]
-        if not ok.any():
-            return [], 0
-        rows = np.concatenate([turn_rows[ok], kid_rows[ok[kid_turn]]])
-        edges = np.diff(np.concatenate([[0], ok.astype(np.int8), [0]]))
-        starts, ends = np.flatnonzero(edges == 1), np.flatnonzero(edges == -1)
-        spans = zip(starts.tolist(), ends.tolist(), strict=True)
-        notes = sum(self._run_note_tokens(a, b) for a, b in spans)
-        return rows.tolist(), notes
+    def live_tokens(self) -> int:
+        """What the prompt's conversation costs, as the planner sees it: :meth:`raw_tokens`
+        plus :attr:`correction`, the difference the last rendering measured (collapsed runs,
+        an item's stub in two places, parts no item stands for). The renderer
+        (:mod:`veil.context.window`) owns what is sent; this follows it."""
+        return self.raw_tokens() + self.correction
 
     def _add_turn_vector(self, ordinal: int, vector: np.ndarray[Any, np.dtype[np.float32]]) -> None:
         matrix = self._turn_matrix
@@ -160,44 +136,8 @@ class WorkingSet:
         matrix[ordinal] = vector
         self._turn_matrix = matrix
 
-    def _link_parent(self, item_id: str, turn_id: str) -> None:
-        """Record a result's turn ordinal once both are known; drop cached notes it changes."""
-        turn_row = self._row.get(turn_id)
-        if turn_row is None or not self.cols.b["is_turn"][turn_row]:
-            return
-        ordinal = int(self.cols.f["turn_index"][turn_row])
-        self.cols.f["parent_turn"][self._row[item_id]] = ordinal
-        self._version += 1
-        for key in [k for k in self._note_cache if k[0] <= ordinal < k[1]]:
-            del self._note_cache[key]
-
     def _turn_row_array(self) -> np.ndarray[Any, np.dtype[np.int64]]:
         return self._turn_rows[: len(self._turn_ids)]
-
-    def _run_note_tokens(self, start: int, end: int) -> int:
-        """Tokens of the note for the run of turns ``start``…``end - 1`` (turn ordinals)."""
-        key = (start, end)
-        cached = self._note_cache.get(key)
-        if cached is None:
-            results: list[ContextItem] = []
-            tokens = 0
-            for turn_id in self._turn_ids[start:end]:
-                kids = [self.items[k] for k in self._children.get(turn_id, [])]
-                results.extend(kids)
-                tokens += self.items[turn_id].tokens + sum(k.tokens for k in kids)
-            cached = self.count_tokens(range_note(results, tokens, end - start))
-            self._note_cache[key] = cached
-        return cached
-
-    def collapsible(self, protected: Bools) -> Bools:
-        """Rows whose eviction would leave no stub: turns, and results whose turn may leave
-        with them (it is not protected)."""
-        c = self.cols
-        out = c.flag("is_turn").copy()
-        for turn_id, kids in self._children.items():
-            if not protected[self._row[turn_id]]:
-                out[[self._row[k] for k in kids]] = True
-        return out
 
     # ---- changes --------------------------------------------------------------------
 
@@ -213,10 +153,8 @@ class WorkingSet:
             self._by_target.setdefault((item.tool_name, item.target), []).append(item.id)
         if item.effect in ("read", "read_part") and item.code_refs:
             self._reads.setdefault(item.code_refs[0], []).append(item.id)
-        f["parent_turn"][row] = -1
         if item.parent:
             self._children.setdefault(item.parent, []).append(item.id)
-            self._link_parent(item.id, item.parent)
         if item.kind != "turn" and self.config.touch_on_reference:
             self.references.add(item.id, item.content)
         f["tokens"][row] = item.tokens
@@ -244,8 +182,6 @@ class WorkingSet:
                 self._turn_rows = grown
             self._turn_rows[ordinal] = row
             self._turn_ids.append(item.id)
-            for kid in self._children.get(item.id, []):  # results loaded before their turn
-                self._link_parent(kid, item.id)
             vector = (
                 self.embedder.embed([item.content])[0]
                 if self.embedder is not None
@@ -284,6 +220,7 @@ class WorkingSet:
         f["relevance"][row] = jaccard(item.tags, self.task.tags)
         f["structure"][row] = structure(item.code_refs, self.task.touched, self.task.neighbours)
         f["manual_tick"][row] = -1e9 if item.manual_tick is None else item.manual_tick
+        f["tokens"][row] = item.tokens
         before = self.items.get(item.id)
         if item.excerpt:  # a clipped result is shown as its head and tail
             f["stub_tokens"][row] = self.count_tokens(stub(item))

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -46,6 +46,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
 
 from veil.clock import Clock, SystemClock
 from veil.context import ContextConfig, ContextEngine, UnknownItem
+from veil.context.transcript import Call, Found
 from veil.embed.protocol import Embedder
 from veil.integrations.long_term import (
     BUDGET_DESCRIPTION,
@@ -62,7 +63,6 @@ from veil.integrations.window import (
     EXPAND_TOOL,
     POINTER_DESCRIPTION,
     ContextWindow,
-    FoundResult,
     WindowReport,
 )
 from veil.memory import Memory
@@ -223,38 +223,32 @@ class VeilSession:
 
     def render(self, items: Sequence[Any]) -> list[TResponseInputItem]:
         """``items`` as the model is to see them: one turn boundary of the context engine."""
-        found: list[FoundResult] = []
-        where: list[int] = []
-        calls: dict[str, tuple[str, dict[str, Any]]] = {}
-        other = 0
-        task: str | None = None
-        count = self.window.engine.count_tokens
         plain = [
             cast(dict[str, Any], raw if isinstance(raw, dict) else _json(raw)) for raw in items
         ]
-        for i, item in enumerate(plain):
-            kind = item.get("type")
-            if kind == "function_call":
-                calls[str(item.get("call_id"))] = (str(item.get("name")), _arguments(item))
-            if kind == "function_call_output":
-                call_id = str(item.get("call_id"))
-                name, arguments = calls.get(call_id, ("function", {}))
-                output = item.get("output")
-                text = output if isinstance(output, str) else json.dumps(output, default=str)
-                found.append(FoundResult(call_id, name, text, arguments))
-                where.append(i)
-                continue
-            other += count(json.dumps(item, default=str))
-            content = item.get("content")
-            if task is None and item.get("role") == "user" and isinstance(content, str):
-                task = content
-        report = self.window.render(found, other_tokens=other, task=task)
+        found, groups = _found(plain, self.window.engine.count_tokens)
+        report = self.window.render(found)
         self.reports.append(report)
-        out = [cast(TResponseInputItem, item) for item in plain]
-        for i, text in zip(where, report.texts, strict=True):
-            if text is not None:
-                out[i] = cast(TResponseInputItem, {**plain[i], "output": text})
-        return out
+        out: list[dict[str, Any]] = []
+        for part in report.rendered.parts:
+            if part.entry is None:
+                if part.kind == "missing" and part.call_id is not None:
+                    out.append(_output(part.call_id, part.text))
+                else:
+                    out.append({"role": "system", "content": part.text})
+                continue
+            group = [plain[i] for i in groups[part.entry]]
+            if part.kind == "shown":
+                out.extend(group)
+            elif part.kind == "orphan":
+                out.append({"role": "system", "content": part.text})
+            elif part.role == "tool":
+                out.append({**group[0], "output": part.text})
+            elif part.role == "assistant":
+                out.extend(_assistant_text(group, part.text))
+            else:
+                out.append({**group[0], "content": part.text})
+        return [cast(TResponseInputItem, item) for item in out]
 
     def model_input_filter(self, data: CallModelData[Any]) -> ModelInputData:
         """For ``RunConfig(call_model_input_filter=…)``: the same rendering before every model
@@ -279,6 +273,91 @@ class VeilSession:
         if self._owned is not None:
             self._owned.close()
             self._owned = None
+
+
+_ASSISTANT = frozenset({"function_call", "reasoning"})
+
+
+def _is_assistant(item: dict[str, Any]) -> bool:
+    return item.get("type") in _ASSISTANT or item.get("role") == "assistant"
+
+
+def _found(
+    items: Sequence[dict[str, Any]], count: Callable[[str], int]
+) -> tuple[list[Found], list[list[int]]]:
+    """The items as the transcript's messages, and which items each one is: a model
+    response's items (its message, reasoning and function calls) are one assistant turn."""
+    found: list[Found] = []
+    groups: list[list[int]] = []
+    index = 0
+    while index < len(items):
+        item = items[index]
+        if _is_assistant(item):
+            group = [index]
+            while index + 1 < len(items) and _is_assistant(items[index + 1]):
+                index += 1
+                group.append(index)
+            parts = [items[i] for i in group]
+            calls = tuple(
+                Call(str(p.get("call_id")), str(p.get("name")), _arguments(p))
+                for p in parts
+                if p.get("type") == "function_call"
+            )
+            text = "".join(_message_text(p) for p in parts if p.get("role") == "assistant")
+            extra = sum(
+                count(json.dumps(p, default=str)) for p in parts if p.get("role") != "assistant"
+            )
+            found.append(Found("assistant", text, calls, extra_tokens=extra))
+            groups.append(group)
+        elif item.get("type") == "function_call_output":
+            output = item.get("output")
+            text = output if isinstance(output, str) else json.dumps(output, default=str)
+            found.append(Found("tool", text, call_id=str(item.get("call_id"))))
+            groups.append([index])
+        elif item.get("role") == "user" and isinstance(item.get("content"), str):
+            found.append(Found("user", str(item["content"])))
+            groups.append([index])
+        else:  # instructions, multimodal input, built-in tools' items: sent as they are
+            found.append(Found("system", json.dumps(item, default=str)))
+            groups.append([index])
+        index += 1
+    return found, groups
+
+
+def _message_text(item: dict[str, Any]) -> str:
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = cast(list[dict[str, Any]], content)
+        return "".join(str(c.get("text", "")) for c in parts)
+    return ""
+
+
+def _assistant_text(group: Sequence[dict[str, Any]], text: str) -> list[dict[str, Any]]:
+    """A model response's items with its message text replaced (a turn's stub); its function
+    calls stay."""
+    content = [{"type": "output_text", "text": text}]
+    stub = {"type": "message", "role": "assistant", "content": content}
+    out: list[dict[str, Any]] = []
+    placed = False
+    for item in group:
+        if item.get("role") == "assistant":
+            if not placed:
+                out.append({**item, "content": content})
+                placed = True
+            continue
+        if item.get("type") == "function_call" and not placed:
+            out.append(stub)
+            placed = True
+        out.append(item)
+    if not placed:
+        out.insert(0, stub)
+    return out
+
+
+def _output(call_id: str, text: str) -> dict[str, Any]:
+    return {"type": "function_call_output", "call_id": call_id, "output": text}
 
 
 def _json(item: Any) -> JSONValue:

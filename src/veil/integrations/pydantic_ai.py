@@ -34,7 +34,7 @@ where the last one stopped.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -43,9 +43,8 @@ try:
     from pydantic_ai import ModelRetry, RunContext
     from pydantic_ai.messages import (
         ModelMessage,
-        ModelRequest,
+        ModelRequestPart,
         ModelResponse,
-        ModelResponsePart,
         TextPart,
         ToolCallPart,
         ToolReturnPart,
@@ -60,6 +59,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
     ) from exc
 
 from veil.context import ContextConfig, ContextEngine, UnknownItem
+from veil.context.transcript import Call, Found
 from veil.embed.protocol import Embedder
 from veil.integrations.long_term import (
     BUDGET_DESCRIPTION,
@@ -76,7 +76,6 @@ from veil.integrations.window import (
     EXPAND_TOOL,
     POINTER_DESCRIPTION,
     ContextWindow,
-    FoundResult,
     WindowReport,
 )
 from veil.memory import Memory
@@ -105,50 +104,26 @@ class VeilHistory:
 
     def process(self, messages: Sequence[ModelMessage]) -> list[ModelMessage]:
         """The history as the model is to see it (what ``__call__`` returns)."""
-        found: list[FoundResult] = []
-        where: list[tuple[int, int]] = []
-        arguments: dict[str, dict[str, Any]] = {}
-        other = 0
-        task: str | None = None
-        count = self.engine.count_tokens
-        for m, message in enumerate(messages):
-            if isinstance(message, ModelResponse):
-                other += _response_tokens(message.parts, arguments, count)
-                continue
-            for p, part in enumerate(message.parts):
-                if (
-                    isinstance(part, ToolReturnPart)
-                    and part.tool_kind is None
-                    and part.outcome in RESULT_OUTCOMES
-                ):
-                    found.append(
-                        FoundResult(
-                            part.tool_call_id,
-                            part.tool_name,
-                            part.model_response_str(),
-                            arguments.get(part.tool_call_id, {}),
-                            is_error=part.outcome != "success",
-                        )
-                    )
-                    where.append((m, p))
-                    continue
-                content = getattr(part, "content", "")
-                text = content if isinstance(content, str) else json.dumps(content, default=str)
-                other += count(text)
-                if task is None and isinstance(part, UserPromptPart) and isinstance(content, str):
-                    task = content
-        report = self.window.render(found, other_tokens=other, task=task)
+        found, where = _found(messages, self.engine.count_tokens)
+        report = self.window.render(found)
         self.reports.append(report)
         out = list(messages)
-        for (m, p), text in zip(where, report.texts, strict=True):
-            if text is None:
-                continue
-            request = out[m]
-            assert isinstance(request, ModelRequest)
-            parts = list(request.parts)
-            parts[p] = replace(parts[p], content=text)
-            out[m] = replace(request, parts=parts)
+        for part in report.rendered.parts:
+            if part.entry is None or part.kind not in SHOWN_KINDS:
+                continue  # nothing is added to a pydantic-ai history (see the docstring)
+            m, p = where[part.entry]
+            text = self._text(part.kind, part.text, found[part.entry])
+            if text != found[part.entry].text:
+                out[m] = _with_text(out[m], p, text)
         return out
+
+    def _text(self, kind: str, text: str, found: Found) -> str:
+        """A result shown as found whose found text is its own stub (an earlier rendering
+        replaced it in the history) gets its content back: it is in the prompt again."""
+        if kind != "shown" or found.role != "tool" or not text.startswith("[veil: "):
+            return text
+        item = self.engine.by_tool_call(found.call_id or "")
+        return item.content if item is not None and item.tier == "live" else text
 
     def toolset(self) -> FunctionToolset[Any]:
         """``veil_expand``: the full content behind a stub."""
@@ -171,19 +146,67 @@ class VeilHistory:
             self._owned = None
 
 
-def _response_tokens(
-    parts: Sequence[ModelResponsePart],
-    arguments: dict[str, dict[str, Any]],
-    count: Any,
-) -> int:
-    tokens = 0
-    for part in parts:
-        if isinstance(part, ToolCallPart):
-            arguments[part.tool_call_id] = part.args_as_dict()
-            tokens += count(part.args_as_json_str())
-        elif isinstance(part, TextPart):
-            tokens += count(part.content)
-    return int(tokens)
+SHOWN_KINDS = frozenset({"shown", "stub", "excerpt", "elsewhere"})
+
+
+def _found(
+    messages: Sequence[ModelMessage], count: Callable[[str], int]
+) -> tuple[list[Found], list[tuple[int, int | None]]]:
+    """The history as the transcript's messages, and where each came from (message index,
+    part index; None for a whole model response)."""
+    found: list[Found] = []
+    where: list[tuple[int, int | None]] = []
+    for m, message in enumerate(messages):
+        if isinstance(message, ModelResponse):
+            texts = [p.content for p in message.parts if isinstance(p, TextPart)]
+            calls = tuple(
+                Call(p.tool_call_id, p.tool_name, p.args_as_dict())
+                for p in message.parts
+                if isinstance(p, ToolCallPart)
+            )
+            extra = sum(
+                count(p.args_as_json_str()) if isinstance(p, ToolCallPart) else count(str(p))
+                for p in message.parts
+                if not isinstance(p, TextPart)
+            )
+            found.append(Found("assistant", "".join(texts), calls, extra_tokens=extra))
+            where.append((m, None))
+            continue
+        for p, part in enumerate(message.parts):
+            found.append(_request_part(part))
+            where.append((m, p))
+    return found, where
+
+
+def _request_part(part: ModelRequestPart) -> Found:
+    if isinstance(part, ToolReturnPart):
+        tracked = part.tool_kind is None and part.outcome in RESULT_OUTCOMES
+        return Found(
+            "tool",
+            part.model_response_str(),
+            call_id=part.tool_call_id,
+            is_error=part.outcome != "success",
+            tracked=tracked,
+        )
+    if isinstance(part, UserPromptPart):
+        content = part.content
+        text = content if isinstance(content, str) else json.dumps(content, default=str)
+        return Found("user", text)
+    # Instructions and retry feedback: sent as they are, never an item.
+    respond = getattr(part, "model_response", None)
+    text = respond() if callable(respond) else getattr(part, "content", "")
+    return Found("system", text if isinstance(text, str) else json.dumps(text, default=str))
+
+
+def _with_text(message: ModelMessage, index: int | None, text: str) -> ModelMessage:
+    """``message`` with the text of its part ``index`` (a model response: its text) replaced."""
+    if isinstance(message, ModelResponse):
+        rest = [p for p in message.parts if not isinstance(p, TextPart)]
+        return replace(message, parts=[TextPart(text), *rest])
+    assert index is not None
+    parts = list(message.parts)
+    parts[index] = replace(parts[index], content=text)
+    return replace(message, parts=parts)
 
 
 def veil_history(
@@ -229,9 +252,10 @@ def veil_history(
         config=config,
         embedder=embedder,
     )
-    return VeilHistory(
-        ContextWindow(engine, fixed_overhead_tokens=fixed_overhead_tokens), store=owned
+    window = ContextWindow(
+        engine, fixed_overhead_tokens=fixed_overhead_tokens, collapse=False, tail=False
     )
+    return VeilHistory(window, store=owned)
 
 
 def memory_toolset(

@@ -52,6 +52,45 @@ def is_overflow_text(text: str) -> bool:
     return any(p.search(text) for p in OVERFLOW_PATTERNS)
 
 
+_LIMIT = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"maximum context length is (\d+)",
+        r"tokens? > (\d+) maximum",
+        r"n_ctx['\"]?\s*[:=]\s*(\d+)",
+        r"context (?:length|window|size) (?:of|is) (\d+)",
+        r"maximum (?:model|input) length (?:of|is) (\d+)",
+    )
+)
+_SENT = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"\((\d+) in the messages",
+        r"resulted in (\d+) tokens",
+        r"prompt is too long: (\d+) tokens",
+        r"n_prompt_tokens['\"]?\s*[:=]\s*(\d+)",
+        r"you requested (\d+) tokens",
+        r"(\d+) input tokens",
+    )
+)
+
+
+def overflow_limits(text: str) -> tuple[int | None, int | None]:
+    """What an overflow error states, when it states it: (the model's limit, the tokens the
+    request had), each None when the text does not say. OpenAI and vLLM ("maximum context
+    length is N tokens. However, your messages resulted in M"), Anthropic ("prompt is too
+    long: M tokens > N maximum") and llama.cpp's server (``n_prompt_tokens``, ``n_ctx``)."""
+
+    def first(patterns: tuple[re.Pattern[str], ...]) -> int | None:
+        for pattern in patterns:
+            found = pattern.search(text)
+            if found:
+                return int(found.group(1))
+        return None
+
+    return first(_LIMIT), first(_SENT)
+
+
 @dataclass(frozen=True)
 class Failure:
     """One failed attempt, classified. ``retry_after_s`` is the server's hint, if it gave one."""

@@ -7,6 +7,8 @@ context engine renders a *new* list for every request.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
@@ -39,10 +41,18 @@ class AssistantMessage:
 
 @dataclass(frozen=True)
 class ToolResultMessage:
+    """A tool's result. ``content`` is what the model was given. ``item`` names the context
+    item that holds the result (for an expansion: the item it brought back), so nothing
+    re-derives identity from call ids; ``details`` are the tool's typed details (a command's
+    ``exit_code``, ``truncated``, an expansion's ``restored``). Providers send only the
+    content."""
+
     tool_call_id: str
     name: str
     content: str
     is_error: bool = False
+    item: str | None = None
+    details: Mapping[str, Any] = field(default_factory=lambda: {})
     kind: Literal["tool"] = "tool"
 
 
@@ -56,6 +66,15 @@ class ToolSpec:
     name: str
     description: str
     parameters: dict[str, Any]
+
+
+def spec_text(spec: ToolSpec) -> str:
+    """A tool's name, description and schema as one JSON text (what a request carries of it,
+    near enough to estimate its tokens)."""
+    return json.dumps(
+        {"name": spec.name, "description": spec.description, "parameters": spec.parameters},
+        ensure_ascii=False,
+    )
 
 
 @dataclass(frozen=True)

@@ -309,8 +309,9 @@ class VeilApp(App[int]):
             return
         text = result.content
         s = self.driver.setup
-        if s is not None and call_id in s.harness.full_outputs:
-            text = s.harness.engine.item(s.harness.full_outputs[call_id]).content
+        item = s.harness.engine.by_tool_call(call_id) if s is not None else None
+        if item is not None and item.partial:
+            text = item.content
         line = self._tool_lines.get(call_id)
         title = f"{result.name} {line.status if line else ''}".strip()
         self.push_screen(OutputScreen(title, text))

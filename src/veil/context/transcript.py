@@ -1,0 +1,222 @@
+"""Which context item each message of a conversation is: the one place that decides it.
+
+A surface describes its conversation as :class:`Found` messages; :meth:`Transcript.entries`
+gives the renderer's :class:`~veil.context.window.Entry` for each, capturing what working
+memory has not seen yet:
+
+- A message whose item the surface knows (``Found.item``: the harness names each result's item
+  when it captures it) is that item.
+- A user or assistant message (with ``turns``) is the turn item recorded for its place in the
+  conversation (target ``turn:<index>``) when that item still holds its text; otherwise a new
+  turn is captured (a framework that popped a message and added another in its place).
+- A tool result is the item holding its call's result (the k-th result carrying a call id is
+  the k-th item captured for it: models that reuse call ids are served), else it is captured
+  now, what it addressed described by ``describe`` (the proxy knows Claude Code's and Codex's
+  tools) or by the call's arguments.
+- The result of an expansion tool (``expand_tools``) is the item its pointer names. Whether it
+  brought the item back is known when the expansion ran through :meth:`Transcript.expand`; an
+  expansion Veil did not run (an MCP server of the agent's) is applied when its result is new —
+  after the conversation's last assistant message — and taken as having restored otherwise.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from veil.context.engine import ContextEngine, UnknownItem
+from veil.context.items import ContextItem
+from veil.context.turns import CallKind
+from veil.context.window import Entry, Role
+
+
+@dataclass(frozen=True)
+class Call:
+    """A tool call an assistant message makes."""
+
+    id: str
+    name: str
+    arguments: Mapping[str, Any] = field(default_factory=lambda: {})
+    acts: bool = False
+    """The call changes something (an edit, a command), as far as the surface knows."""
+
+
+@dataclass(frozen=True)
+class Addressed:
+    """What a call addressed, as the surface knows its tool (see the engine's capture)."""
+
+    target: str | None = None
+    reads: str | None = None
+    partial: bool = False
+    writes: str | None = None
+
+
+@dataclass(frozen=True)
+class Found:
+    """One message of a conversation as a surface found it."""
+
+    role: Role
+    text: str
+    calls: tuple[Call, ...] = ()
+    call_id: str | None = None
+    is_error: bool = False
+    item: str | None = None
+    """The item, when the surface knows it."""
+    restores: bool = False
+    """With ``item``: this result brought its item back into the prompt."""
+    extra_tokens: int = 0
+    tracked: bool = True
+    """False: a result working memory does not keep (a framework's retry prompt, a denied
+    call): it is shown as found and counted."""
+
+
+def turn_text(text: str, calls: Sequence[Call]) -> str:
+    """An assistant turn as its item holds it: its text and its calls' arguments (a file
+    written through a tool call costs its tokens in every request)."""
+    if not calls:
+        return text
+    listed = "\n".join(
+        f"{c.name}({json.dumps(dict(c.arguments), ensure_ascii=False)})" for c in calls
+    )
+    return f"{text}\n{listed}" if text else listed
+
+
+Describe = Callable[[Call], Addressed]
+
+
+def _holds(item: ContextItem, text: str, found: str) -> bool:
+    """Whether a turn item is the message found at its place: it holds the message's text,
+    or the message is the item's own stub (a framework that keeps what the model was sent)."""
+    return item.content == text or (found.startswith("[veil: ") and item.id in found)
+
+
+class Transcript:
+    def __init__(
+        self,
+        engine: ContextEngine,
+        *,
+        turns: bool = True,
+        expand_tools: Collection[str] = ("veil_expand",),
+        describe: Describe | None = None,
+    ) -> None:
+        self.engine = engine
+        self.turns = turns
+        self.expand_tools = frozenset(expand_tools)
+        self.describe = describe
+        self._turn_items: dict[int, str] = {
+            int(i.target.split(":", 1)[1]): i.id
+            for i in engine.items()
+            if i.kind == "turn" and i.target and i.target.startswith("turn:")
+        }
+        self._checked: dict[int, tuple[tuple[str, tuple[str, ...]], str]] = {}
+        """Index → (the message's text and call ids, its item) once its item was checked."""
+        self._expansions: dict[str, tuple[str, bool]] = {}
+        """Expansion call id → (the item it names, whether it brought it back)."""
+
+    def turn_item(self, index: int) -> str | None:
+        """The turn item of the message at ``index``, once captured."""
+        return self._turn_items.get(index)
+
+    def entries(self, found: Sequence[Found]) -> list[Entry]:
+        """The renderer's entries for ``found`` (see the module docstring)."""
+        calls: dict[str, tuple[Call, int]] = {}
+        seen: dict[str, int] = {}
+        last_assistant = max((i for i, f in enumerate(found) if f.role == "assistant"), default=-1)
+        out: list[Entry] = []
+        for index, message in enumerate(found):
+            if message.role != "tool":
+                item = message.item
+                if item is None and self.turns and message.role in ("user", "assistant"):
+                    item = self.turn(index, message)
+                for call in message.calls:
+                    calls[call.id] = (call, index)
+                ids = tuple(c.id for c in message.calls)
+                out.append(
+                    Entry(message.role, message.text, item, ids, extra_tokens=message.extra_tokens)
+                )
+                continue
+            item, restores = message.item, message.restores
+            if item is None and message.tracked:
+                made = calls.get(message.call_id or "")
+                item, restores = self._result(message, made, seen, new=index > last_assistant)
+            out.append(
+                Entry("tool", message.text, item, call_id=message.call_id, restores=restores)
+            )
+        return out
+
+    def expand(self, pointer: str, *, call_id: str | None = None) -> str:
+        """An expansion tool run by Veil: the item's full content, byte-identical, and the item
+        back in the prompt (a regret for the engine). Raises :class:`UnknownItem`."""
+        restored = self.engine.restores(pointer)
+        self.engine.advance_clock()  # a tool call: its result is the item it brings back
+        item = self.engine.expand(pointer)
+        self.engine.flush()
+        if call_id:
+            self._expansions[call_id] = (item.id, restored)
+        return item.content
+
+    def turn(self, index: int, message: Found) -> str:
+        """The turn item of a user or assistant message at ``index``: the one recorded there
+        when it still holds the message's text, else a new one."""
+        key = (message.text, tuple(c.id for c in message.calls))
+        checked = self._checked.get(index)
+        if checked is not None and checked[0] == key:
+            return checked[1]
+        text = message.text
+        if message.role == "assistant":
+            text = turn_text(message.text, message.calls)
+        known = self._turn_items.get(index)
+        if known is None or not _holds(self.engine.item(known), text, message.text):
+            kinds: tuple[CallKind, ...] = tuple("act" if c.acts else "look" for c in message.calls)
+            item = self.engine.capture_turn(message.role, text, calls=kinds, target=f"turn:{index}")
+            known = self._turn_items[index] = item.id
+        self._checked[index] = (key, known)
+        return known
+
+    def _result(
+        self, message: Found, made: tuple[Call, int] | None, seen: dict[str, int], *, new: bool
+    ) -> tuple[str | None, bool]:
+        call_id = message.call_id or ""
+        call = made[0] if made else None
+        if call is not None and call.name in self.expand_tools:
+            return self._expansion(call, new=new and not message.is_error)
+        k = seen.get(call_id, 0)
+        seen[call_id] = k + 1
+        earlier = self.engine.items_for_call(call_id) if call_id else []
+        if k < len(earlier):
+            return earlier[k].id, False
+        what = (
+            self.describe(call) if self.describe is not None and call is not None else Addressed()
+        )
+        item = self.engine.capture_tool_result(
+            tool_call_id=call_id,
+            tool_name=call.name if call is not None else "tool",
+            output=message.text,
+            is_error=message.is_error,
+            arguments=dict(call.arguments) if call is not None else {},
+            target=what.target,
+            reads=what.reads,
+            partial=what.partial,
+            writes=what.writes,
+            parent=self._turn_items.get(made[1]) if made is not None and self.turns else None,
+        )
+        return item.id, False
+
+    def _expansion(self, call: Call, *, new: bool) -> tuple[str | None, bool]:
+        known = self._expansions.get(call.id)
+        if known is not None:
+            return known
+        pointer = str(call.arguments.get("pointer") or "")
+        try:
+            if new:  # an expansion Veil did not run, just done: it happened
+                restored = self.engine.restores(pointer)
+                self.engine.advance_clock()
+                item = self.engine.expand(pointer)
+            else:
+                item, restored = self.engine.resolve_pointer(pointer), True
+        except UnknownItem:
+            return None, False
+        self._expansions[call.id] = (item.id, restored)
+        return item.id, restored
