@@ -1,0 +1,530 @@
+"""What a request holds, what it costs and whether it is refused, for
+:mod:`veil.llm.scripted_server`: the tool calls and results in its history, the tools it offers,
+its token count and cache prefix, and the real services' 400s for unpaired tool calls and for a
+prompt over the context window. The error texts are the ones the services answer, as quoted
+verbatim in public bug reports (each function's docstring says which were checked).
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+import json
+import math
+import zlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, cast
+
+from veil.llm.scripted_wire import (
+    JSON,
+    SSE,
+    Api,
+    Reply,
+    ResponsesStream,
+    Turn,
+    api_error,
+    as_dict,
+    as_list,
+    dumps,
+    json_reply,
+)
+
+OverflowStyle = Literal["native", "native-stream", "llama.cpp", "ollama"]
+"""How an over-long prompt is refused: ``native`` is the API's own HTTP 400 (Anthropic's
+"prompt is too long", OpenAI's ``context_length_exceeded``); ``native-stream`` is the same,
+but a streamed Responses request gets a 200 stream ending in ``response.failed`` (other APIs:
+as ``native``); ``llama.cpp`` is llama.cpp's server (``exceed_context_size_error`` with
+``n_prompt_tokens``/``n_ctx``); ``ollama`` is Ollama's OpenAI-compatible endpoint, which wraps
+the llama.cpp server's body as the message of an OpenAI-style error."""
+
+OVERFLOW_STYLES: tuple[OverflowStyle, ...] = ("native", "native-stream", "llama.cpp", "ollama")
+
+TokenCounter = Callable[[str], int]
+"""Counts the tokens of a text (the default is :func:`chars_over_four`)."""
+
+
+def chars_over_four(text: str) -> int:
+    """``ceil(len(text) / 4)``: the default token count, deterministic and tokenizer-free."""
+    return math.ceil(len(text) / 4)
+
+
+# ---- what a request holds ----------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolCallSeen:
+    """A tool call found in a request's history: its id, its tool's name and the index of the
+    message (Anthropic, Chat) or input item (Responses) holding it."""
+
+    id: str
+    name: str
+    position: int
+
+
+@dataclass(frozen=True)
+class ToolResultSeen:
+    """A tool result found in a request's history. ``text`` is its text content (text blocks
+    and parts joined by newlines); ``part`` the index of the block inside its message
+    (Anthropic only, else ``None``)."""
+
+    call_id: str
+    text: str
+    position: int
+    part: int | None = None
+    is_error: bool = False
+
+
+def text_of(content: object) -> str:
+    """The text of a message content: a string, or the ``text`` of its text blocks/parts
+    (``text``, ``input_text``, ``output_text``), joined by newlines."""
+    if isinstance(content, str):
+        return content
+    texts = [
+        str(as_dict(part).get("text", ""))
+        for part in as_list(content)
+        if as_dict(part).get("type") in {"text", "input_text", "output_text"}
+    ]
+    return "\n".join(texts)
+
+
+def messages_of(api: Api, body: Mapping[str, Any]) -> list[Any]:
+    """The conversation: ``messages`` (Anthropic, Chat) or ``input`` (Responses; a plain string
+    input is one user message)."""
+    if api == "responses":
+        raw = body.get("input")
+        if isinstance(raw, str):
+            return [{"role": "user", "content": raw}]
+        return as_list(raw)
+    return as_list(body.get("messages"))
+
+
+def system_of(api: Api, body: Mapping[str, Any]) -> object:
+    """The system prompt as sent: ``system`` (Anthropic), ``instructions`` (Responses); Chat
+    carries it inside ``messages`` (``None`` here)."""
+    if api == "anthropic":
+        return body.get("system")
+    if api == "responses":
+        return body.get("instructions")
+    return None
+
+
+def tool_calls_in(api: Api, body: Mapping[str, Any]) -> list[ToolCallSeen]:
+    """Every tool call in the history, in order."""
+    out: list[ToolCallSeen] = []
+    for i, raw in enumerate(messages_of(api, body)):
+        message = as_dict(raw)
+        if api == "anthropic" and message.get("role") == "assistant":
+            for block in map(as_dict, as_list(message.get("content"))):
+                if block.get("type") == "tool_use":
+                    out.append(ToolCallSeen(str(block.get("id")), str(block.get("name")), i))
+        elif api == "chat" and message.get("role") == "assistant":
+            for call in map(as_dict, as_list(message.get("tool_calls"))):
+                name = str(as_dict(call.get("function")).get("name"))
+                out.append(ToolCallSeen(str(call.get("id")), name, i))
+        elif api == "responses" and message.get("type") in _RESPONSES_CALLS:
+            out.append(ToolCallSeen(str(message.get("call_id")), str(message.get("name")), i))
+    return out
+
+
+_RESPONSES_CALLS = {"function_call": "function", "custom_tool_call": "custom tool"}
+_RESPONSES_OUTPUTS = {"function_call_output": "function", "custom_tool_call_output": "custom tool"}
+
+
+def tool_results_in(api: Api, body: Mapping[str, Any]) -> list[ToolResultSeen]:
+    """Every tool result in the history, in order."""
+    out: list[ToolResultSeen] = []
+    for i, raw in enumerate(messages_of(api, body)):
+        message = as_dict(raw)
+        if api == "anthropic" and message.get("role") == "user":
+            for k, block in enumerate(map(as_dict, as_list(message.get("content")))):
+                if block.get("type") == "tool_result":
+                    out.append(
+                        ToolResultSeen(
+                            str(block.get("tool_use_id")),
+                            text_of(block.get("content", "")),
+                            i,
+                            k,
+                            bool(block.get("is_error", False)),
+                        )
+                    )
+        elif api == "chat" and message.get("role") == "tool":
+            content = text_of(message.get("content", ""))
+            out.append(ToolResultSeen(str(message.get("tool_call_id")), content, i))
+        elif api == "responses" and message.get("type") in _RESPONSES_OUTPUTS:
+            output = message.get("output", "")
+            out.append(ToolResultSeen(str(message.get("call_id")), text_of(output), i))
+    return out
+
+
+def tool_names(api: Api, body: Mapping[str, Any]) -> list[str]:
+    """The names of the tools offered to the model, in order. A Responses ``namespace`` tool
+    (Codex's MCP servers) contributes ``NAMESPACE.TOOL`` for each tool it holds, besides its
+    own name."""
+    names: list[str] = []
+    for tool in map(as_dict, as_list(body.get("tools"))):
+        if api == "chat":
+            names.append(str(as_dict(tool.get("function")).get("name", tool.get("name"))))
+            continue
+        name = tool.get("name")
+        if name is not None:
+            names.append(str(name))
+        for inner in map(as_dict, as_list(tool.get("tools"))):
+            names.append(f"{name}.{inner.get('name')}")
+    return names
+
+
+# ---- counting and caching ----------------------------------------------------------------
+
+
+def prompt_parts(api: Api, body: Mapping[str, Any]) -> list[str]:
+    """The request's prompt as the cache sees it, in the API's cache order: each tool, then the
+    system prompt (each Anthropic system block), then each message — compact JSON pieces whose
+    concatenation is the text counted as the request's input tokens."""
+    parts = [dumps(tool) for tool in as_list(body.get("tools"))]
+    system = system_of(api, body)
+    if isinstance(system, list):
+        parts += [dumps(block) for block in cast(list[Any], system)]
+    elif system is not None:
+        parts.append(dumps(system))
+    parts += [dumps(message) for message in messages_of(api, body)]
+    return parts
+
+
+def prompt_text(api: Api, body: Mapping[str, Any]) -> str:
+    """The text whose count is a request's input tokens (see :func:`prompt_parts`)."""
+    return "".join(prompt_parts(api, body))
+
+
+def output_text(turn: Turn) -> str:
+    """The text whose count is a reply's output tokens: its content, then each call's name and
+    arguments JSON."""
+    return turn.content + "".join(c.name + dumps(c.arguments) for c in turn.tool_calls)
+
+
+def cache_breakpoint(parts: Sequence[str]) -> int:
+    """Anthropic: the length of the prompt text up to the end of the last part carrying a
+    ``cache_control`` marker (0 when none does) — what a request may write to the cache."""
+    end, offset = 0, 0
+    for part in parts:
+        offset += len(part)
+        if '"cache_control"' in part:
+            end = offset
+    return end
+
+
+def shared_prefix(a: str, b: str) -> int:
+    """The length of the longest common prefix of two texts."""
+    n = min(len(a), len(b))
+    if a[:n] == b[:n]:
+        return n
+    low, high = 0, n  # a[:low] == b[:low] and a[:high] != b[:high]
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def conversation_key(api: Api, body: Mapping[str, Any], headers: Mapping[str, str]) -> str:
+    """Which conversation a request continues, for the cache: Anthropic ``metadata.user_id``
+    (its ``session_id`` when it is a JSON object, as Claude Code sends), else the
+    ``x-claude-code-session-id`` header; Responses/Chat ``prompt_cache_key``, else the
+    ``session-id`` header (Codex), else Chat's ``user``. Empty when nothing says."""
+    if api == "anthropic":
+        user_id = as_dict(body.get("metadata")).get("user_id")
+        if isinstance(user_id, str) and user_id:
+            try:
+                parsed: object = json.loads(user_id)
+            except ValueError:
+                return user_id
+            session = as_dict(parsed).get("session_id")
+            return str(session) if session else user_id
+        return headers.get("x-claude-code-session-id", "")
+    key = (
+        body.get("prompt_cache_key")
+        or headers.get("session-id")
+        or headers.get("session_id")
+        or body.get("user")
+        or ""
+    )
+    return str(key)
+
+
+# ---- refusals ------------------------------------------------------------------------------
+
+
+def _openai_invalid(message: str, param: str | None, code: str | None, request_id: str) -> Reply:
+    error = {"message": message, "type": "invalid_request_error", "param": param, "code": code}
+    return json_reply(400, {"error": error}, (("x-request-id", request_id),))
+
+
+def pairing_error(api: Api, body: Mapping[str, Any], *, request_id: str) -> Reply | None:
+    """The API's 400 for a history where a tool call lacks its result or a result its call;
+    ``None`` when every call and result pair up. The first problem in message order is reported.
+
+    Texts (as quoted verbatim in public bug reports against each API):
+
+    - Anthropic: ``messages.N: `tool_use` ids were found without `tool_result` blocks
+      immediately after: ID, ID. Each `tool_use` block must have a corresponding `tool_result`
+      block in the next message.`` and ``messages.N.content.K:
+      unexpected `tool_use_id` found in `tool_result` blocks: ID. Each `tool_result` block must
+      have a corresponding `tool_use` block in the previous message.``
+    - Chat: ``An assistant message with 'tool_calls' must be followed by tool messages
+      responding to each 'tool_call_id'. The following tool_call_ids did not have response
+      messages: ID`` (``param: messages.[N].role``) and ``Invalid parameter: messages with role
+      'tool' must be a response to a preceeding message with 'tool_calls'.`` (sic).
+    - Responses: ``No tool output found for function call ID.`` and ``No tool call found for
+      function call output with call_id ID.`` (``param: input``); a ``custom_tool_call`` says
+      ``custom tool call`` instead (by analogy: not seen in a report).
+
+    N is the index of the assistant message holding the unanswered calls, or of the message
+    holding the orphan result: the reports quote the texts but do not show which index the
+    services count.
+    """
+    messages = messages_of(api, body)
+    if api == "anthropic":
+        return _anthropic_pairing(messages, request_id)
+    if api == "chat":
+        return _chat_pairing(messages, request_id)
+    return _responses_pairing(messages, request_id)
+
+
+def _anthropic_pairing(messages: list[Any], request_id: str) -> Reply | None:
+    def uses(message: JSON) -> list[str]:
+        if message.get("role") != "assistant":
+            return []
+        blocks = map(as_dict, as_list(message.get("content")))
+        return [str(b.get("id")) for b in blocks if b.get("type") == "tool_use"]
+
+    for i, raw in enumerate(messages):
+        message = as_dict(raw)
+        if message.get("role") == "user":
+            previous = set(uses(as_dict(messages[i - 1]))) if i > 0 else set[str]()
+            for k, block in enumerate(map(as_dict, as_list(message.get("content")))):
+                if block.get("type") == "tool_result" and block.get("tool_use_id") not in previous:
+                    text = (
+                        f"messages.{i}.content.{k}: unexpected `tool_use_id` found in "
+                        f"`tool_result` blocks: {block.get('tool_use_id')}. Each `tool_result` "
+                        "block must have a corresponding `tool_use` block in the previous message."
+                    )
+                    return api_error(
+                        "anthropic", 400, "invalid_request_error", text, request_id=request_id
+                    )
+        ids = uses(message)
+        if ids:
+            following = as_dict(messages[i + 1]) if i + 1 < len(messages) else {}
+            answered = {
+                str(b.get("tool_use_id"))
+                for b in map(as_dict, as_list(following.get("content")))
+                if following.get("role") == "user" and b.get("type") == "tool_result"
+            }
+            missing = [x for x in ids if x not in answered]
+            if missing:
+                text = (
+                    f"messages.{i}: `tool_use` ids were found without `tool_result` blocks "
+                    f"immediately after: {', '.join(missing)}. Each `tool_use` block must have a "
+                    "corresponding `tool_result` block in the next message."
+                )
+                return api_error(
+                    "anthropic", 400, "invalid_request_error", text, request_id=request_id
+                )
+    return None
+
+
+def _chat_pairing(messages: list[Any], request_id: str) -> Reply | None:
+    open_calls: set[str] = set()
+    for i, raw in enumerate(messages):
+        message = as_dict(raw)
+        role = message.get("role")
+        if role == "tool":
+            call_id = str(message.get("tool_call_id"))
+            if call_id not in open_calls:
+                text = (
+                    "Invalid parameter: messages with role 'tool' must be a response to a "
+                    "preceeding message with 'tool_calls'."
+                )
+                return _openai_invalid(text, f"messages.[{i}].role", None, request_id)
+            open_calls.discard(call_id)
+            continue
+        calls = [str(as_dict(c).get("id")) for c in as_list(message.get("tool_calls"))]
+        if role == "assistant" and calls:
+            missing = [c for c in calls if c in _unanswered(messages, i)]
+            if missing:
+                text = (
+                    "An assistant message with 'tool_calls' must be followed by tool messages "
+                    "responding to each 'tool_call_id'. The following tool_call_ids did not "
+                    f"have response messages: {', '.join(missing)}"
+                )
+                return _openai_invalid(text, f"messages.[{i}].role", None, request_id)
+            open_calls = set(calls)
+        else:
+            open_calls = set()
+    return None
+
+
+def _unanswered(messages: list[Any], assistant: int) -> set[str]:
+    """Chat: the call ids of message ``assistant`` that the tool messages right after it leave
+    unanswered."""
+    calls = {
+        str(as_dict(c).get("id")) for c in as_list(as_dict(messages[assistant]).get("tool_calls"))
+    }
+    for raw in messages[assistant + 1 :]:
+        message = as_dict(raw)
+        if message.get("role") != "tool":
+            break
+        calls.discard(str(message.get("tool_call_id")))
+    return calls
+
+
+def _responses_pairing(items: list[Any], request_id: str) -> Reply | None:
+    seen_calls: set[str] = set()
+    for i, raw in enumerate(items):
+        item = as_dict(raw)
+        kind = item.get("type")
+        call_id = str(item.get("call_id"))
+        if kind in _RESPONSES_OUTPUTS and call_id not in seen_calls:
+            what = _RESPONSES_OUTPUTS[str(kind)]
+            text = f"No tool call found for {what} call output with call_id {call_id}."
+            return _openai_invalid(text, "input", None, request_id)
+        if kind in _RESPONSES_CALLS:
+            seen_calls.add(call_id)
+            answered = any(
+                as_dict(later).get("type") in _RESPONSES_OUTPUTS
+                and str(as_dict(later).get("call_id")) == call_id
+                for later in items[i + 1 :]
+            )
+            if not answered:
+                what = _RESPONSES_CALLS[str(kind)]
+                return _openai_invalid(
+                    f"No tool output found for {what} call {call_id}.", "input", None, request_id
+                )
+    return None
+
+
+def overflow_error(
+    api: Api,
+    style: OverflowStyle,
+    *,
+    limit: int,
+    counted: int,
+    stream: bool,
+    request_id: str,
+    model: str,
+) -> Reply:
+    """The reply refusing a prompt of ``counted`` tokens over a ``limit``-token window.
+
+    - Anthropic (``native``): 400 ``invalid_request_error``, ``prompt is too long: M tokens >
+      N maximum``.
+    - Chat (``native``): 400, ``code: context_length_exceeded``, ``param: messages``, ``This
+      model's maximum context length is N tokens. However, your messages resulted in M tokens.
+      Please reduce the length of the messages.``
+    - Responses (``native``): 400, ``code: context_length_exceeded``, ``param: input``, ``Your
+      input exceeds the context window of this model. Please adjust your input and try
+      again.``; ``native-stream`` and ``stream: true``: a 200 stream ``response.created``,
+      ``response.in_progress``, ``response.failed`` whose ``response.error`` has that code and
+      message. Codex 0.171 reports both Responses forms as "ran out of room in the model's
+      context window"; it shows the llama.cpp and Ollama bodies as raw errors.
+    - ``llama.cpp``: 400 ``{"error": {"code": 400, "message": "request (M tokens) exceeds the
+      available context size (N tokens), try increasing it", "type":
+      "exceed_context_size_error", "n_prompt_tokens": M, "n_ctx": N}}``, whatever the API.
+    - ``ollama``: 400, the llama.cpp body above (without the counts, as Ollama's runner
+      forwards it) as the message of an OpenAI error ``{"error": {"message", "type":
+      "invalid_request_error", "param": null, "code": null}}``, whatever the API.
+    """
+    llama = {
+        "code": 400,
+        "message": f"request ({counted} tokens) exceeds the available context size "
+        f"({limit} tokens), try increasing it",
+        "type": "exceed_context_size_error",
+    }
+    if style == "llama.cpp":
+        return json_reply(400, {"error": {**llama, "n_prompt_tokens": counted, "n_ctx": limit}})
+    if style == "ollama":
+        return _openai_invalid(dumps({"error": llama}), None, None, request_id)
+    if api == "anthropic":
+        text = f"prompt is too long: {counted} tokens > {limit} maximum"
+        return api_error(api, 400, "invalid_request_error", text, request_id=request_id)
+    if api == "chat":
+        text = (
+            f"This model's maximum context length is {limit} tokens. However, your messages "
+            f"resulted in {counted} tokens. Please reduce the length of the messages."
+        )
+        return _openai_invalid(text, "messages", "context_length_exceeded", request_id)
+    text = (
+        "Your input exceeds the context window of this model. Please adjust your input and "
+        "try again."
+    )
+    if style == "native-stream" and stream:
+        error = {"code": "context_length_exceeded", "message": text}
+        stream_ = ResponsesStream(request_id, model)
+        failed = {**stream_.response("failed", []), "error": error}
+        pieces = (
+            stream_.event("response.created", response=stream_.response("in_progress", [])),
+            stream_.event("response.in_progress", response=stream_.response("in_progress", [])),
+            stream_.event("response.failed", response=failed),
+        )
+        return Reply(200, SSE, pieces, True, (("x-request-id", request_id),))
+    return _openai_invalid(text, "input", "context_length_exceeded", request_id)
+
+
+# ---- bodies --------------------------------------------------------------------------------
+
+
+class BodyError(ValueError):
+    """A request body the server cannot read; ``status`` is 400 (malformed) or 415 (an
+    encoding it cannot decode)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def decode_body(raw: bytes, encoding: str | None) -> bytes:
+    """``raw`` decoded from its ``Content-Encoding`` (``gzip``, ``deflate``, ``zstd`` or
+    ``identity``, possibly a comma-separated chain). ``zstd`` imports ``zstandard`` lazily;
+    without it the body is refused (415) with a message naming the package."""
+    for coding in reversed([c.strip().lower() for c in (encoding or "").split(",") if c.strip()]):
+        if coding == "identity":
+            continue
+        try:
+            if coding in {"gzip", "x-gzip"}:
+                raw = gzip.decompress(raw)
+            elif coding == "deflate":
+                raw = zlib.decompress(raw)
+            elif coding == "zstd":
+                raw = _zstd_decompress(raw)
+            else:
+                raise BodyError(415, f"unsupported Content-Encoding: {coding}")
+        except BodyError:
+            raise
+        except Exception as exc:  # each codec has its own error classes
+            raise BodyError(400, f"cannot decode a {coding} body: {exc}") from None
+    return raw
+
+
+def _zstd_decompress(raw: bytes) -> bytes:
+    try:
+        zstandard: Any = importlib.import_module("zstandard")
+    except ImportError:
+        raise BodyError(
+            415, "a zstd request body needs the 'zstandard' package (pip install zstandard)"
+        ) from None
+    # stream_reader copes with frames that do not state their content size.
+    with zstandard.ZstdDecompressor().stream_reader(raw) as reader:
+        return bytes(reader.read())
+
+
+def parse_json(raw: bytes) -> dict[str, Any]:
+    """A request body as a JSON object (empty for an empty body); :class:`BodyError` else."""
+    if not raw.strip():
+        return {}
+    try:
+        data: object = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise BodyError(400, f"the request body is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise BodyError(400, "the request body is not a JSON object")
+    return cast(dict[str, Any], data)

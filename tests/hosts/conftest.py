@@ -1,0 +1,85 @@
+"""Fixtures that drive the REAL Claude Code and Codex binaries offline, against a scripted model
+server on 127.0.0.1 (:class:`veil.llm.scripted_server.ScriptedServer`).
+
+- ``claude`` / ``codex``: the pinned executables (``tests/hosts/binaries.py``), installed once
+  into the shared cache. Where they cannot be installed (no npm, no registry) every test using
+  them is skipped with a reason that starts ``REAL AGENT NOT RUN`` — shown by ``-ra`` and again
+  in the "real agent binaries" section of the terminal summary, never a silent pass.
+- ``run_claude`` / ``run_codex``: runners on a private home for the test
+  (:class:`tests.hosts.runners.ClaudeRunner`, :class:`tests.hosts.runners.CodexRunner`).
+- ``agent_repo``: a temporary git repository with one commit, to run the agents in.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from tests.hosts.binaries import CLAUDE_CODE, CODEX, AgentUnavailable, NpmAgent, install
+from tests.hosts.runners import TIMINGS, ClaudeRunner, CodexRunner
+
+_STATUS: dict[str, str] = {}
+"""Package spec → where it was found, or why it is unavailable (for the terminal summary)."""
+
+
+def _binary(agent: NpmAgent) -> Path:
+    try:
+        path = install(agent)
+    except AgentUnavailable as exc:
+        _STATUS[agent.spec] = f"UNAVAILABLE: {exc}"
+        pytest.skip(f"REAL AGENT NOT RUN: {agent.spec} could not be installed: {exc}")
+    _STATUS[agent.spec] = str(path)
+    return path
+
+
+@pytest.fixture(scope="session")
+def claude() -> Path:
+    """The pinned Claude Code executable (installed on first use)."""
+    return _binary(CLAUDE_CODE)
+
+
+@pytest.fixture(scope="session")
+def codex() -> Path:
+    """The pinned Codex executable (installed on first use)."""
+    return _binary(CODEX)
+
+
+@pytest.fixture
+def run_claude(claude: Path, tmp_path: Path) -> ClaudeRunner:
+    """``run_claude(task, *, cwd, base_url, args=(), env=None, timeout=180,
+    allowed_tools=("Bash", "Read", "Edit", "Write")) -> ClaudeRun``."""
+    return ClaudeRunner(claude, tmp_path / "claude-home")
+
+
+@pytest.fixture
+def run_codex(codex: Path, tmp_path: Path) -> CodexRunner:
+    """``run_codex(task, *, cwd, base_url, args=(), env=None, timeout=180, model="gpt-5.5",
+    config="") -> CodexRun``."""
+    return CodexRunner(codex, tmp_path / "codex-home")
+
+
+@pytest.fixture
+def agent_repo(tmp_path: Path) -> Path:
+    """A git repository with a README, committed."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "README.md").write_text("# scratch\n")
+    for args in (
+        ["init", "-q", "-b", "main"],
+        ["add", "."],
+        ["-c", "user.email=t@example.com", "-c", "user.name=t", "commit", "-q", "-m", "root"],
+    ):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
+    return repo
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not _STATUS and not TIMINGS:
+        return
+    terminalreporter.section("real agent binaries")
+    for spec, status in sorted(_STATUS.items()):
+        terminalreporter.write_line(f"{spec}: {status}")
+    for label, seconds in TIMINGS:
+        terminalreporter.write_line(f"{seconds:6.1f} s  {label}")
