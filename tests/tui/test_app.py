@@ -128,7 +128,7 @@ def test_status_line_context_pin_memory_and_quit(repo: Path, tmp_path: Path) -> 
             status = str(app.query_one("#status").render())
             assert f"T {s.harness.engine.threshold:.2f}" in status
             assert "level 0" in status
-            assert f"/{s.harness.engine.budget} (" in status
+            assert f"/{s.harness.engine.config.window_tokens:,} (" in status  # the real window
             assert s.session_id[-8:] in status
 
             await submit(pilot, "/context")

@@ -15,12 +15,12 @@ def test_tool_line_is_one_line_with_short_arguments() -> None:
 
 
 def test_status_line_before_and_after_setup() -> None:
-    before = status_line(StatusInfo("scripted:s.json", budget=5000))
-    assert before == "scripted:s.json │ window —/5000 │ T — │ level — │ session new"
+    before = status_line(StatusInfo("scripted:s.json", window=5000))
+    assert before == "scripted:s.json │ window —/5,000 │ T — │ level — │ session new"
     after = status_line(
         StatusInfo("m", 900, 1800, 0.15, 2, "s_01a22b4ce3939009cb53717bc05e18d5", running=True)
     )
-    assert "window 900/1800 (50%)" in after
+    assert "window 900/1,800 (50%)" in after
     assert "T 0.15" in after
     assert "level 2" in after
     assert "session s_…c05e18d5" in after

@@ -26,7 +26,6 @@ _TEST = re.compile(
     r"\b(pytest|py\.test|unittest|tox|nox|go test|cargo test|npm test|yarn test|pnpm test|"
     r"jest|vitest|mocha|rspec|mvn test|gradle test|manage\.py test|make test|ctest)\b"
 )
-_EXIT = re.compile(r"\[exit code (-?\d+)\]\s*$")
 
 CallKind = Literal["act", "look"]
 
@@ -56,13 +55,10 @@ def action_of(touches: Touches) -> Action | None:
 
 
 def exit_code_of(result: ToolResult) -> int | None:
-    """The exit status a command reported: ``details["exit_code"]``, else the ``[exit code N]``
-    last line that the bash tool writes."""
+    """The exit status a command reported (``details["exit_code"]``; None when it reports
+    none: it timed out, was killed, or is not a command)."""
     code = result.details.get("exit_code")
-    if isinstance(code, int) and not isinstance(code, bool):
-        return code
-    found = _EXIT.search(result.content)
-    return int(found.group(1)) if found else None
+    return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
 def capture(tool: object, arguments: Mapping[str, Any], result: ToolResult) -> Capture:

@@ -10,8 +10,7 @@ provider is sent. Nothing here decides what the model sees (:mod:`veil.context.w
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from veil.context.transcript import Call, Found
@@ -25,7 +24,7 @@ from veil.llm.messages import (
 )
 
 
-def found(message: Message, tools: Mapping[str, object], count: Callable[[str], int]) -> Found:
+def found(message: Message, tools: Mapping[str, object]) -> Found:
     """One message as the transcript's identity sees it."""
     if isinstance(message, ToolResultMessage):
         return Found(
@@ -41,8 +40,7 @@ def found(message: Message, tools: Mapping[str, object], count: Callable[[str], 
             Call(c.id, c.name, c.arguments, acts=bool(getattr(tools.get(c.name), "mutates", False)))
             for c in message.tool_calls
         )
-        extra = count(calls_text(message)) if message.tool_calls else 0
-        return Found("assistant", message.content, calls, extra_tokens=extra)
+        return Found("assistant", message.content, calls)
     if isinstance(message, UserMessage):
         return Found("user", message.content)
     return Found("system", message.content)
@@ -73,10 +71,3 @@ def messages(transcript: Sequence[Message], rendered: Rendered) -> list[Message]
         else:
             out.append(replace(message, content=part.text))
     return out
-
-
-def calls_text(message: AssistantMessage) -> str:
-    """An assistant message's tool calls as the prompt carries them (name and arguments)."""
-    return "\n".join(
-        f"{c.name}({json.dumps(c.arguments, ensure_ascii=False)})" for c in message.tool_calls
-    )

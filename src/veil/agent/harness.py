@@ -150,9 +150,8 @@ class VeilHarness:
         known = self._described
         same = (i for i, (m, _) in enumerate(known) if i >= len(messages) or messages[i] is not m)
         del known[next(same, len(known)) :]
-        count = self.engine.count_tokens
         for message in messages[len(known) :]:
-            known.append((message, conversation.found(message, self._tools, count)))
+            known.append((message, conversation.found(message, self._tools)))
         self._seen = len(messages)
         return self.transcript.entries([f for _, f in known])
 
@@ -294,7 +293,7 @@ class VeilHarness:
         A message with no tool call is also a step of its own (the monologue pattern)."""
         index = self._seen  # the loop appended it right after the last request was built
         if message.tool_calls and self.transcript.turn_item(index) is None:
-            described = conversation.found(message, self._tools, self.engine.count_tokens)
+            described = conversation.found(message, self._tools)
             item_id = self.transcript.turn(index, described)
             for call in message.tool_calls:
                 self._call_turn[call.id] = item_id

@@ -93,6 +93,8 @@ class RunSummary:
     failed: int = 0
     files: dict[str, None] = field(default_factory=lambda: {})
     end: AgentEnd | None = None
+    window: tuple[int, int] | None = None
+    """(the last request in the provider's tokens, the model's window), when known."""
 
     def add(self, event: AgentEvent, *, writes: str | None = None) -> None:
         """Count ``event``; ``writes`` is the file a finished call wrote (from its tool's
@@ -130,6 +132,11 @@ class RunSummary:
             + f" / {self.tokens_out} out",
             f"{self.evictions} evicted ({self.evicted_tokens} tokens)"
             + (f", {self.expansions} expanded" if self.expansions else ""),
+            *(
+                [f"last request {self.window[0]:,} of the {self.window[1]:,}-token window"]
+                if self.window
+                else []
+            ),
             f"files written: {files or 'none'}",
             f"convergence level {self.level}",
         ]

@@ -147,6 +147,8 @@ def run_print(
         print(f"veil: {end.message}", file=err)
         return 1
     mode.summary.end = end
+    if setup.harness.rendered is not None:
+        mode.summary.window = (setup.harness.sent_tokens, setup.harness.engine.config.window_tokens)
     if not as_json:
         if end.reason == "done":
             print(end.message, file=out)

@@ -67,9 +67,19 @@ class Found:
     restores: bool = False
     """With ``item``: this result brought its item back into the prompt."""
     extra_tokens: int = 0
+    """Tokens of what the message carries besides its text and its calls (a model's
+    reasoning items, say); the calls are counted here, the same way for every surface."""
     tracked: bool = True
     """False: a result working memory does not keep (a framework's retry prompt, a denied
     call): it is shown as found and counted."""
+
+
+def calls_text(calls: Sequence[Call]) -> str:
+    """Tool calls as one text (name and arguments): what they cost in a request is counted
+    from it, for every surface alike."""
+    return "\n".join(
+        f"{c.name}({json.dumps(dict(c.arguments), ensure_ascii=False)})" for c in calls
+    )
 
 
 def turn_text(text: str, calls: Sequence[Call]) -> str:
@@ -77,9 +87,7 @@ def turn_text(text: str, calls: Sequence[Call]) -> str:
     written through a tool call costs its tokens in every request)."""
     if not calls:
         return text
-    listed = "\n".join(
-        f"{c.name}({json.dumps(dict(c.arguments), ensure_ascii=False)})" for c in calls
-    )
+    listed = calls_text(calls)
     return f"{text}\n{listed}" if text else listed
 
 
@@ -133,9 +141,8 @@ class Transcript:
                 for call in message.calls:
                     calls[call.id] = (call, index)
                 ids = tuple(c.id for c in message.calls)
-                out.append(
-                    Entry(message.role, message.text, item, ids, extra_tokens=message.extra_tokens)
-                )
+                extra = message.extra_tokens + self._calls_tokens(message.calls)
+                out.append(Entry(message.role, message.text, item, ids, extra_tokens=extra))
                 continue
             item, restores = message.item, message.restores
             if item is None and message.tracked:
@@ -145,6 +152,9 @@ class Transcript:
                 Entry("tool", message.text, item, call_id=message.call_id, restores=restores)
             )
         return out
+
+    def _calls_tokens(self, calls: Sequence[Call]) -> int:
+        return self.engine.count_tokens(calls_text(calls)) if calls else 0
 
     def expand(self, pointer: str, *, call_id: str | None = None) -> str:
         """An expansion tool run by Veil: the item's full content, byte-identical, and the item

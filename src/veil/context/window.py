@@ -183,7 +183,10 @@ class _Look:
         item = self.item(entry.item)
         if item is None or item.tier == "live":
             return self._part("shown", entry, index, entry.text)
-        return self._part("stub", entry, index, turn_stub(item))
+        text = turn_stub(item)
+        if self.count(text) >= self.count(entry.text):  # the text is shorter than its stub
+            return self._part("shown", entry, index, entry.text)
+        return self._part("stub", entry, index, text)
 
     def result(self, index: int, entry: Entry) -> Part:
         """A tool result: as recorded, its stub or excerpt, or a pointer to where it is."""

@@ -304,8 +304,10 @@ def _found(
                 if p.get("type") == "function_call"
             )
             text = "".join(_message_text(p) for p in parts if p.get("role") == "assistant")
-            extra = sum(
-                count(json.dumps(p, default=str)) for p in parts if p.get("role") != "assistant"
+            extra = sum(  # reasoning items; the calls are counted by the transcript
+                count(json.dumps(p, default=str))
+                for p in parts
+                if p.get("role") != "assistant" and p.get("type") != "function_call"
             )
             found.append(Found("assistant", text, calls, extra_tokens=extra))
             groups.append(group)

@@ -165,9 +165,9 @@ def _found(
                 if isinstance(p, ToolCallPart)
             )
             extra = sum(
-                count(p.args_as_json_str()) if isinstance(p, ToolCallPart) else count(str(p))
+                count(str(p))
                 for p in message.parts
-                if not isinstance(p, TextPart)
+                if not isinstance(p, TextPart | ToolCallPart)  # thinking, built-in tools
             )
             found.append(Found("assistant", "".join(texts), calls, extra_tokens=extra))
             where.append((m, None))

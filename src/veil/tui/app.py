@@ -199,8 +199,8 @@ class VeilApp(App[int]):
                     status = "?" if result is None else ("error" if result.is_error else "ok")
                     if result is not None:
                         self._results[call.id] = result
-                        code = _exit_code(result.content)
-                        if status == "ok" and code:
+                        code = result.details.get("exit_code")
+                        if status == "ok" and isinstance(code, int) and code:
                             status = f"exit {code}"
                     self.add_tool_call(call.id, call.name, call.arguments, status)
         self.refresh_evicted()
@@ -217,14 +217,14 @@ class VeilApp(App[int]):
     def status_info(self) -> StatusInfo:
         s = self.driver.setup
         if s is None:
-            return StatusInfo(self.model_name, budget=self.window, running=self.running)
+            return StatusInfo(self.model_name, window=self.window, running=self.running)
         engine = s.harness.engine
         attempts = s.harness.attempts
         level = attempts.assess().level if attempts.goal is not None else None
         return StatusInfo(
             model=s.provider.model,
-            live_tokens=engine.live_tokens,
-            budget=engine.budget,
+            sent_tokens=s.harness.sent_tokens if s.harness.rendered is not None else None,
+            window=engine.config.window_tokens,
             threshold=engine.threshold,
             level=level,
             session_id=s.session_id,
@@ -483,14 +483,3 @@ def run_tui(options: RunOptions) -> int:
     )
     app.run()
     return app.return_code or 0
-
-
-def _exit_code(content: str) -> int | None:
-    """The ``[exit code N]`` a stored bash result ends with (resumed transcripts)."""
-    tail = content.rstrip().rsplit("\n", 1)[-1]
-    if tail.startswith("[exit code ") and tail.endswith("]"):
-        try:
-            return int(tail[len("[exit code ") : -1])
-        except ValueError:
-            return None
-    return None

@@ -43,11 +43,14 @@ def short_session(session_id: str | None) -> str:
 
 @dataclass(frozen=True)
 class StatusInfo:
-    """What the status line shows; ``None`` fields are not known yet (before the first run)."""
+    """What the status line shows; ``None`` fields are not known yet (before the first run).
+    ``sent_tokens`` is the last request as sent, in the provider's tokens (Veil's estimate,
+    calibrated by what the provider reported); ``window`` the model's real window (or
+    ``--window``)."""
 
     model: str
-    live_tokens: int | None = None
-    budget: int | None = None
+    sent_tokens: int | None = None
+    window: int | None = None
     threshold: float | None = None
     level: int | None = None
     session_id: str | None = None
@@ -55,12 +58,12 @@ class StatusInfo:
 
 
 def status_line(info: StatusInfo) -> str:
-    """``model │ window live/budget (pct%) │ T 0.15 │ level 0 │ session s_…id [│ running]``."""
-    if info.live_tokens is not None and info.budget:
-        pct = round(100 * info.live_tokens / info.budget)
-        window = f"window {info.live_tokens}/{info.budget} ({pct}%)"
-    elif info.budget:
-        window = f"window —/{info.budget}"
+    """``model │ window sent/window (pct%) │ T 0.15 │ level 0 │ session s_…id [│ running]``."""
+    if info.sent_tokens is not None and info.window:
+        pct = round(100 * info.sent_tokens / info.window)
+        window = f"window {info.sent_tokens:,}/{info.window:,} ({pct}%)"
+    elif info.window:
+        window = f"window —/{info.window:,}"
     else:
         window = "window —"
     threshold = f"T {info.threshold:.2f}" if info.threshold is not None else "T —"
