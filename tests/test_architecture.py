@@ -27,6 +27,7 @@ ALLOWED: dict[str, set[str]] = {
     "veil": {"memory"},  # the package root re-exports Memory lazily
     "clock": set(),
     "tokens": set(),
+    "redaction": set(),
     "embed": set(),
     "tape": {"clock", "embed"},
     "memory": LOWEST | {"embed", "tape"},
