@@ -6,13 +6,14 @@ in full at most once, and the count is the sum of what is sent."""
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from veil.context.items import ContextItem
 from veil.context.render import stub, turn_stub
-from veil.context.window import MISSING_RESULT, Entry, Part, Rendered, render
+from veil.context.window import MISSING_RESULT, Entry, Part, Rendered, Renderer, render
 from veil.tokens import estimate_tokens
 
 
@@ -237,3 +238,33 @@ def test_every_rendering_is_a_valid_conversation(
     if not collapse:  # every entry is somewhere, in order
         placed = [p.entry for p in out.parts if p.entry is not None]
         assert placed == sorted(placed) and set(placed) == set(range(len(entries)))
+
+
+@settings(max_examples=150, deadline=None)
+@given(transcripts(), st.booleans(), st.randoms(use_true_random=False))
+def test_rendering_again_after_changes_equals_rendering_from_scratch(
+    drawn: tuple[list[Entry], list[ContextItem]], collapse: bool, rng: Any
+) -> None:
+    """The engine renders every request with a :class:`Renderer` that re-renders only what
+    changed; whatever grows, moves or is rewritten between requests, its output is the same
+    as rendering everything from scratch."""
+    entries, items = drawn
+    state = {i.id: i for i in items}
+    renderer = Renderer(estimate_tokens, collapse=collapse)
+    shown: list[Entry] = []
+    for entry in entries:
+        shown.append(entry)
+        changed: set[str] = set()
+        for _ in range(rng.randint(0, 3)):  # some items move between requests
+            moved = rng.choice(items)
+            tier = rng.choice(["live", "warm", "cold"])
+            state[moved.id] = replace(
+                moved, tier=tier, excerpt=moved.excerpt if tier != "live" else 0
+            )
+            changed.add(moved.id)
+        if rng.randint(0, 9) == 0 and len(shown) > 2:  # a framework rewrote an earlier entry
+            k = rng.randrange(len(shown) - 1)
+            shown[k] = replace(shown[k], text=shown[k].text + " (edited)")
+        again = renderer.render(shown, state, changed=changed, tail="t")
+        fresh = render(shown, state, count=estimate_tokens, collapse=collapse, tail="t")
+        assert again == fresh

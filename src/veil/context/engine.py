@@ -52,7 +52,7 @@ from veil.context.search import IndexQueue, find, search_text
 from veil.context.signals import tags_of
 from veil.context.threshold import Threshold, on_regret, on_tick
 from veil.context.turns import CallKind, classify_turn
-from veil.context.window import Entry, Rendered, render
+from veil.context.window import Entry, Rendered, Renderer
 from veil.context.workingset import WorkingSet
 from veil.context.writer import ContextWriter
 from veil.embed.protocol import Embedder
@@ -141,6 +141,10 @@ class ContextEngine:
         self.overhead_tokens = 0
         self._threshold = Threshold.start(self.config.threshold)
         self._tail_tokens = 0
+        self._renderer: Renderer | None = None
+        self._looks_changed: set[str] = set()
+        """Items whose look in a request changed since the last rendering (tier, excerpt,
+        size, turn kind): the renderer re-renders from their first entry."""
         self._task_text = ""
         self._load()
 
@@ -159,6 +163,7 @@ class ContextEngine:
         self._config = value
         if hasattr(self, "_set"):
             self._set.config = value
+            self._renderer = None  # stub length may have changed: render everything
 
     @property
     def threshold(self) -> float:
@@ -457,6 +462,7 @@ class ContextEngine:
         """A truncated result's full output is asked for: the item shows it from now on."""
         updated = replace(item, partial=False, tokens=self.count_tokens(item.content))
         self._set.update(updated)
+        self._looks_changed.add(item.id)
         self._emit("context.whole", {"id": item.id, "tokens": updated.tokens})
         return updated
 
@@ -496,6 +502,7 @@ class ContextEngine:
             raise ValueError(f"{item_id} is a {item.kind}, not a turn")
         updated = replace(item, turn_kind=kind)
         self._set.update(updated)
+        self._looks_changed.add(item.id)
         self._emit("context.turn_kind", {"id": item.id, "kind": kind})
         return updated
 
@@ -684,14 +691,15 @@ class ContextEngine:
         self, entries: Sequence[Entry], *, collapse: bool, notes: Sequence[str], tail: bool
     ) -> Rendered:
         text = self.tail(notes) if tail else ""
-        rendered = render(
-            entries,
-            self._set.items,
-            count=self._count,
-            stub_chars=self.config.stub_chars,
-            collapse=collapse,
-            tail=text,
-        )
+        renderer = self._renderer
+        if renderer is None or renderer.collapse != collapse:
+            renderer = Renderer(self._count, stub_chars=self.config.stub_chars, collapse=collapse)
+            self._renderer = renderer
+            changed: set[str] | None = None
+        else:
+            changed = self._looks_changed
+        rendered = renderer.render(entries, self._set.items, changed=changed, tail=text)
+        self._looks_changed = set()
         self._tail_tokens = rendered.tail_tokens
         self._set.correction = rendered.tokens - rendered.tail_tokens - self._set.raw_tokens()
         return rendered
@@ -727,6 +735,7 @@ class ContextEngine:
     ) -> ContextItem:
         updated = replace(item, tier=tier, excerpt=excerpt if tier != "live" else 0)
         self._set.update(updated)
+        self._looks_changed.add(item.id)
         payload: dict[str, JSONValue] = {
             "id": item.id,
             "tier": tier,

@@ -122,36 +122,62 @@ class Transcript:
         """Index → (the message's text and call ids, its item) once its item was checked."""
         self._expansions: dict[str, tuple[str, bool]] = {}
         """Expansion call id → (the item it names, whether it brought it back)."""
+        self._found: list[Found] = []
+        self._entries: list[Entry] = []
+        """The conversation as last seen, and its entries."""
+        self._calls: dict[str, tuple[Call, int]] = {}
+        """Each call id → the call and the index of the message that made it."""
+        self._seen: dict[str, int] = {}
+        """Each call id → how many results carrying it were seen."""
+        self._last_assistant = -1
 
     def turn_item(self, index: int) -> str | None:
         """The turn item of the message at ``index``, once captured."""
         return self._turn_items.get(index)
 
     def entries(self, found: Sequence[Found]) -> list[Entry]:
-        """The renderer's entries for ``found`` (see the module docstring)."""
-        calls: dict[str, tuple[Call, int]] = {}
-        seen: dict[str, int] = {}
-        last_assistant = max((i for i, f in enumerate(found) if f.role == "assistant"), default=-1)
-        out: list[Entry] = []
-        for index, message in enumerate(found):
-            if message.role != "tool":
-                item = message.item
-                if item is None and self.turns and message.role in ("user", "assistant"):
-                    item = self.turn(index, message)
-                for call in message.calls:
-                    calls[call.id] = (call, index)
-                ids = tuple(c.id for c in message.calls)
-                extra = message.extra_tokens + self._calls_tokens(message.calls)
-                out.append(Entry(message.role, message.text, item, ids, extra_tokens=extra))
-                continue
-            item, restores = message.item, message.restores
-            if item is None and message.tracked:
-                made = calls.get(message.call_id or "")
-                item, restores = self._result(message, made, seen, new=index > last_assistant)
-            out.append(
-                Entry("tool", message.text, item, call_id=message.call_id, restores=restores)
-            )
-        return out
+        """The renderer's entries for ``found`` (see the module docstring).
+
+        A conversation only grows: the entries of the messages found last time (the same
+        objects, or equal ones) are the same :class:`Entry` objects, and only what is new is
+        looked at — which also lets the renderer reuse what it rendered for them. A change
+        earlier in the conversation (a framework that popped a message) starts over."""
+        kept = self._found
+        same = next(
+            (i for i, (a, b) in enumerate(zip(found, kept, strict=False)) if a is not b and a != b),
+            min(len(found), len(kept)),
+        )
+        if same < len(kept):
+            self._found, self._entries = [], []
+            self._calls.clear()
+            self._seen.clear()
+            self._last_assistant = -1
+        start = len(self._found)
+        for index in range(start, len(found)):
+            if found[index].role == "assistant":
+                self._last_assistant = index
+        for index in range(start, len(found)):
+            message = found[index]
+            self._found.append(message)
+            self._entries.append(self._entry(index, message))
+        return list(self._entries)
+
+    def _entry(self, index: int, message: Found) -> Entry:
+        if message.role != "tool":
+            item = message.item
+            if item is None and self.turns and message.role in ("user", "assistant"):
+                item = self.turn(index, message)
+            for call in message.calls:
+                self._calls[call.id] = (call, index)
+            ids = tuple(c.id for c in message.calls)
+            extra = message.extra_tokens + self._calls_tokens(message.calls)
+            return Entry(message.role, message.text, item, ids, extra_tokens=extra)
+        item, restores = message.item, message.restores
+        if item is None and message.tracked:
+            made = self._calls.get(message.call_id or "")
+            new = index > self._last_assistant
+            item, restores = self._result(message, made, self._seen, new=new)
+        return Entry("tool", message.text, item, call_id=message.call_id, restores=restores)
 
     def _calls_tokens(self, calls: Sequence[Call]) -> int:
         return self.engine.count_tokens(calls_text(calls)) if calls else 0

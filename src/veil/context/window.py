@@ -37,9 +37,10 @@ budget is checked against.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from bisect import bisect_right
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Literal
+from typing import Literal, cast
 
 from veil.context.items import ContextItem
 from veil.context.render import range_note, shown_elsewhere, stub, turn_stub
@@ -112,16 +113,6 @@ class Rendered:
         return set(range(entries)) - {p.entry for p in self.parts if p.entry is not None}
 
 
-def carriers(entries: Sequence[Entry]) -> dict[str, int]:
-    """For each item, the entry that shows it in full while it is live: the last entry that
-    restored it, else the first entry that carries it."""
-    out: dict[str, int] = {}
-    for index, entry in enumerate(entries):
-        if entry.item is not None and (entry.item not in out or entry.restores):
-            out[entry.item] = index
-    return out
-
-
 Count = Callable[[str], int]
 
 
@@ -136,10 +127,164 @@ def render(
 ) -> Rendered:
     """The request's conversation (see the module docstring for the rules). ``items`` maps
     item ids to their current state; an entry whose item is not there is shown as recorded."""
-    look = _Look(items, carriers(entries), count, stub_chars)
+    renderer = Renderer(count, stub_chars=stub_chars, collapse=collapse)
+    return renderer.render(entries, items, tail=tail)
+
+
+class Renderer:
+    """:func:`render` that remembers its last rendering, so that a request renders only what
+    changed: the entries after the first one that differs from the last call's (by identity),
+    or that carries an item whose look changed (``changed``: a tier, an excerpt, a size), or
+    that starts the last step or collapsed run (which new results may extend). Everything
+    before is the same parts as last time. The output equals :func:`render`'s (tested)."""
+
+    def __init__(self, count: Count, *, stub_chars: int = 160, collapse: bool = True) -> None:
+        self.count = count
+        self.stub_chars = stub_chars
+        self.collapse = collapse
+        self._entries: list[Entry] = []
+        self._pieces: list[Part | _Step] = []
+        self._starts: list[int] = []
+        """The first entry of each piece."""
+        self._in_run: list[bool] = []
+        """Each piece: a step inside a collapsed run."""
+        self._part_at: list[int] = []
+        """Each piece: where its parts (or its run's note) begin in ``_parts``."""
+        self._parts: list[Part] = []
+        self._cum: list[int] = [0]
+        """``_cum[i]``: the tokens of ``_parts[:i]``."""
+        self._first: dict[str, int] = {}
+        """Each item's first entry, in entry order."""
+        self._restores: dict[str, list[int]] = {}
+        """Each item's entries that brought it back, in order."""
+        self._restored: list[tuple[int, str]] = []
+        """Every (entry, item) that brought an item back, in entry order."""
+
+    def render(
+        self,
+        entries: Sequence[Entry],
+        items: Mapping[str, ContextItem],
+        *,
+        changed: Collection[str] | None = None,
+        tail: str = "",
+    ) -> Rendered:
+        """The conversation; ``changed`` names the items whose look may have changed since
+        the last call (None: anything may have: render it all)."""
+        piece = self._reusable(entries, changed)
+        start = self._starts[piece] if piece < len(self._starts) else len(self._entries)
+        if piece == 0:
+            start = 0
+        self._reindex(entries, start)
+        look = _Look(items, self.carrier, self.count, self.stub_chars)
+        pieces, starts = _pieces(entries, start, look)
+        del self._pieces[piece:], self._starts[piece:], self._in_run[piece:]
+        cut = self._part_at[piece] if piece < len(self._part_at) else len(self._parts)
+        del self._part_at[piece:], self._parts[cut:], self._cum[cut + 1 :]
+        for new, at in zip(pieces, starts, strict=True):
+            self._pieces.append(new)
+            self._starts.append(at)
+        self._flatten_from(piece)
+        self._entries = list(entries)
+        parts = list(self._parts)
+        tail_tokens = self.count(tail) if tail else 0
+        if tail:
+            parts.append(Part("tail", "system", tail, tail_tokens))
+        return Rendered(tuple(parts), self._cum[-1] + tail_tokens, tail_tokens)
+
+    def _reusable(self, entries: Sequence[Entry], changed: Collection[str] | None) -> int:
+        """How many pieces of the last rendering stand as they are."""
+        if changed is None or not self._pieces:
+            return 0
+        kept = len(self._entries)
+        if len(entries) < kept:
+            return 0
+        same = next(
+            (i for i, (a, b) in enumerate(zip(entries, self._entries, strict=False)) if a is not b),
+            kept,
+        )
+        # An entry that brings an item back moves where the item is shown: its earlier entries
+        # look different from then on.
+        back = [e.item for e in entries[same:] if e.restores and e.item is not None]
+        first = min((self._first[i] for i in (*changed, *back) if i in self._first), default=same)
+        limit = min(same, first, self._starts[-1])
+        piece = bisect_right(self._starts, limit) - 1
+        while piece > 0 and self._in_run[piece - 1]:  # a run is rendered whole
+            piece -= 1
+        while piece > 0 and self._in_run[piece]:
+            piece -= 1
+        return max(0, piece)
+
+    def _reindex(self, entries: Sequence[Entry], start: int) -> None:
+        """Each item's first entry and the entries that brought it back, for ``entries`` from
+        ``start`` on (what is recorded past ``start`` is forgotten first: both are kept in
+        entry order, so that is a pop from the end)."""
+        while self._first and next(reversed(self._first.values())) >= start:
+            self._first.popitem()
+        while self._restored and self._restored[-1][0] >= start:
+            _, item = self._restored.pop()
+            self._restores[item].pop()
+        for index in range(start, len(entries)):
+            entry = entries[index]
+            if entry.item is None:
+                continue
+            self._first.setdefault(entry.item, index)
+            if entry.restores:
+                self._restored.append((index, entry.item))
+                self._restores.setdefault(entry.item, []).append(index)
+
+    def carrier(self, item: str) -> int | None:
+        """The entry that shows ``item`` in full while it is live: the last that brought it
+        back, else its first."""
+        back = self._restores.get(item)
+        return back[-1] if back else self._first.get(item)
+
+    def _flatten_from(self, piece: int) -> None:
+        """The parts of pieces from ``piece`` on; with ``collapse``, each run of consecutive
+        steps out of the prompt becomes one note."""
+        run: list[int] = []
+
+        def add(part: Part) -> None:
+            self._parts.append(part)
+            self._cum.append(self._cum[-1] + part.tokens)
+
+        def end_run() -> None:
+            if run:
+                note = _run_note([cast(_Step, self._pieces[i]) for i in run])
+                add(Part("collapsed", "system", note, self.count(note)))
+                run.clear()
+
+        for index in range(piece, len(self._pieces)):
+            current = self._pieces[index]
+            if isinstance(current, _Step) and self.collapse and current.out_of_prompt():
+                if not run:
+                    self._part_at.append(len(self._parts))
+                else:
+                    self._part_at.append(self._part_at[run[0]])
+                run.append(index)
+                self._in_run.append(True)
+                continue
+            end_run()
+            self._part_at.append(len(self._parts))
+            self._in_run.append(False)
+            if isinstance(current, _Step):
+                add(current.turn)
+                for part in current.results:
+                    add(part)
+            else:
+                add(current)
+        end_run()
+
+
+def _pieces(
+    entries: Sequence[Entry], start: int, look: _Look
+) -> tuple[list[Part | _Step], list[int]]:
+    """The pieces of ``entries`` from ``start`` (a step, or a part), and where each starts."""
     out: list[Part | _Step] = []
+    starts: list[int] = []
     step: _Step | None = None
-    for index, entry in enumerate(entries):
+    count = look.count
+    for index in range(start, len(entries)):
+        entry = entries[index]
         if entry.role == "tool":
             if step is not None and step.pending(entry.call_id):
                 step.answer(look.result(index, entry), look.item(entry.item))
@@ -150,20 +295,18 @@ def render(
                 f"in this conversation]\n{entry.text}"
             )
             out.append(Part("orphan", "system", text, count(text), index))
+            starts.append(index)
             continue
         step = _close(step, count)
         part = look.turn(index, entry)
+        starts.append(index)
         if entry.role == "assistant" and entry.calls:
             step = _Step(part, look.item(entry.item), list(dict.fromkeys(entry.calls)))
             out.append(step)
         else:
             out.append(part)
     _close(step, count)
-    parts = _flatten(out, count, collapse=collapse)
-    tail_tokens = count(tail) if tail else 0
-    if tail:
-        parts.append(Part("tail", "system", tail, tail_tokens))
-    return Rendered(tuple(parts), sum(p.tokens for p in parts), tail_tokens)
+    return out, starts
 
 
 @dataclass(frozen=True)
@@ -171,7 +314,7 @@ class _Look:
     """How each entry looks, given the items' state and where each item is carried."""
 
     items: Mapping[str, ContextItem]
-    carrier: Mapping[str, int]
+    carrier: Callable[[str], int | None]
     count: Count
     stub_chars: int
 
@@ -193,14 +336,15 @@ class _Look:
         item = self.item(entry.item)
         if item is None:
             return self._part("shown", entry, index, entry.text)
-        carried_here = self.carrier.get(item.id) == index
+        carrier = self.carrier(item.id)
+        carried_here = carrier == index
         if item.tier != "live":
             if carried_here and item.excerpt:
                 return self._part("excerpt", entry, index, stub(item, self.stub_chars))
             return self._part("stub", entry, index, stub(item, self.stub_chars))
         if carried_here:
             return self._part("shown", entry, index, entry.text)
-        if index < self.carrier.get(item.id, index):
+        if carrier is not None and index < carrier:
             # Shown as it was while the item was out: the prefix does not change.
             out = stub(replace(item, tier="warm", excerpt=0), self.stub_chars)
             return self._part("stub", entry, index, out)
@@ -250,33 +394,6 @@ def _close(step: _Step | None, count: Count) -> None:
             missing = Part("missing", "tool", MISSING_RESULT, count(MISSING_RESULT), None, call_id)
             step.answer(missing, None)
     return None
-
-
-def _flatten(out: Sequence[Part | _Step], count: Count, *, collapse: bool) -> list[Part]:
-    """The parts in order; with ``collapse``, each run of consecutive steps out of the prompt
-    becomes one note (the steps' results are listed with their pointers)."""
-    parts: list[Part] = []
-    run: list[_Step] = []
-
-    def end_run() -> None:
-        if run:
-            note = _run_note(run)
-            parts.append(Part("collapsed", "system", note, count(note)))
-            run.clear()
-
-    for piece in out:
-        if isinstance(piece, _Step):
-            if collapse and piece.out_of_prompt():
-                run.append(piece)
-                continue
-            end_run()
-            parts.append(piece.turn)
-            parts.extend(piece.results)
-            continue
-        end_run()
-        parts.append(piece)
-    end_run()
-    return parts
 
 
 def _run_note(run: Sequence[_Step]) -> str:
