@@ -148,6 +148,7 @@ def test_the_input_filter_shrinks_every_model_call_of_one_run(tmp_path: Path) ->
     assert done.final_output == "done"
     sizes = [len(json.dumps(call.input, default=str)) for call in model.calls]
     assert sizes[-1] < 4 * len(log_text(1)) < calls * len(log_text(1)) / 3
+
     # the next run reads the session: no output is captured twice
     def results() -> int:
         return sum(1 for i in veil.window.engine.items() if i.tool_call_id)
