@@ -1,4 +1,4 @@
-"""Measure the context hook's overhead per tool call: capture + score + evict (+ persist).
+"""Measure the context hook's overhead per tool call: capture + score + evict + render (+ persist).
 
 Run from the repository root::
 
@@ -12,8 +12,10 @@ N items — tool results of realistic size (reads of source files, test runs, gr
 tokens) and the assistant turns between them — and the window is set to 60% of their tokens so
 eviction is active in the steady state. Then, for M measured tool calls:
 
-- the hook: ``capture_tool_result`` + ``step`` (scoring every item, the three stages, the
-  threshold update, the events buffered), as wall time and as this thread's CPU time;
+- the hook: ``capture_tool_result`` + ``window`` — ``step`` (scoring every item, the three
+  stages, the threshold update, the events buffered) and rendering the request's conversation
+  (one entry per message: the renderer re-renders only what changed since the last request),
+  as the harness runs them at each turn boundary — as wall time and as this thread's CPU time;
 - the deferred work, separately: ``persist_in_background`` + ``wait`` (indexing demoted items,
   embedding them, appending the buffered events in one transaction), which the harness runs
   while the model request is in flight. It is waited for before the next call, as a model
@@ -47,6 +49,7 @@ import numpy as np
 from veil.clock import SystemClock
 from veil.context import ContextConfig, ContextEngine
 from veil.context.score import score, score_many
+from veil.context.window import Entry
 from veil.embed import default_embedder
 from veil.tape import Event, new_id
 from veil.tape.sqlite import SQLiteStore
@@ -87,9 +90,28 @@ def percentiles(samples: list[float]) -> dict[str, float]:
     }
 
 
-def filled_engine(n_items: int, workdir: Path) -> tuple[ContextEngine, SQLiteStore, float]:
-    """An engine holding ``n_items`` items, its window at 60% of their tokens (eviction active
-    in the steady state), and how long filling it took."""
+def call(engine: ContextEngine, entries: list[Entry], call_id: str, i: int) -> None:
+    """One tool call as the harness makes it: the assistant entry that calls it, the result
+    captured, its entry."""
+    tool, args, out = output_for(i)
+    entries.append(Entry("assistant", "", calls=(call_id,)))
+    item = engine.capture_tool_result(
+        tool_call_id=call_id, tool_name=tool, arguments=args, output=out
+    )
+    entries.append(Entry("tool", out, item=item.id, call_id=call_id))
+
+
+def turn(engine: ContextEngine, entries: list[Entry], text: str) -> None:
+    item = engine.capture_turn("assistant", text, calls=["look"])
+    entries.append(Entry("assistant", text, item=item.id))
+
+
+def filled_engine(
+    n_items: int, workdir: Path
+) -> tuple[ContextEngine, SQLiteStore, float, list[Entry]]:
+    """An engine holding ``n_items`` items and the conversation they came from, its window at
+    60% of their tokens (eviction active in the steady state), and how long filling it
+    took."""
     embedder = default_embedder()
     clock = FakeClock()
     store = SQLiteStore(
@@ -104,26 +126,26 @@ def filled_engine(n_items: int, workdir: Path) -> tuple[ContextEngine, SQLiteSto
         clock=clock,
         deferred=True,
     )
-    engine.capture_turn("user", "Fix the failing tests in src/pkg and keep the API stable")
+    task = "Fix the failing tests in src/pkg and keep the API stable"
+    entries = [Entry("user", task, item=engine.capture_turn("user", task).id)]
     started = time.perf_counter()
     for i in range(n_items - 1):
         if i % 4 == 3:
-            engine.capture_turn("assistant", f"Looking at module_{i % 97} next", calls=["look"])
+            turn(engine, entries, f"Looking at module_{i % 97} next")
             continue
-        tool, args, out = output_for(i)
-        engine.capture_tool_result(tool_call_id=f"p{i}", tool_name=tool, arguments=args, output=out)
-    engine.step()
+        call(engine, entries, f"p{i}", i)
+    engine.window(entries, fixed_tokens=0)
     engine.flush()
     populate_s = time.perf_counter() - started
     total = engine.live_tokens
     engine.config = ContextConfig(window_tokens=int(total * 0.6), reserve_tokens=0)
-    engine.step()  # settle into the steady state
+    engine.window(entries, fixed_tokens=0)  # settle into the steady state
     engine.flush()
-    return engine, store, populate_s
+    return engine, store, populate_s, entries
 
 
 def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
-    engine, store, populate_s = filled_engine(n_items, workdir)
+    engine, store, populate_s, entries = filled_engine(n_items, workdir)
     samples: list[float] = []
     cpu: list[float] = []
     capture_cpu: list[float] = []
@@ -132,12 +154,11 @@ def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
     evicting: list[float] = []
     moves = 0
     for j in range(calls):
-        tool, args, out = output_for(n_items + j)
         t0 = time.perf_counter()
         c0 = time.thread_time()
-        engine.capture_tool_result(tool_call_id=f"m{j}", tool_name=tool, arguments=args, output=out)
+        call(engine, entries, f"m{j}", n_items + j)
         c1 = time.thread_time()
-        report = engine.step()
+        report = engine.window(entries, fixed_tokens=0).report
         c2 = time.thread_time()
         cpu.append(c2 - c0)
         capture_cpu.append(c1 - c0)
@@ -151,7 +172,7 @@ def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
         if report.moves:
             evicting.append(samples[-1])
         if j % 4 == 3:
-            engine.capture_turn("assistant", f"Step {j} done", calls=["act"])
+            turn(engine, entries, f"Step {j} done")
     engine.close()
     n = len(engine.items())
     # (a) numpy brute-force scorer over the same items
@@ -210,7 +231,7 @@ def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
         "moves": moves,
         "hook_ms": hook,
         "hook_cpu_ms": hook_cpu,
-        # Where the hook's CPU goes: the capture and the step, timed apart in the same calls.
+        # Where the hook's CPU goes: the capture and the window (step + render), timed apart.
         "capture_cpu_ms": percentiles(capture_cpu),
         "step_cpu_ms": percentiles(step_cpu),
         "deferred_ms": percentiles(deferred),
@@ -234,7 +255,8 @@ PARTS: tuple[tuple[str, str, str], ...] = (
     ("step", "veil.context.workingset:WorkingSet.scores", "scores (all items)"),
     ("step", "veil.context.workingset:WorkingSet.protected", "protection masks"),
     ("step", "veil.context.pressure:plan", "the three stages' plan"),
-    ("step", "veil.context.workingset:WorkingSet.live_tokens", "rendered token count"),
+    ("step", "veil.context.workingset:WorkingSet.live_tokens", "working-set estimate"),
+    ("render", "veil.context.window:Renderer.render", "rendering the request"),
     ("step", "veil.context.engine:ContextEngine._move", "applying moves"),
     ("both", "veil.context.engine:ContextEngine._emit", "buffering events"),
 )
@@ -247,7 +269,7 @@ def profile(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
     per hook call and calls per hook call."""
     import importlib
 
-    engine, store, _ = filled_engine(n_items, workdir)
+    engine, store, _, entries = filled_engine(n_items, workdir)
     spent: dict[str, float] = {}
     count: dict[str, int] = {}
     on = [False]
@@ -274,19 +296,16 @@ def profile(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
     total = 0.0
     try:
         for j in range(calls):
-            tool, args, out = output_for(n_items + j)
             on[0] = True
             c0 = time.thread_time_ns()
-            engine.capture_tool_result(
-                tool_call_id=f"m{j}", tool_name=tool, arguments=args, output=out
-            )
-            engine.step()
+            call(engine, entries, f"m{j}", n_items + j)
+            engine.window(entries, fixed_tokens=0)
             total += (time.thread_time_ns() - c0) / 1e3
             on[0] = False
             engine.persist_in_background()
             engine.wait()
             if j % 4 == 3:
-                engine.capture_turn("assistant", f"Step {j} done", calls=["act"])
+                turn(engine, entries, f"Step {j} done")
     finally:
         for owner, attr, original in restore:
             setattr(owner, attr, original)
@@ -356,7 +375,7 @@ def split_table(results: list[dict[str, Any]]) -> str:
     """Where the hook's CPU goes: the capture and the step of the same calls, timed apart
     (results written before this split was measured show a dash)."""
     lines = [
-        "| items | capture CPU median ms | capture p95 | step CPU median ms | step p95 |",
+        "| items | capture CPU median ms | capture p95 | step + render CPU median ms | p95 |",
         "| ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in results:
@@ -380,7 +399,7 @@ def render_section(data: dict[str, Any]) -> str:
     return "\n".join(
         [
             "## Context hook overhead per tool call "
-            "(capture + score + evict; persistence deferred)",
+            "(capture + score + evict + render; persistence deferred)",
             "",
             "Source: `benchmarks/results/context_overhead.json`. Command: "
             "`python -m benchmarks.context_overhead`.",
@@ -403,7 +422,8 @@ def render_section(data: dict[str, Any]) -> str:
                 else []
             ),
             f"{verdict}The hook scores every item on every call (numpy, one pass), runs the three "
-            "stages and buffers the call's events; the deferred work (indexing and embedding "
+            "stages, renders the request (only what changed since the last one) and buffers "
+            "the call's events; the deferred work (indexing and embedding "
             "demoted items, one append of the buffered events, `synchronous=normal`) runs while "
             "the model request is in flight and is measured on its own; the bare append is the "
             "floor for persisting anything at all. "

@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from tests.agent.test_cli_use import GIT_ENV, repo
+from veil.llm.scripted_requests import OverflowStyle
 from veil.llm.scripted_server import ScriptedServer
 
 __all__ = ["repo"]

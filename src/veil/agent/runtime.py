@@ -406,7 +406,10 @@ class AgentSession:
 
 
 def _write_trace(out: TextIO, event: RequestSent, harness: VeilHarness) -> None:
+    """One trace line: the request as sent, except that secrets are replaced as everywhere
+    Veil writes (a trace is a file people attach to bug reports)."""
     record = trace_record(event.request, event.response)
     record["veil"] = harness.request_figures()
-    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    clean = harness.store.redactor.redact_json(record).value
+    out.write(json.dumps(clean, ensure_ascii=False) + "\n")
     out.flush()

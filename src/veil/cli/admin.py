@@ -103,6 +103,12 @@ def _open(db: str | None, embedder_spec: str, *, write: bool) -> tuple[str, Stor
     return target, store
 
 
+def open_registered(target: str, embedder_spec: str = "static") -> tuple[str, Store]:
+    """A store opened to be written with every projection it records registered (a purge
+    rebuilds them all). Raises :class:`AdminError` in one line."""
+    return _open(target, embedder_spec, write=True)
+
+
 def _mismatch(exc: ProjectionMismatch, embedder_spec: str) -> str:
     if exc.recorded_embedder == exc.embedder:
         return (

@@ -16,16 +16,28 @@ def list_sessions(cwd: Path) -> int:
         print("no sessions yet in this project")
         return 0
     store = open_store(f"sqlite:///{db}")
+    scope = project_scope(root)
     try:
-        found = Sessions(store, scope=project_scope(root)).list()
+        found = Sessions(store, scope=scope).list()
+        sizes = store.sizes(scope, field="session_id")
     finally:
         store.close()
+    if not found:
+        print("no sessions yet in this project")
+        return 0
+    print(f"{'SESSION':<34}  {'UPDATED':<16}  {'STATUS':<16} {'MSGS':>5} {'SIZE':>8}  TITLE")
     for s in found:
         parent = f" (from {s.parent_id})" if s.parent_id else ""
         print(
-            f"{s.id}  {s.updated_at:%Y-%m-%d %H:%M}  {s.status:<16} {s.messages:>4} msgs  "
-            f"{s.title[:60]}{parent}"
+            f"{s.id:<34}  {s.updated_at:%Y-%m-%d %H:%M}  {s.status:<16} {s.messages:>5} "
+            f"{_size(sizes.get(s.id, 0)):>8}  {s.title[:60]}{parent}"
         )
-    if not found:
-        print("no sessions yet in this project")
     return 0
+
+
+def _size(n: int) -> str:
+    if n >= 1024 * 1024:
+        return f"{n / 1024 / 1024:.1f} MB"
+    if n >= 1024:
+        return f"{n / 1024:.0f} KB"
+    return f"{n} B"

@@ -86,7 +86,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
-    sessions = sub.add_parser("sessions", help="list this project's sessions")
+    sessions = sub.add_parser(
+        "sessions",
+        help="this project's sessions: list (default), rm ID (delete one, with its working memory)",
+    )
+    sessions.add_argument("action", nargs="?", choices=["list", "rm"], default="list")
+    sessions.add_argument("id", nargs="?", metavar="ID", help="the session (rm)")
     sessions.set_defaults(run=_run_sessions)
 
     demo = sub.add_parser("demo", help="an offline tour of the tape and the embedder")
@@ -117,6 +122,23 @@ def build_parser() -> argparse.ArgumentParser:
         )
         action.add_argument("--embedder", default="static", help=embedder_help)
         action.set_defaults(run=_run_admin)
+    purge = admin_sub.add_parser(
+        "purge",
+        help="delete, physically and with a receipt, the events named: a session, everything "
+        "before a date, or every event matching a pattern (a secret found later)",
+    )
+    purge.add_argument("--session", metavar="ID", help="one session's events")
+    purge.add_argument("--before", metavar="DATE", help="events that happened before DATE")
+    purge.add_argument("--match", metavar="REGEX", help="events with a string matching REGEX")
+    purge.add_argument("--yes", action="store_true", help="do not ask (needed without a tty)")
+    purge.add_argument("--db", default=None, help="store (default: .veil/context.db)")
+    purge.set_defaults(run=_run_admin)
+    vacuum = admin_sub.add_parser(
+        "vacuum",
+        help="apply the retention settings now and give deleted space back to the disk",
+    )
+    vacuum.add_argument("--db", default=None, help="store (default: .veil/context.db)")
+    vacuum.set_defaults(run=_run_admin)
     _add_server_commands(sub)
     from veil.cli import memory_args
 
@@ -267,6 +289,13 @@ def _positive_int(text: str) -> int:
 def _run_sessions(args: argparse.Namespace) -> int:
     from veil.cli.listing import list_sessions
 
+    if args.action == "rm":
+        from veil.cli.purge import run_sessions_rm
+
+        if not args.id:
+            print("veil sessions rm: which session? veil sessions rm ID", file=sys.stderr)
+            return 2
+        return run_sessions_rm(args.id, Path.cwd(), out=sys.stdout, err=sys.stderr)
     return list_sessions(Path.cwd())
 
 
@@ -289,7 +318,24 @@ def _run_options(args: argparse.Namespace) -> RunOptions:
 def _run_print(args: argparse.Namespace) -> int:
     from veil.cli.run import run_print
 
-    return run_print(_run_options(args), args.task, as_json=args.json)
+    status = run_print(_run_options(args), args.task, as_json=args.json)
+    _retain()
+    return status
+
+
+def _retain() -> None:
+    """Retention (:mod:`veil.agent.retention`) once the session is over: the answer is out,
+    so its cost is never in the way."""
+    from veil.agent.project import project_root
+    from veil.cli.purge import retain
+
+    receipt = retain(project_root(Path.cwd()))
+    if receipt is not None and receipt.events:
+        print(
+            f"veil: retention removed {receipt.events} event(s) of old sessions "
+            f"(receipt {receipt.id}; .veil/config.toml [retention])",
+            file=sys.stderr,
+        )
 
 
 def _run_tui(args: argparse.Namespace) -> int:
@@ -303,7 +349,9 @@ def _run_tui(args: argparse.Namespace) -> int:
         )
         return 1
 
-    return run_tui(_run_options(args))
+    status = run_tui(_run_options(args))
+    _retain()
+    return status
 
 
 def _run_local(args: argparse.Namespace) -> int:
@@ -327,6 +375,22 @@ def _run_demo(args: argparse.Namespace) -> int:
 def _run_admin(args: argparse.Namespace) -> int:
     from veil.cli.admin import run_check, run_rebuild
 
+    if args.admin_command in ("purge", "vacuum"):
+        from veil.cli.purge import run_purge, run_vacuum
+
+        if args.admin_command == "vacuum":
+            return run_vacuum(args.db, Path.cwd(), out=sys.stdout, err=sys.stderr)
+        return run_purge(
+            db=args.db,
+            session=args.session,
+            before=args.before,
+            match=args.match,
+            yes=args.yes,
+            cwd=Path.cwd(),
+            stdin=sys.stdin,
+            out=sys.stdout,
+            err=sys.stderr,
+        )
     if args.admin_command == "rebuild":
         return run_rebuild(args.db, args.embedder)
     return run_check(args.db, args.embedder)

@@ -66,6 +66,9 @@ POINTER = re.compile(r"^veil://(warm|cold|live)/([A-Za-z0-9_\-]+)$")
 class UnknownItem(KeyError):
     """An id or pointer that names no item of this project's working memory."""
 
+    def __str__(self) -> str:  # a KeyError would quote its message
+        return str(self.args[0]) if self.args else "unknown item"
+
 
 @dataclass(frozen=True)
 class EvictionReport:
@@ -194,6 +197,11 @@ class ContextEngine:
         estimate corrected by what the last rendering measured."""
         return self._set.live_tokens()
 
+    def redact(self, text: str) -> str:
+        """``text`` with every secret replaced (the store's redactor: what is written to the
+        tape and what the engine keeps and re-sends are the same)."""
+        return self.store.redactor.redact(text).text
+
     def calibrate(self, reported_tokens: int, estimated_tokens: int) -> None:
         """The provider reported ``reported_tokens`` input tokens for a request estimated at
         ``estimated_tokens`` (the whole request: fixed overhead, conversation and tail): budgets
@@ -259,6 +267,11 @@ class ContextEngine:
         self._touch_referenced(" ".join(str(v) for v in args.values()))
         if target is None:
             target = generic_target(args)
+        # What the engine keeps (and re-sends in stubs, expansions, search) is redacted; the
+        # caller's transcript keeps what the model was given while it is live.
+        shown = self.redact(output)
+        full = self.redact(full_output) if full_output is not None else None
+        target = self.redact(target) if target else target
         path = reads or writes or ""
         did = call_effect(output, reads=reads, partial=partial, writes=writes, is_error=is_error)
         if writes is None:
@@ -272,7 +285,7 @@ class ContextEngine:
         item = self._admit(
             new_item(
                 did.kind,
-                full_output if full_output is not None else output,
+                full if full is not None else shown,
                 self._origin(),
                 target=target,
                 tool_name=tool_name,
@@ -280,13 +293,13 @@ class ContextEngine:
                 code_refs=did.code_refs,
                 effect=did.effect,
                 parent=parent,
-                shown=output if full_output is not None else None,
+                shown=shown if full is not None else None,
             )
         )
         if reads and not partial and not is_error:
             self._check_belief(
                 Belief(
-                    item.id, reads, "content", content_digest(output), tool_call_id, self.session_id
+                    item.id, reads, "content", content_digest(shown), tool_call_id, self.session_id
                 ),
                 file_path=reads,
             )
@@ -308,6 +321,7 @@ class ContextEngine:
         first_user = role == "user" and not self._has_intent
         if role == "assistant":
             self._touch_referenced(text)
+        text = self.redact(text)
         kind = turn_kind or classify_turn(role, text, calls, first_user_turn=first_user)
         self._has_intent = self._has_intent or kind == "intent"
         item = self._admit(
@@ -333,6 +347,7 @@ class ContextEngine:
         ``(subject, relation, value)`` for items that assert something checkable."""
         if kind not in ITEM_KINDS:
             raise ValueError(f"unknown item kind {kind!r}")
+        content = self.redact(content)
         item = self._admit(
             new_item(
                 kind,

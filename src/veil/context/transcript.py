@@ -203,6 +203,7 @@ class Transcript:
         text = message.text
         if message.role == "assistant":
             text = turn_text(message.text, message.calls)
+        text = self.engine.redact(text)  # what the turn item holds
         known = self._turn_items.get(index)
         if known is None or not _holds(self.engine.item(known), text, message.text):
             kinds: tuple[CallKind, ...] = tuple("act" if c.acts else "look" for c in message.calls)

@@ -39,6 +39,7 @@ from veil.memory.extraction import (
 from veil.memory.guardrails import vet
 from veil.memory.model import Author, WriteReport
 from veil.memory.projection import ENTITIES, EVIDENCE, FACTS
+from veil.memory.secrets import redacted_evidence, refuse_secrets
 from veil.memory.supersession import CurrentFact
 from veil.memory.writing import (
     Current,
@@ -51,6 +52,7 @@ from veil.memory.writing import (
     queries,
     roles_of,
 )
+from veil.redaction import Redactor
 from veil.tape import JSONValue, Store
 from veil.tape.recorder import Recorder
 
@@ -63,7 +65,7 @@ def remember(
     """The whole path for one piece of evidence. ``recorder`` is the memory's for the user
     (scope ``args.user_id``): its store, clock and id prefix."""
     prepared = prepare(recorder, config, args)
-    extracted = extract(prepared, call, config)
+    extracted = extract(prepared, call, config, recorder.store.redactor)
     current = read_current(
         recorder.store, recorder.scope, queries(prepared, extracted.facts, config)
     )
@@ -76,7 +78,7 @@ def remember(
 def prepare(recorder: Recorder, config: MemoryConfig, args: RememberArgs) -> Prepared:
     """Check the evidence, append it (its own transaction), and build the prompt."""
     store, user_id = recorder.store, recorder.scope
-    roles = roles_of(args.evidence, args.author)
+    roles = redacted_evidence(roles_of(args.evidence, args.author), store.redactor)
     text = "\n".join(f"{r}: {c}" if len(roles) > 1 else c for r, c in roles)
     if not text.strip():
         raise ValueError("text_or_messages is empty: nothing to remember")
@@ -158,9 +160,12 @@ def _prompt_facts(store: Store, config: MemoryConfig, user_id: str, text: str) -
 # ---- 2. extract ---------------------------------------------------------------------------
 
 
-def extract(prepared: Prepared, call: ModelCall, config: MemoryConfig) -> Extracted:
+def extract(
+    prepared: Prepared, call: ModelCall, config: MemoryConfig, redactor: Redactor | None = None
+) -> Extracted:
     """The model call and what survives validation and the guardrails. A failed call or an
-    output that does not parse after the repair retry is reported, never raised."""
+    output that does not parse after the repair retry is reported, never raised. With
+    ``redactor``, an item that holds a secret is refused (:mod:`veil.memory.secrets`)."""
     calls = 0
     parsed: dict[str, list[Any]] | None = None
     error: str | None = None
@@ -183,6 +188,9 @@ def extract(prepared: Prepared, call: ModelCall, config: MemoryConfig) -> Extrac
     if parsed is None:
         return Extracted(calls, error)
     facts, episodes, invalid = validate_items(parsed)
+    if redactor is not None and redactor.config.enabled:  # before anything rewrites a fact
+        facts, episodes, refused = refuse_secrets(facts, episodes, redactor)
+        invalid.extend(refused)
     notes: tuple[str, ...] = ()
     if config.guardrails:
         vetted = vet(

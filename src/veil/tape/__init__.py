@@ -42,6 +42,8 @@ from veil.tape.store import (
     CheckReport,
     ErasureReceipt,
     ProjectionMismatch,
+    PurgeRefused,
+    PurgeSelection,
     Range,
     RebuildReport,
     Store,
@@ -65,6 +67,8 @@ __all__ = [
     "Patch",
     "Projection",
     "ProjectionMismatch",
+    "PurgeRefused",
+    "PurgeSelection",
     "Put",
     "Range",
     "RebuildReport",
@@ -105,7 +109,19 @@ def open_store(
 ) -> Store:
     """Open the store named by ``target``: a filesystem path or ``sqlite:///path`` (SQLite),
     or ``postgresql://…`` (PostgreSQL, needs the ``postgres`` extra: without it
-    :class:`BackendUnavailable` says which package is missing and what to ``pip install``)."""
+    :class:`BackendUnavailable` says which package is missing and what to ``pip install``).
+
+    Unless ``redaction=`` is given, the store redacts with the settings of its project
+    (:func:`veil.tape.redacting.redaction_for`)."""
+    if "redaction" not in options:
+        from veil.tape.redacting import redaction_for
+
+        path = (
+            None
+            if isinstance(target, str) and "://" in target and not target.startswith("sqlite:")
+            else _path_of(target)
+        )
+        options["redaction"] = redaction_for(path)
     if isinstance(target, Path):
         from veil.tape.sqlite import SQLiteStore
 
@@ -125,3 +141,12 @@ def open_store(
     from veil.tape.sqlite import SQLiteStore
 
     return SQLiteStore(target, embedder=embedder, clock=clock, **options)
+
+
+def _path_of(target: str | Path) -> str:
+    """The file a SQLite target names."""
+    if isinstance(target, Path):
+        return str(target)
+    if target.startswith("sqlite:///"):
+        return target[len("sqlite:///") :].split("?", 1)[0] or ":memory:"
+    return target

@@ -34,6 +34,7 @@ import numpy as np
 
 from veil.clock import Clock
 from veil.embed.protocol import Embedder, Vectors
+from veil.redaction import RedactionConfig
 from veil.tape.events import Event, JSONValue
 from veil.tape.migrations import Migration
 from veil.tape.projection import Hit, Table
@@ -182,8 +183,9 @@ class PostgresStore(SqlStore):
         embedder: Embedder | None = None,
         clock: Clock | None = None,
         pool_size: int = 4,
+        redaction: RedactionConfig | None = None,
     ) -> None:
-        super().__init__(embedder=embedder, clock=clock)
+        super().__init__(embedder=embedder, clock=clock, redaction=redaction)
         self.url = dsn
         self._pool: Any = ConnectionPool(
             dsn, min_size=1, max_size=pool_size, open=True, kwargs={"autocommit": True}
@@ -273,6 +275,9 @@ class PostgresStore(SqlStore):
 
     def _sql(self, sql: str) -> str:
         return sql.replace("%", "%%").replace("?", "%s")
+
+    def _json_text(self, column: str, field: str) -> str:
+        return f"({column}::jsonb ->> '{field}')"
 
     # ---- schema -------------------------------------------------------------------------
 

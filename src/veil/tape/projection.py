@@ -146,6 +146,9 @@ class ProjectionSet:
 
     projections: list[Projection] = field(default_factory=lambda: [])
 
+    def names(self) -> list[str]:
+        return [p.name for p in self.projections]
+
     def tables(self) -> dict[str, Table]:
         return {t.name: t for p in self.projections for t in p.tables}
 

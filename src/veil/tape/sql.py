@@ -4,7 +4,8 @@
 It is three layers, each a module: the reads and writes (:mod:`veil.tape.sql_tape`: append,
 read, fetch, search, replay), the schema (:mod:`veil.tape.sql_schema`: migrations, register,
 attach) and, here, the administration: the reads of every scope (``scan``, ``scopes``,
-``recorded_projections``, ``snapshot``, ``erasures``), ``check``, ``erase`` and ``rebuild``.
+``recorded_projections``, ``snapshot``, ``erasures``), ``check``, ``erase``, ``purge`` and
+``rebuild``.
 A backend implements the dialect primitives each layer declares; it differs from the other
 only in SQL text, locking and search.
 """
@@ -14,13 +15,20 @@ from __future__ import annotations
 import hashlib
 import json
 from abc import abstractmethod
+from collections.abc import Iterator
 from typing import Any
 
 from veil.clock import format_time
 from veil.tape.events import Event, canonical_json, new_id, validate_scope
 from veil.tape.sql_schema import SqlSchema
 from veil.tape.sql_tape import Cursor
-from veil.tape.store import CheckReport, ErasureReceipt, RebuildReport
+from veil.tape.store import (
+    CheckReport,
+    ErasureReceipt,
+    PurgeRefused,
+    PurgeSelection,
+    RebuildReport,
+)
 
 
 class SqlStore(SqlSchema):
@@ -41,6 +49,10 @@ class SqlStore(SqlSchema):
 
     @abstractmethod
     def _erase_vector(self, cur: Cursor, index: str, scope: str) -> None: ...
+
+    @abstractmethod
+    def _json_text(self, column: str, field: str) -> str:
+        """SQL for the text of a top-level field of a JSON column (NULL when absent)."""
 
     @abstractmethod
     def _after_erase(self) -> None:
@@ -156,6 +168,97 @@ class SqlStore(SqlSchema):
             )
         self._after_erase()
         return ErasureReceipt(receipt_id, digest, at, events, rows)
+
+    def purge(self, selection: PurgeSelection) -> ErasureReceipt:
+        """Physically remove the events ``selection`` names, of every scope it covers, and
+        rebuild every projection from what is left (so projections equal a rebuild, and no
+        full-text row, vector or sidecar derived from a removed event survives); then reclaim
+        the space (VACUUM, WAL truncated). The receipt is content-free: a salted hash of the
+        selection, how many events went and how many projection rows each table lost.
+
+        Every projection this database has ever recorded must be registered on this handle
+        (a projection left out would keep rows derived from removed events): otherwise
+        :class:`~veil.tape.store.PurgeRefused` names it and nothing changes."""
+        self._ensure_open()
+        missing = sorted(set(self.recorded_projections()) - set(self._projections.names()))
+        if missing:
+            raise PurgeRefused(
+                f"purge needs every projection registered; not registered here: "
+                f"{', '.join(missing)}"
+            )
+        doomed = [e.seq for e in self._purge_scan(selection) if e.seq is not None]
+        receipt_id = new_id("er")
+        digest = hashlib.sha256(f"{receipt_id}:{selection.describe()}".encode()).hexdigest()
+        at = format_time(self._clock.now())
+        with self._write() as cur:
+            before = self._row_counts(cur)
+            for start in range(0, len(doomed), 500):
+                chunk = doomed[start : start + 500]
+                marks = ", ".join("?" for _ in chunk)
+                cur.execute(self._sql(f"DELETE FROM tape_events WHERE seq IN ({marks})"), chunk)
+            if doomed:
+                self._rebuild_in(cur)
+            after = self._row_counts(cur)
+            rows = {name: before[name] - after.get(name, 0) for name in before}
+            cur.execute(
+                self._sql(
+                    "INSERT INTO tape_erasures (id, scope_hash, at, events, rows) "
+                    "VALUES (?, ?, ?, ?, ?)"
+                ),
+                (receipt_id, digest, at, len(doomed), canonical_json(dict(rows))),
+            )
+        if doomed:
+            self._after_rebuild(self._projections.vector_indexes())
+        self._after_erase()
+        return ErasureReceipt(receipt_id, digest, at, len(doomed), rows)
+
+    def _purge_scan(self, selection: PurgeSelection) -> Iterator[Event]:
+        """The events ``selection`` names, read in pages of the tape."""
+        after = 0
+        while True:
+            page = (
+                self.read(selection.scope, after=after, limit=2_000)
+                if selection.scope is not None
+                else self.scan(after=after, limit=2_000)
+            )
+            if not page:
+                return
+            for event in page:
+                if selection.matches(event):
+                    yield event
+            after = page[-1].seq or after
+
+    def _row_counts(self, cur: Cursor) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for table in self._projections.tables().values():
+            cur.execute(f"SELECT COUNT(*) FROM {table.name}")
+            counts[table.name] = int(cur.fetchone()[0])
+        return counts
+
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back to the file system (SQLite: VACUUM and the WAL
+        truncated; PostgreSQL: VACUUM of every table)."""
+        self._ensure_open()
+        self._after_erase()
+
+    def sizes(self, scope: str, *, field: str) -> dict[str | None, int]:
+        """Administrative: bytes of ``scope``'s events (payload and provenance) grouped by a
+        top-level field they carry in their provenance, else their payload (``session_id``:
+        what each session takes); None groups the events without it."""
+        self._ensure_open()
+        validate_scope(scope)
+        if not field.isidentifier():
+            raise ValueError(f"field must be a plain name: {field!r}")
+        key = (
+            f"COALESCE({self._json_text('provenance', field)}, {self._json_text('payload', field)})"
+        )
+        sql = (
+            f"SELECT {key}, SUM(LENGTH(payload) + LENGTH(provenance)) FROM tape_events "
+            f"WHERE scope = ? GROUP BY {key}"
+        )
+        with self._read() as cur:
+            cur.execute(self._sql(sql), (scope,))
+            return {None if r[0] is None else str(r[0]): int(r[1]) for r in cur.fetchall()}
 
     def erasures(self) -> list[ErasureReceipt]:
         """Every erasure receipt, oldest first (administrative)."""

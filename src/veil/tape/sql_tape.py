@@ -28,6 +28,7 @@ import numpy as np
 
 from veil.clock import Clock, SystemClock, format_time, parse_time
 from veil.embed.protocol import Embedder, Vectors
+from veil.redaction import RedactionConfig, Redactor
 from veil.tape.events import (
     Event,
     EventConflict,
@@ -50,6 +51,7 @@ from veil.tape.projection import (
     Row,
     Table,
 )
+from veil.tape.redacting import redacted
 from veil.tape.sql_codec import TableCodec, encode_value
 from veil.tape.store import MAX_PAYLOAD_BYTES, Dialect, Range, UnknownName, fts_query
 
@@ -70,7 +72,16 @@ class SqlTape(ABC):
     dialect: Dialect
     url: str
 
-    def __init__(self, *, embedder: Embedder | None, clock: Clock | None) -> None:
+    def __init__(
+        self,
+        *,
+        embedder: Embedder | None,
+        clock: Clock | None,
+        redaction: RedactionConfig | None = None,
+    ) -> None:
+        self.redactor = Redactor(redaction or RedactionConfig())
+        """Every event's payload and provenance pass through it before they are written
+        (the one place no secret gets past, whichever layer wrote the event)."""
         self._embedder = embedder
         self._clock: Clock = clock or SystemClock()
         self._projections = ProjectionSet()
@@ -183,7 +194,7 @@ class SqlTape(ABC):
         batch: list[Sealed] = []
         seen: dict[str, str] = {}
         for raw in events:
-            sealed = seal(raw)
+            sealed = seal(redacted(raw, self.redactor))
             event = sealed.event
             if event.id in seen:
                 if seen[event.id] != sealed.digest:

@@ -24,6 +24,7 @@ from urllib.parse import parse_qs, urlparse
 
 from veil.clock import Clock
 from veil.embed.protocol import Embedder, Vectors
+from veil.redaction import RedactionConfig
 from veil.tape import sqlite_text
 from veil.tape.events import Event, Sealed, new_id
 from veil.tape.migrations import Migration
@@ -103,8 +104,9 @@ class SQLiteStore(SqlStore):
         synchronous: Literal["full", "normal"] = "full",
         busy_timeout_s: float = 30.0,
         vector_index: VectorIndexConfig | None = None,
+        redaction: RedactionConfig | None = None,
     ) -> None:
-        super().__init__(embedder=embedder, clock=clock)
+        super().__init__(embedder=embedder, clock=clock, redaction=redaction)
         self.path = str(path)
         self._commits = 0
         self._term_counts = sqlite_text.TermCounts()
@@ -173,6 +175,9 @@ class SQLiteStore(SqlStore):
 
     def _sql(self, sql: str) -> str:
         return sql
+
+    def _json_text(self, column: str, field: str) -> str:
+        return f"json_extract({column}, '$.{field}')"
 
     def _insert_events(self, cur: Cursor, rows: Sequence[tuple[Sealed, str]]) -> list[int]:
         """One ``executemany`` with explicit seqs: inside ``BEGIN IMMEDIATE`` this handle is

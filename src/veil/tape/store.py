@@ -12,12 +12,14 @@ rebuild, export and checks.
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from datetime import datetime
+from typing import Any, Literal, Protocol, cast
 
 from veil.embed.protocol import Vectors
+from veil.redaction import Redactor
 from veil.tape.events import (
     Event,
     JSONValue,
@@ -86,11 +88,86 @@ class ErasureReceipt:
     rows: dict[str, int]
 
 
+class PurgeRefused(TapeError):
+    """A purge that would leave derived rows behind (a recorded projection is not registered
+    on this handle); nothing was removed."""
+
+
+@dataclass(frozen=True)
+class PurgeSelection:
+    """Which events a purge removes: every condition given must hold, and at least one of
+    ``sessions``, ``before`` and ``matching`` must be given (a purge never means
+    "everything").
+
+    ``scope``: only this scope's events (None: every scope). ``sessions``: events whose
+    payload or provenance names one of these sessions (``session_id``). ``before``: events
+    that happened (``at``) before this time. ``matching``: a regular expression searched in
+    every string of the payload and the provenance (for a secret found after it was stored).
+    ``kinds``: only events whose kind starts with one of these prefixes."""
+
+    scope: str | None = None
+    sessions: tuple[str, ...] = ()
+    before: datetime | None = None
+    matching: str | None = None
+    kinds: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not self.sessions and self.before is None and self.matching is None:
+            raise ValueError("a purge needs sessions, before or matching")
+        if self.matching is not None:
+            try:
+                re.compile(self.matching)
+            except re.error as exc:
+                raise ValueError(f"matching: not a regular expression: {exc}") from None
+
+    def describe(self) -> str:
+        """The selection as one string (hashed into the receipt, never stored)."""
+        when = self.before.isoformat() if self.before else ""
+        return (
+            f"{self.scope}|{','.join(self.sessions)}|{when}|{self.matching}|{','.join(self.kinds)}"
+        )
+
+    def matches(self, event: Event) -> bool:
+        if self.kinds and not event.kind.startswith(self.kinds):
+            return False
+        if self.before is not None and event.at >= self.before:
+            return False
+        if self.sessions and not (
+            event.payload.get("session_id") in self.sessions
+            or event.provenance.get("session_id") in self.sessions
+        ):
+            return False
+        if self.matching is not None:
+            pattern = re.compile(self.matching)
+            if not any(
+                pattern.search(text) for text in _strings((event.payload, event.provenance))
+            ):
+                return False
+        return True
+
+
+def _strings(value: object) -> Iterator[str]:
+    """Every string inside a JSON value (keys included)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in cast(Mapping[object, object], value).items():
+            if isinstance(key, str):
+                yield key
+            yield from _strings(item)
+    elif isinstance(value, (list, tuple)):
+        for item in cast(Sequence[object], value):
+            yield from _strings(item)
+
+
 class Store(Protocol):
     """The backend contract every store passes (see ``veil.testing.StoreContract``)."""
 
     dialect: Dialect
     url: str
+    redactor: Redactor
+    """What every event passes through before it is written (no secret reaches the tape);
+    layers that keep text in memory redact it with the same one."""
 
     def register(self, *projections: Projection) -> None: ...
     def attach(self, *projections: Projection) -> None: ...
@@ -137,6 +214,9 @@ class Store(Protocol):
     def snapshot(self) -> dict[str, list[tuple[Any, ...]]]: ...
     def check(self) -> CheckReport: ...
     def erase(self, scope: str) -> ErasureReceipt: ...
+    def purge(self, selection: PurgeSelection) -> ErasureReceipt: ...
+    def sizes(self, scope: str, *, field: str) -> dict[str | None, int]: ...
+    def vacuum(self) -> None: ...
     def erasures(self) -> list[ErasureReceipt]: ...
     def close(self) -> None: ...
 
