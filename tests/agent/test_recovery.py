@@ -70,7 +70,9 @@ def run_veil(
     [("openai", "native"), ("anthropic", "native"), ("openai", "llama.cpp")],
     ids=["openai", "anthropic", "llama.cpp"],
 )
-def test_an_overflow_is_recovered_once_and_the_retry_fits(repo: Path, api: str, style: str) -> None:
+def test_an_overflow_is_recovered_once_and_the_retry_fits(
+    repo: Path, api: str, style: OverflowStyle
+) -> None:
     limit = 9_000
     with ScriptedServer(read_files(repo, 8), context_limit=limit, overflow=style) as server:
         model, env = model_env(api, server.url)
