@@ -589,6 +589,20 @@ def _real_model_section(loaded: Loaded, other: Loaded | None) -> str:
     )
 
 
+def _redaction_section(loaded: Loaded, other: Loaded | None) -> str:
+    from benchmarks.redaction import table
+
+    return (
+        "Every text Veil writes passes the redactor first (docs/storage.md). Recall: a canary "
+        "corpus written for it (`benchmarks/redaction_corpus.py`: secrets of every listed "
+        "format inside realistic outputs — env dumps, config files, stack traces, curl "
+        "commands, CI logs, kubeconfigs). False positives: every observation of the 1,326 "
+        "real agent trajectories in `../shared/data`, each change listed by rule in "
+        "`benchmarks/results/redaction_changes.md` and judged there. Cost: per captured "
+        "result, real observations resized.\n\n" + table(loaded.data)
+    )
+
+
 def _startup_section(loaded: Loaded, other: Loaded | None) -> str:
     from benchmarks.startup import render_section
 
@@ -634,7 +648,8 @@ SECTIONS: tuple[Section, ...] = (
     ),
     Section(
         "context_overhead",
-        "Context hook overhead per tool call (capture + score + evict; persistence deferred)",
+        "Context hook overhead per tool call (capture + score + evict + render; persistence "
+        "deferred)",
         "python -m benchmarks.context_overhead",
         _context_overhead_section,
     ),
@@ -649,6 +664,12 @@ SECTIONS: tuple[Section, ...] = (
         "Eviction replay on real agent trajectories vs masking, truncation, compaction, LRU",
         "python -m benchmarks.eviction_replay",
         _eviction_replay_section,
+    ),
+    Section(
+        "redaction",
+        "Secret redaction: recall on a canary corpus, false positives on real tool outputs, cost",
+        "python -m benchmarks.redaction",
+        _redaction_section,
     ),
     Section(
         "server_load",

@@ -34,6 +34,7 @@ BENCHMARKS: tuple[str, ...] = (
     "convergence_replay",
     "server_load",
     "eviction_replay",
+    "redaction",
 )
 """Modules of ``benchmarks/`` that define ``main(argv)`` and are run by ``make bench``."""
 EXPLICIT: tuple[str, ...] = ("soak", "real_model")

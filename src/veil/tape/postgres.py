@@ -393,8 +393,10 @@ class PostgresStore(SqlStore):
     def _erase_vector(self, cur: Cursor, index: str, scope: str) -> None:
         cur.execute(f"DELETE FROM vec_{index} WHERE scope = %s", (scope,))
 
-    def _after_erase(self) -> None:
+    def _after_erase(self, *, full: bool = False) -> None:
         # VACUUM cannot run inside a transaction; the pool's connections are autocommit.
+        # FULL rewrites each table, so removed rows leave no bytes behind (a purge, vacuum);
+        # plain VACUUM only marks their space reusable (erasure keeps the shorter lock).
         names = [
             "tape_events",
             *self._projections.tables(),
@@ -403,7 +405,7 @@ class PostgresStore(SqlStore):
         ]
         with self._pool.connection() as conn:
             for name in names:
-                conn.execute(f"VACUUM {name}")
+                conn.execute(f"VACUUM {'FULL ' if full else ''}{name}")
 
     def _integrity(self, cur: Cursor) -> list[str]:
         cur.execute("SELECT 1")

@@ -55,8 +55,9 @@ class SqlStore(SqlSchema):
         """SQL for the text of a top-level field of a JSON column (NULL when absent)."""
 
     @abstractmethod
-    def _after_erase(self) -> None:
-        """Backend clean-up after an erasure commits: reclaim the space of removed rows."""
+    def _after_erase(self, *, full: bool = False) -> None:
+        """Backend clean-up after an erasure commits: reclaim the space of removed rows
+        (``full``: rewrite the tables, so no byte of them is left in the files)."""
 
     @abstractmethod
     def _integrity(self, cur: Cursor) -> list[str]:
@@ -209,7 +210,7 @@ class SqlStore(SqlSchema):
             )
         if doomed:
             self._after_rebuild(self._projections.vector_indexes())
-        self._after_erase()
+        self._after_erase(full=True)
         return ErasureReceipt(receipt_id, digest, at, len(doomed), rows)
 
     def _purge_scan(self, selection: PurgeSelection) -> Iterator[Event]:
@@ -239,7 +240,7 @@ class SqlStore(SqlSchema):
         """Give the space of deleted rows back to the file system (SQLite: VACUUM and the WAL
         truncated; PostgreSQL: VACUUM of every table)."""
         self._ensure_open()
-        self._after_erase()
+        self._after_erase(full=True)
 
     def sizes(self, scope: str, *, field: str) -> dict[str | None, int]:
         """Administrative: bytes of ``scope``'s events (payload and provenance) grouped by a

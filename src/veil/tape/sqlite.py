@@ -312,7 +312,8 @@ class SQLiteStore(SqlStore):
     def _index_problems(self, cur: Cursor) -> list[str]:
         return self._vectors.problems(cur, self._projections.vector_indexes())
 
-    def _after_erase(self) -> None:
+    def _after_erase(self, *, full: bool = False) -> None:
+        """VACUUM rewrites the whole file whatever ``full`` says (secure_delete is on too)."""
         if self.path == ":memory:":
             return
         with self._lock:
