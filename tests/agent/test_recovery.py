@@ -67,8 +67,8 @@ def run_veil(
 
 @pytest.mark.parametrize(
     ("api", "style"),
-    [("openai", "native"), ("anthropic", "native"), ("openai", "llama.cpp")],
-    ids=["openai", "anthropic", "llama.cpp"],
+    [("openai", "native"), ("anthropic", "native"), ("openai", "llama.cpp"), ("openai", "ollama")],
+    ids=["openai", "anthropic", "llama.cpp", "ollama"],
 )
 def test_an_overflow_is_recovered_once_and_the_retry_fits(
     repo: Path, api: str, style: OverflowStyle
