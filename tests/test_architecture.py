@@ -43,6 +43,7 @@ ALLOWED: dict[str, set[str]] = {
     "integrations": LOWEST | {"embed", "tape", "memory", "context", "convergence"},
     "cli": LOWEST
     | {
+        "config_file",
         "veil",
         "embed",
         "tape",

@@ -10,17 +10,35 @@
 
 from __future__ import annotations
 
+import importlib
 import os
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 from veil.embed.errors import EmbedderUnavailable
-from veil.embed.hashing import HashEmbedder
-from veil.embed.ollama import OllamaEmbedder, ollama_url_from_env
-from veil.embed.onnx import MODEL_NAME as MINILM_NAME
-from veil.embed.onnx import MiniLMEmbedder, require_minilm
 from veil.embed.protocol import Embedder, Vectors
-from veil.embed.static import MODEL_NAME as STATIC_NAME
-from veil.embed.static import StaticEmbedder, default_static_embedder
+
+if TYPE_CHECKING:
+    from veil.embed.hashing import HashEmbedder
+    from veil.embed.ollama import OllamaEmbedder
+    from veil.embed.onnx import MiniLMEmbedder
+    from veil.embed.static import StaticEmbedder
+
+_LAZY = {
+    "HashEmbedder": "veil.embed.hashing",
+    "OllamaEmbedder": "veil.embed.ollama",
+    "MiniLMEmbedder": "veil.embed.onnx",
+    "StaticEmbedder": "veil.embed.static",
+}
+"""Embedders are imported on first use (numpy, tokenizers, HTTP): importing this package, or
+the protocol, costs nothing — a hook that embeds nothing stays fast."""
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'veil.embed' has no attribute {name!r}")
+
 
 __all__ = [
     "Embedder",
@@ -40,6 +58,8 @@ SPEC_HELP = "static (default), hash, hash:<dim>, minilm, ollama:<model>"
 
 def default_embedder() -> StaticEmbedder:
     """The process-wide cached :class:`StaticEmbedder` on the packaged weights."""
+    from veil.embed.static import default_static_embedder
+
     return default_static_embedder()
 
 
@@ -53,6 +73,10 @@ def embedder_from_spec(spec: str = "static", env: Mapping[str, str] | None = Non
     and :class:`EmbedderUnavailable` (naming the missing package and the ``pip install``) when
     the spec is ``minilm`` and the ``minilm`` extra is not installed.
     """
+    from veil.embed.hashing import HashEmbedder
+    from veil.embed.ollama import OllamaEmbedder, ollama_url_from_env
+    from veil.embed.onnx import MiniLMEmbedder, require_minilm
+
     kind, sep, arg = spec.strip().partition(":")
     kind = kind.lower()
     if kind in ("", "static") and not sep:
@@ -79,6 +103,10 @@ def spec_of(name: str) -> str | None:
     """The spec that builds the embedder called ``name`` (an :attr:`Embedder.name`, as a store
     records it), or ``None`` for an embedder no spec builds: the inverse of
     :func:`embedder_from_spec`, so a message can say which ``--embedder`` a store needs."""
+    from veil.embed.hashing import HashEmbedder
+    from veil.embed.onnx import MODEL_NAME as MINILM_NAME
+    from veil.embed.static import MODEL_NAME as STATIC_NAME
+
     if name == f"hash-{HashEmbedder().dim}":
         return "hash"
     if name.startswith("hash-") and name[5:].isdigit():

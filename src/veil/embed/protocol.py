@@ -12,12 +12,13 @@ indexes. ``veil.testing.EmbedderContract`` is the suite that checks all of this.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, TypeAlias, runtime_checkable
 
-import numpy as np
-from numpy.typing import NDArray
+if TYPE_CHECKING:  # numpy is not imported for the protocol: a hook that embeds nothing stays light
+    import numpy as np
+    from numpy.typing import NDArray
 
-Vectors = NDArray[np.float32]
+Vectors: TypeAlias = "NDArray[np.float32]"
 
 
 @runtime_checkable

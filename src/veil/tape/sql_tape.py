@@ -24,8 +24,6 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any, Protocol, cast
 
-import numpy as np
-
 from veil.clock import Clock, SystemClock, format_time, parse_time
 from veil.embed.protocol import Embedder, Vectors
 from veil.redaction import RedactionConfig, Redactor
@@ -333,6 +331,8 @@ class SqlTape(ABC):
         if pending:
             assert self._embedder is not None
             matrix = self._embedder.embed([op.text for op in pending])
+            import numpy as np  # only where vectors are made (a store without any needs none)
+
             # Text with no known token embeds to zeros: such a document has no direction, so
             # it is not indexed (cosine against it is undefined).
             nonzero = np.abs(np.asarray(matrix)).sum(axis=1) > 0.0
@@ -588,6 +588,8 @@ class SqlTape(ABC):
             raise ValueError("this store has no embedder")
         if limit <= 0:
             return []
+        import numpy as np
+
         if isinstance(query, str):
             if not query.strip():
                 return []

@@ -19,7 +19,7 @@ import threading
 from collections.abc import Generator, Iterable, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import parse_qs, urlparse
 
 from veil.clock import Clock
@@ -32,9 +32,11 @@ from veil.tape.projection import Hit, Table
 from veil.tape.sql import SqlStore
 from veil.tape.sql_tape import Cursor
 from veil.tape.sqlite_driver import connect
-from veil.tape.sqlite_vectors import SQLiteVectors
 from veil.tape.store import Dialect, ErasureReceipt
-from veil.tape.vectors import VectorIndexConfig
+
+if TYPE_CHECKING:
+    from veil.tape.sqlite_vectors import SQLiteVectors
+from veil.tape.vector_config import VectorIndexConfig
 
 _TYPES = {
     "text": "TEXT",
@@ -110,7 +112,8 @@ class SQLiteStore(SqlStore):
         self.path = str(path)
         self._commits = 0
         self._term_counts = sqlite_text.TermCounts()
-        self._vectors = SQLiteVectors(self.path, vector_index or VectorIndexConfig(), embedder)
+        self._vector_config = vector_index or VectorIndexConfig()
+        self._vector_indexes: SQLiteVectors | None = None
         self.url = f"sqlite:///{self.path}"
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
@@ -126,6 +129,16 @@ class SQLiteStore(SqlStore):
         # Freed content is overwritten, so an erased scope leaves no bytes in free pages.
         self._conn.execute("PRAGMA secure_delete = ON")
         self._migrate()
+
+    @property
+    def _vectors(self) -> SQLiteVectors:
+        """The in-process vector indexes, made on first use: a store whose projections have
+        no vector index (a hook's) never imports numpy."""
+        if self._vector_indexes is None:
+            from veil.tape.sqlite_vectors import SQLiteVectors
+
+            self._vector_indexes = SQLiteVectors(self.path, self._vector_config, self._embedder)
+        return self._vector_indexes
 
     @classmethod
     def from_url(cls, url: str, **kwargs: Any) -> SQLiteStore:
@@ -205,7 +218,7 @@ class SQLiteStore(SqlStore):
 
     def _vector_index_ddl(self, name: str, dim: int) -> list[str]:
         return [
-            *SQLiteVectors.ddl(name),
+            *_vector_tables().ddl(name),
             # A new epoch: every in-process index and sidecar of the old table is stale.
             "INSERT OR REPLACE INTO tape_vector_epochs (name, epoch) "
             f"VALUES ('{name}', '{new_id('ve')}')",
@@ -216,7 +229,7 @@ class SQLiteStore(SqlStore):
             return [f"DROP TABLE IF EXISTS {name}"]
         if kind == "text":
             return sqlite_text.drop_ddl(name)
-        return SQLiteVectors.drop_ddl(name)
+        return _vector_tables().drop_ddl(name)
 
     def _no_index(self, column: str) -> str:
         return f"+{column}"
@@ -237,7 +250,7 @@ class SQLiteStore(SqlStore):
     def _write_vectors(
         self, cur: Cursor, index: str, items: Sequence[tuple[int, str, str, Vectors | None]]
     ) -> None:
-        SQLiteVectors.write(cur, index, items)
+        _vector_tables().write(cur, index, items)
 
     def _search_text(
         self, cur: Cursor, index: str, scope: str, query: str, limit: int
@@ -259,13 +272,13 @@ class SQLiteStore(SqlStore):
         return sqlite_text.dump(cur, index)
 
     def _dump_vector(self, cur: Cursor, index: str) -> list[tuple[Any, ...]]:
-        return SQLiteVectors.dump(cur, index)
+        return _vector_tables().dump(cur, index)
 
     def _erase_text(self, cur: Cursor, index: str, scope: str) -> None:
         sqlite_text.erase(cur, index, scope)
 
     def _erase_vector(self, cur: Cursor, index: str, scope: str) -> None:
-        SQLiteVectors.erase(cur, index, scope)
+        _vector_tables().erase(cur, index, scope)
 
     def erase(self, scope: str) -> ErasureReceipt:
         receipt = super().erase(scope)
@@ -329,8 +342,15 @@ class SQLiteStore(SqlStore):
         with self._lock:
             if not self._closed:
                 self._closed = True
-                if self._writes:
-                    self._vectors.persist()
+                if self._writes and self._vector_indexes is not None:
+                    self._vector_indexes.persist()
                 with contextlib.suppress(Exception):  # statistics are an optimisation only
                     self._conn.execute("PRAGMA optimize")
                 self._conn.close()
+
+
+def _vector_tables() -> type[SQLiteVectors]:
+    """The vector tables' SQL (imported where a vector index is created, written or read)."""
+    from veil.tape.sqlite_vectors import SQLiteVectors
+
+    return SQLiteVectors
