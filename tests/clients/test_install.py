@@ -34,7 +34,7 @@ EXISTING_MCP = {"mcpServers": {"github": {"command": "npx", "args": ["-y", "serv
 EVENTS = {
     "SessionStart": None,
     "UserPromptSubmit": None,
-    "PreToolUse": "Edit|Write|MultiEdit|NotebookEdit",
+    "PreToolUse": "Bash|PowerShell|Edit|Write|MultiEdit|NotebookEdit|Read",
     "PostToolUse": "Bash|PowerShell|Edit|Write|MultiEdit|NotebookEdit|Read",
     "PostToolUseFailure": "Bash|PowerShell|Edit|Write|MultiEdit|NotebookEdit|Read",
     "PreCompact": None,

@@ -51,6 +51,7 @@ from veil.llm.messages import (
     Request,
     Response,
     ToolCall,
+    UserMessage,
     spec_text,
 )
 from veil.memory import Memory
@@ -177,6 +178,8 @@ class VeilHarness:
         """The turn boundary and the eviction point: capture the new turns, then step and
         render once (what the model sees is the renderer's, counted as sent)."""
         self.outcomes.turn += 1
+        if messages and isinstance(messages[-1], UserMessage):
+            self.outcomes.steered()  # a prompt after a stop
         entries = self.observe(messages)
         fixed = self._system_tokens + self.tool_tokens
         note = self.attempts.note() if self.attempts.goal is not None else ""

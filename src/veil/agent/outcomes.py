@@ -51,9 +51,20 @@ class Outcomes:
         self._used_facts: dict[str, None] = {}
 
     def begin(self, task: str) -> None:
-        """A new goal: earlier sessions' attempts at it reload."""
+        """A new goal: earlier sessions' attempts at it reload. A task stopped at level 3 that
+        the person starts again is stepping in: it goes back to level 2."""
         self.attempts.begin(task)
+        self.attempts.steer()
         self.level = self.attempts.assess().level
+
+    def steered(self) -> None:
+        """The person wrote after the run stopped: level 2 again, and the stop is lifted
+        (circling again stops again)."""
+        if self.stop is None:
+            return
+        self.stop = None
+        self.attempts.steer()
+        self.report_level()
 
     def on_escalation(self, escalation: Escalation) -> None:
         self.escalations.append(escalation)

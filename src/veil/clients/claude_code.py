@@ -34,7 +34,7 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from veil.agent.project import project_root, project_scope, veil_dir
 from veil.clients.claude_code_input import (
@@ -174,9 +174,15 @@ class Hooks:
         if current is None or (current.goal_id != asked and earlier):
             reason = "first prompt" if current is None else "a task with an earlier record"
             log.begin(prompt)
+            log.steer()  # a task stopped at level 3, asked for again: level 2
             goal = self.state.set_goal(hook.session_id, asked, prompt, reason)
             if earlier:
                 parts.append(self._record_note(goal, log, earlier, "in earlier sessions"))
+        elif log.steer(current.goal_id):  # the person writes after a stop: level 2 again
+            parts.append(
+                "Veil: the person stepped in after the stop; the task is back at convergence "
+                "level 2 of 3. Circling again stops the session again."
+            )
         return _context("UserPromptSubmit", parts)
 
     def _briefing(self, query: str) -> str:
@@ -235,11 +241,18 @@ class Hooks:
     # ---- PreToolUse -------------------------------------------------------------------
 
     def pre_tool_use(self, hook: HookInput) -> Answer | None:
+        """At level 3 every tracked call is refused and the run ends (``continue: false``:
+        Claude Code obeys it here, not from PostToolUseFailure, where level 3 is usually
+        reached); at level 2 an identical re-run of a failed edit is refused."""
         call = tool_call(hook.tool_name, hook.tool_input, self.project.root)
         goal = self.state.session_goal(hook.session_id)
-        if call is None or call.kind != "edit" or goal is None:
+        if call is None or goal is None:
             return None
         log = self._log(hook.session_id)
+        if log.assess(goal.goal_id).level >= 3:
+            return self._stop(hook, goal, log, deny=True)
+        if call.kind != "edit":
+            return None
         reason = log.should_block(call.tool_name, call.arguments, goal.goal_id)
         if reason is None:
             return None
@@ -304,17 +317,11 @@ class Hooks:
             f"({goal.intent[:200]!r}). After this {call.tool_name} call the task is at "
             f"convergence level {level} of 3."
         )
-        if any(e.level >= 3 for e in self.escalations):
-            summary = monitor.summary(log.attempts(goal.goal_id))
-            return {
-                "continue": False,
-                "stopReason": f"Veil stopped the session (convergence level 3): {summary}",
-                "systemMessage": "Veil: no progress on this task; stopped so you can steer.",
-                "hookSpecificOutput": {
-                    "hookEventName": hook.event,
-                    "additionalContext": _cut(f"{header}\n{summary}"),
-                },
-            }
+        if level >= 3:
+            answer = self._stop(hook, goal, log, deny=False)
+            extra = cast(dict[str, JSONValue], answer["hookSpecificOutput"])
+            extra["additionalContext"] = _cut(f"{header}\n{answer['stopReason']}")
+            return answer
         rose = level > before and level in (1, 2)
         circling = level >= 2 and attempt is not None and attempt.outcome == "fail"
         if not (rose or circling) or not note:
@@ -331,6 +338,23 @@ class Hooks:
                 "every failure seen so far and asked for a different approach."
             )
         return answer
+
+    def _stop(self, hook: HookInput, goal: SessionGoal, log: AttemptLog, *, deny: bool) -> Answer:
+        """The level-3 answer: end the run (``continue: false``) with the summary as the
+        reason the person reads; from PreToolUse the call is denied too."""
+        summary = monitor.summary(log.attempts(goal.goal_id))
+        reason = f"Veil stopped the session (convergence level 3): {summary}"
+        specific: dict[str, JSONValue] = {"hookEventName": hook.event}
+        if deny:
+            specific["permissionDecision"] = "deny"
+            specific["permissionDecisionReason"] = _cut(reason)
+        return {
+            "continue": False,
+            "stopReason": _cut(reason),
+            "systemMessage": "Veil: no progress on this task; stopped so you can steer (a new "
+            "prompt continues at level 2).",
+            "hookSpecificOutput": specific,
+        }
 
     # ---- PreCompact -------------------------------------------------------------------
 

@@ -52,7 +52,7 @@ class HookSpec:
 HOOKS: tuple[HookSpec, ...] = (
     HookSpec("SessionStart", None, 15),
     HookSpec("UserPromptSubmit", None, 15),
-    HookSpec("PreToolUse", EDIT_TOOLS, 10),
+    HookSpec("PreToolUse", TRACKED_TOOLS, 10),
     HookSpec("PostToolUse", TRACKED_TOOLS, 10),
     HookSpec("PostToolUseFailure", TRACKED_TOOLS, 10),
     HookSpec("PreCompact", None, 60),

@@ -13,7 +13,7 @@ from typing import Literal
 
 from veil.tape import JSONValue, canonical_json
 
-Action = Literal["edit", "run", "test", "command", "tool"]
+Action = Literal["edit", "run", "test", "command", "tool", "steer"]
 """What was done: changed a file, ran a program, ran tests, ran a shell command, called a tool."""
 
 Outcome = Literal["pass", "partial", "fail", "unknown"]
@@ -24,7 +24,7 @@ Outcome = Literal["pass", "partial", "fail", "unknown"]
 Level = Literal[0, 1, 2, 3]
 """Escalation: 0 none, 1 note what was tried, 2 demand a different approach, 3 stop the run."""
 
-ACTIONS: tuple[Action, ...] = ("edit", "run", "test", "command", "tool")
+ACTIONS: tuple[Action, ...] = ("edit", "run", "test", "command", "tool", "steer")
 VERIFYING: frozenset[Action] = frozenset({"test", "run"})
 """Actions whose pass says something about the goal (a passing ``cat`` does not)."""
 

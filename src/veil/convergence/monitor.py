@@ -106,6 +106,9 @@ def verdicts(attempts: Sequence[Attempt], config: MonitorConfig | None = None) -
     failed_targets: set[str] = set()
     out: list[Verdict] = []
     for a in attempts:
+        if a.action == "steer":  # the person stepped in after a stop: not an attempt
+            out.append(Verdict(a.id, False, True, "steered"))
+            continue
         if is_check(a, failed_targets) and a.outcome == "pass":
             failed_targets.discard(a.target)
             out.append(Verdict(a.id, True, False, "pass"))
@@ -149,12 +152,17 @@ def _circling_reason(a: Attempt) -> str:
     return f"{what}: {a.outcome}, same files, no new information"
 
 
-def circling_count(found: Sequence[Verdict]) -> int:
-    """Circling attempts since the last pass."""
+def circling_count(found: Sequence[Verdict], config: MonitorConfig | None = None) -> int:
+    """Circling attempts since the last pass. The person stepping in after a stop (a
+    ``steered`` verdict) lowers the count to ``demand_after`` (level 2): the record stays,
+    circling again stops again, a pass resets."""
+    config = config or MonitorConfig()
     count = 0
     for v in found:
         if v.reason == "pass":
             count = 0
+        elif v.reason == "steered":
+            count = min(count, config.demand_after)
         elif not v.progress and not v.neutral:
             count += 1
     return count
@@ -188,7 +196,7 @@ def assess(
     """
     config = config or MonitorConfig()
     found = verdicts(attempts, config)
-    count = circling_count(found)
+    count = circling_count(found, config)
     level: Level = 0
     reasons: list[str] = []
     ladder: tuple[tuple[int, Level, str], ...] = (
@@ -284,8 +292,14 @@ def _failure_lines(attempts: Sequence[Attempt], limit: int = 12) -> list[str]:
     return lines
 
 
+def tried(attempts: Sequence[Attempt]) -> list[Attempt]:
+    """The attempts proper (a person's steer is in the record, but was not tried)."""
+    return [a for a in attempts if a.action != "steer"]
+
+
 def already_tried_note(attempts: Sequence[Attempt], limit: int = 8) -> str:
     """Level 1: a compact "already tried" note for the manifest (empty with no attempts)."""
+    attempts = tried(attempts)
     if not attempts:
         return ""
     lines = [f"Already tried on this goal: {len(attempts)} attempts ({_outcomes(attempts)})."]
@@ -301,6 +315,7 @@ def already_tried_note(attempts: Sequence[Attempt], limit: int = 8) -> str:
 
 def different_approach_note(attempts: Sequence[Attempt]) -> str:
     """Level 2: the demand for a different approach, with every fingerprint of the goal."""
+    attempts = tried(attempts)
     lines = [
         "You are circling: the recent attempts on this goal made no progress. Stop repeating "
         "them and take a different approach (re-read the failure, question the assumption "
@@ -313,6 +328,7 @@ def different_approach_note(attempts: Sequence[Attempt]) -> str:
 
 def summary(attempts: Sequence[Attempt]) -> str:
     """Level 3: the hand-back to the user — what was tried, what failed, where it stands."""
+    attempts = tried(attempts)
     if not attempts:
         return "No attempts were recorded for this goal."
     files = list(dict.fromkeys(f for a in attempts for f in a.files))

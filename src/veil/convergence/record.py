@@ -161,6 +161,16 @@ class AttemptLog:
         self._maybe_escalate(previous, [*previous, attempt], steps_before)
         return attempt
 
+    def steer(self, goal_id: str | None = None) -> bool:
+        """The person sent a new prompt. When the goal is at level 3 (the run was stopped),
+        that is stepping in: the goal goes back to level 2 — its record stays, circling
+        again stops again, a pass resets. Returns whether it did."""
+        if self.assess(goal_id).level < 3:
+            return False
+        self.record(action="steer", target="the person's new prompt", outcome="unknown",
+                    goal_id=goal_id)  # fmt: skip
+        return True
+
     def observe(
         self,
         *,
