@@ -10,6 +10,7 @@ reserve); every budgeted policy gets the same budget.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
@@ -316,6 +317,11 @@ def call_for(s: Step) -> tuple[str, dict[str, Any]]:
     return "bash", {"command": s.action}
 
 
+def thought_of(t: Trajectory, s: Step) -> str:
+    """A step's assistant message without its action (which becomes the tool call)."""
+    return f"THOUGHT: {s.thought}" if t.set == "A" else s.thought
+
+
 REPLAY_START = datetime(2025, 1, 6, 9, 0, tzinfo=UTC)
 """The replay's clock starts here and advances 30 s a step: bit-reproducible runs."""
 
@@ -331,11 +337,14 @@ def veil(
     ``transform_system`` render it (system prompt, the conversation with stubs, collapsed runs'
     notes and clipped results, the manifest at the end).
 
-    Each step is an assistant message with one ``bash`` call (``{"command": action}``) and its
-    observation as the tool result: ``on_message`` then ``after_tool_call`` (capture, attempt),
-    and the next request's ``transform_context`` (the turn boundary: score, evict, render). A
-    live assistant message costs what every policy counts for it (the trajectory's assistant
-    text); everything else costs the rendered text. The window is ``budget + reserve_tokens``,
+    Each step is an assistant message — the thought as its text, the action as one tool call
+    (a ``bash`` call ``{"command": action}``, or a ``read``), as a tool-calling agent sends it —
+    and its observation as the tool result: ``on_message`` then ``after_tool_call`` (capture,
+    attempt), and the next request's ``transform_context`` (the turn boundary: score, evict,
+    render). Every message costs what is sent: its text plus its tool calls as the harness
+    counts them (a stubbed turn's calls without their arguments) — about what every other
+    policy counts for the trajectory's own message, which holds the thought and the fenced
+    action as text. The window is ``budget + reserve_tokens``,
     so that window − reserve is the budget every policy gets, and the harness subtracts the
     system prompt and the manifest from it itself. A fake clock (30 s per step) makes a run
     bit-reproducible.
@@ -374,10 +383,13 @@ def veil(
         now: set[int] = set()
         for m in view:
             if isinstance(m, AssistantMessage) and m.tool_calls:
-                j = originals[m.tool_calls[0].id]
-                live_turn = m.content == t.steps[j].assistant
-                cost = t.steps[j].assistant_tokens if live_turn else estimate_tokens(m.content)
-                segments.append((("assistant", m.content), cost))
+                # What is sent: the text and the tool calls (a stubbed turn's without their
+                # arguments), counted as the harness counts them.
+                calls = "\n".join(
+                    f"{c.name}({json.dumps(c.arguments, ensure_ascii=False)})" for c in m.tool_calls
+                )
+                cost = estimate_tokens(m.content) + estimate_tokens(calls)
+                segments.append((("assistant", m.content, calls), cost))
             elif isinstance(m, ToolResultMessage):
                 j = originals[m.tool_call_id]
                 if m.content == t.steps[j].observation:
@@ -395,7 +407,9 @@ def veil(
         name, arguments = call_for(s)
         call = ToolCall(f"call_{k}", name, arguments)
         originals[call.id] = k
-        assistant = AssistantMessage(s.assistant, (call,))
+        # A tool-calling agent: the thought is the message's text, the action its tool call
+        # (the trajectory's own message holds both as text, which every other policy counts).
+        assistant = AssistantMessage(thought_of(t, s), (call,))
         messages.append(assistant)
         harness.on_message(assistant)
         result = ToolResult(s.observation)

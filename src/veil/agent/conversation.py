@@ -19,6 +19,7 @@ from veil.llm.messages import (
     AssistantMessage,
     Message,
     SystemMessage,
+    ToolCall,
     ToolResultMessage,
     UserMessage,
 )
@@ -68,6 +69,9 @@ def messages(transcript: Sequence[Message], rendered: Rendered) -> list[Message]
             out.append(SystemMessage(part.text))
         elif isinstance(message, UserMessage):
             out.append(UserMessage(part.text))
+        elif isinstance(message, AssistantMessage):  # a stubbed turn: calls kept, arguments not
+            calls = tuple(ToolCall(c.id, c.name, {}) for c in message.tool_calls)
+            out.append(replace(message, content=part.text, tool_calls=calls))
         else:
             out.append(replace(message, content=part.text))
     return out

@@ -640,6 +640,9 @@ class ContextEngine:
             now=self.clock.now(),
             threshold=self._threshold.value if stages else -1.0,
             budget=self.budget,
+            # Again after a rendering: only down to the budget (the step already evicted to
+            # the target fill; this corrects what the rendering measured).
+            target_fill=None if stages else 1.0,
         )
         result, unread = decided.plan, decided.unread
         hard, soft = decided.hard, decided.soft

@@ -39,7 +39,14 @@ class StepPlan:
 
 
 def plan_step(
-    ws: WorkingSet, *, tick: int, boundary_tick: int, now: datetime, threshold: float, budget: int
+    ws: WorkingSet,
+    *,
+    tick: int,
+    boundary_tick: int,
+    now: datetime,
+    threshold: float,
+    budget: int,
+    target_fill: float | None = None,
 ) -> StepPlan:
     """The three stages' moves at a turn boundary. A result the model has not read yet is
     never stubbed (it asked for it); if the unread results cannot fit even alone, the largest
@@ -70,7 +77,7 @@ def plan_step(
         idle_ticks=idle_ticks,
         threshold=threshold,
         budget=max(1, budget - ws.correction),
-        target_fill=config.target_fill,
+        target_fill=config.target_fill if target_fill is None else target_fill,
         cold_retrievability=config.cold_retrievability,
         cold_after_ticks=config.cold_after_ticks,
         stub_tokens=stubs,

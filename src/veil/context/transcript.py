@@ -82,6 +82,11 @@ def calls_text(calls: Sequence[Call]) -> str:
     )
 
 
+def elide(calls: Sequence[Call]) -> tuple[Call, ...]:
+    """The calls as a stubbed turn carries them: names and ids, no arguments."""
+    return tuple(Call(c.id, c.name, {}, c.acts) for c in calls)
+
+
 def turn_text(text: str, calls: Sequence[Call]) -> str:
     """An assistant turn as its item holds it: its text and its calls' arguments (a file
     written through a tool call costs its tokens in every request)."""
@@ -171,7 +176,10 @@ class Transcript:
                 self._calls[call.id] = (call, index)
             ids = tuple(c.id for c in message.calls)
             extra = message.extra_tokens + self._calls_tokens(message.calls)
-            return Entry(message.role, message.text, item, ids, extra_tokens=extra)
+            elided = message.extra_tokens + self._calls_tokens(elide(message.calls))
+            return Entry(
+                message.role, message.text, item, ids, extra_tokens=extra, stub_extra_tokens=elided
+            )
         item, restores = message.item, message.restores
         if item is None and message.tracked:
             made = self._calls.get(message.call_id or "")

@@ -10,7 +10,9 @@ format. Every rule of what the model sees is here:
   model was given when it was new. (What Veil *stores* may be redacted; a live result is not
   rewritten, so the request prefix the provider caches does not change.)
 - **Stubs.** An entry whose item left the prompt becomes a one-line stub with its ``veil://``
-  pointer; an assistant turn keeps its tool calls (only its text is replaced). A result too
+  pointer; an assistant turn keeps its tool calls (every call needs its result and the other
+  way round) but not their arguments, which its item holds (a ``write`` of a whole file costs
+  nothing once its turn is out); a turn that costs less than its stub stays. A result too
   large to fit even alone, which the model has not read yet, shows its head and tail
   (``item.excerpt``).
 - **Shown once.** An item is in full in one place only: the entry that last brought it back
@@ -68,8 +70,9 @@ class Entry:
     result's item for tool entries; None for what working memory does not track). ``calls``:
     the ids of the tool calls an assistant entry makes. ``call_id``: the call a tool entry
     answers. ``restores``: this result brought its item back into the prompt (an expansion).
-    ``extra_tokens``: what the entry costs besides its text (an assistant entry's tool-call
-    arguments), which the renderer never rewrites."""
+    ``extra_tokens``: what the entry costs besides its text (an assistant entry's tool calls);
+    ``stub_extra_tokens``: what those calls cost when the turn is a stub (their arguments are
+    elided then: the turn item keeps them, its pointer restores them)."""
 
     role: Role
     text: str
@@ -78,6 +81,7 @@ class Entry:
     call_id: str | None = None
     restores: bool = False
     extra_tokens: int = 0
+    stub_extra_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -324,12 +328,14 @@ class _Look:
     def turn(self, index: int, entry: Entry) -> Part:
         """A user, assistant or system entry: as recorded, or its turn's stub."""
         item = self.item(entry.item)
+        shown = self._part("shown", entry, index, entry.text)
         if item is None or item.tier == "live":
-            return self._part("shown", entry, index, entry.text)
+            return shown
         text = turn_stub(item)
-        if self.count(text) >= self.count(entry.text):  # the text is shorter than its stub
-            return self._part("shown", entry, index, entry.text)
-        return self._part("stub", entry, index, text)
+        stub_tokens = self.count(text) + entry.stub_extra_tokens
+        if stub_tokens >= shown.tokens:  # the turn costs less than its stub: as recorded
+            return shown
+        return Part("stub", entry.role, text, stub_tokens, index, entry.call_id)
 
     def result(self, index: int, entry: Entry) -> Part:
         """A tool result: as recorded, its stub or excerpt, or a pointer to where it is."""

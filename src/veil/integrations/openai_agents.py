@@ -349,9 +349,12 @@ def _assistant_text(group: Sequence[dict[str, Any]], text: str) -> list[dict[str
                 out.append({**item, "content": content})
                 placed = True
             continue
-        if item.get("type") == "function_call" and not placed:
-            out.append(stub)
-            placed = True
+        if item.get("type") == "function_call":
+            if not placed:
+                out.append(stub)
+                placed = True
+            out.append({**item, "arguments": "{}"})  # its turn's item keeps the arguments
+            continue
         out.append(item)
     if not placed:
         out.insert(0, stub)

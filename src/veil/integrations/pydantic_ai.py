@@ -200,8 +200,12 @@ def _request_part(part: ModelRequestPart) -> Found:
 
 def _with_text(message: ModelMessage, index: int | None, text: str) -> ModelMessage:
     """``message`` with the text of its part ``index`` (a model response: its text) replaced."""
-    if isinstance(message, ModelResponse):
-        rest = [p for p in message.parts if not isinstance(p, TextPart)]
+    if isinstance(message, ModelResponse):  # a stubbed turn: calls kept, arguments elided
+        rest = [
+            replace(p, args={}) if isinstance(p, ToolCallPart) else p
+            for p in message.parts
+            if not isinstance(p, TextPart)
+        ]
         return replace(message, parts=[TextPart(text), *rest])
     assert index is not None
     parts = list(message.parts)
