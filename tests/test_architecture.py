@@ -38,7 +38,7 @@ ALLOWED: dict[str, set[str]] = {
     "agent": LOWEST | {"embed", "tape", "memory", "context", "convergence", "llm"},
     "tui": LOWEST | {"embed", "tape", "memory", "context", "convergence", "llm", "agent"},
     "server": LOWEST
-    | {"veil", "embed", "tape", "memory", "context", "convergence", "llm", "agent"},
+    | {"veil", "embed", "tape", "memory", "context", "convergence", "llm", "agent", "clients"},
     "clients": LOWEST | {"embed", "tape", "memory", "context", "convergence", "agent"},
     "integrations": LOWEST | {"embed", "tape", "memory", "context", "convergence"},
     "cli": LOWEST

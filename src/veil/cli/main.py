@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     hook.set_defaults(run=_run_hook)
     install = sub.add_parser(
         "install",
-        help="register Veil with a coding agent (claude-code: hooks and MCP; codex: MCP)",
+        help="register Veil with a coding agent (its hooks and MCP server)",
         description="Merge Veil's hooks and MCP server into the agent's settings; never "
         "clobbers, idempotent; --uninstall removes only Veil's entries.",
     )

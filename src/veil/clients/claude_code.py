@@ -1,25 +1,30 @@
-"""Claude Code's hooks: Veil's attempt record and long-term memory inside a Claude Code session.
+"""Claude Code's (and Codex's) hooks: Veil's attempt record and long-term memory inside their
+sessions.
 
-``veil hook claude-code EVENT`` runs one handler per hook invocation, in a new process, and
-answers in the documented output format (code.claude.com/docs/en/hooks): a JSON object on
-stdout with exit status 0, or nothing. What each event does:
+The handlers answer in the documented hook output format (code.claude.com/docs/en/hooks): a
+JSON object, or nothing. They run in two ways over the same project stores: in the warm
+``veil mcp`` process the agent already runs (its ``hook`` tool, :mod:`veil.clients.hook_service`
+— the tool-call and prompt hooks, a few milliseconds each), or as ``veil hook claude-code
+EVENT``, one process per invocation (SessionStart and PreCompact, where Claude Code allows no
+MCP hook). What each event does:
 
-- **SessionStart**: the long-term memory briefing of the project as ``additionalContext``; on
-  ``resume`` and after ``compact``, also what was already tried on the session's task, and
-  after a compaction that the summarised transcript is on the tape.
-- **UserPromptSubmit**: what long-term memory holds about the prompt; the session's first
-  prompt becomes its goal (as in ``veil``), and a prompt that repeats a task with a record in
-  this project switches to that goal and adds "already tried: …, failed with …".
-- **PreToolUse** (Edit, Write, MultiEdit, NotebookEdit): at level 2, an identical re-run of an
-  edit that did not work is denied (``permissionDecision: "deny"`` with the reason, which
-  Claude reads).
-- **PostToolUse** / **PostToolUseFailure** (Bash, PowerShell, the edit tools, Read): the call
-  is recorded — an edit, test or command as an attempt (target, outcome from the exit status
-  and the output, error fingerprint), a read as a step for the stuck patterns. When the level
-  rises to 1 or 2 the note goes back to Claude as ``additionalContext`` (at level 2: every
-  fingerprint seen and "take a different approach"), and again after each failed attempt at
-  level 2. At level 3 the answer is ``{"continue": false, "stopReason": …}``: Claude stops and
-  the user reads the summary.
+- **SessionStart** (``resume``, ``compact``): what was already tried on the session's task,
+  and after a compaction that the summarised transcript is on the tape.
+- **UserPromptSubmit**: what long-term memory holds (on a session's first prompt the project
+  briefing too, then what is relevant to the prompt); the session's first prompt becomes its
+  goal (as in ``veil``), and a prompt that repeats a task with a record in this project
+  switches to that goal and adds "already tried: …, failed with …"; a prompt after a level-3
+  stop lowers the task to level 2.
+- **PreToolUse** (Bash, PowerShell, the edit tools, Read): at level 3 every call is denied
+  and the run ends (``continue: false``); at level 2 an identical re-run of an edit that did
+  not work is denied (``permissionDecision: "deny"`` with the reason, which the model reads).
+- **PostToolUse** / **PostToolUseFailure**: the call is recorded — an edit, test or command as
+  an attempt (target, outcome from the exit status and the output, error fingerprint), a read
+  as a step for the stuck patterns. When the level rises to 1 or 2 the note goes back to the
+  model as ``additionalContext`` (at level 2: every fingerprint seen and "take a different
+  approach"), and again after each failed attempt at level 2. At level 3 the answer is
+  ``{"continue": false, "stopReason": …}`` (Claude Code obeys it from PostToolUse, not from
+  PostToolUseFailure: the next PreToolUse stops the run then).
 - **PreCompact**: the transcript entries about to be summarised are appended to the tape.
 
 The texts are written as statements of what Veil recorded, as the hooks documentation asks.
@@ -31,10 +36,11 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Generator, Mapping
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from veil.agent.project import project_root, project_scope, veil_dir
 from veil.clients.claude_code_input import (
@@ -51,12 +57,17 @@ from veil.convergence.goals import goal_id
 from veil.convergence.record import AttemptLog
 from veil.tape import JSONValue, Store, open_store
 
+if TYPE_CHECKING:
+    from veil.memory import Memory
+
 MAX_CONTEXT_CHARS = 9_000
 """``additionalContext`` is cut below Claude Code's 10,000-character limit (past it the text
 is moved to a file and Claude gets a preview)."""
 BRIEFING_TOKENS = 600
 
 Answer = dict[str, JSONValue]
+MemoryAccess = Callable[["Project"], AbstractContextManager["Memory | None"]]
+"""How the handlers reach a project's long-term memory: ``None`` when it has none."""
 
 
 @dataclass(frozen=True)
@@ -90,6 +101,20 @@ def _open_store(project: Project) -> Store:
     return open_store(f"sqlite:///{project.context_db}?synchronous=normal")
 
 
+@contextmanager
+def open_memory(project: Project) -> Generator[Memory | None]:
+    """The project's long-term memory, opened for one use (``None`` when it has none). The
+    embedder's weights load only if something is embedded (a briefing embeds nothing)."""
+    if not project.memory_db.exists():
+        yield None
+        return
+    from veil.embed import default_embedder
+    from veil.memory import Memory
+
+    with Memory(project.memory_db, embedder=default_embedder()) as memory:
+        yield memory
+
+
 def handle(
     hook: HookInput,
     env: Mapping[str, str] = os.environ,
@@ -99,6 +124,8 @@ def handle(
 ) -> Answer | None:
     """Run the handler of ``hook.event``; the JSON to print, or ``None`` to print nothing."""
     project = locate(hook, env)
+    if hook.event == "SessionStart" and hook.source not in ("resume", "compact"):
+        return None  # nothing to say (the briefing comes with the first prompt): no store opened
     store = _open_store(project)
     try:
         return Hooks(project, store, clock=clock, config=config).run(hook)
@@ -116,8 +143,10 @@ class Hooks:
         *,
         clock: Clock | None = None,
         config: monitor.MonitorConfig | None = None,
+        memory: MemoryAccess = open_memory,
     ) -> None:
         self.project = project
+        self.memory = memory
         self.clock = clock or SystemClock()
         self.config = config or monitor.MonitorConfig()
         self.state = HookState(store, project.scope, self.clock)
@@ -151,7 +180,9 @@ class Hooks:
     # ---- SessionStart, UserPromptSubmit ----------------------------------------------
 
     def session_start(self, hook: HookInput) -> Answer | None:
-        parts = [self._briefing("")]
+        """On ``resume`` and after ``compact``: the session's record (and that the compacted
+        transcript is kept). A new session's briefing comes with its first prompt."""
+        parts: list[str] = []
         goal = self.state.session_goal(hook.session_id)
         if goal is not None and hook.source in ("resume", "compact"):
             log = self._log(hook.session_id)
@@ -170,7 +201,7 @@ class Hooks:
         asked = goal_id(prompt, self.project.scope)
         current = self.state.session_goal(hook.session_id)
         earlier = log.attempts(asked)
-        parts = [self._briefing(prompt)]
+        parts = [self._briefing(prompt, first=current is None)]
         if current is None or (current.goal_id != asked and earlier):
             reason = "first prompt" if current is None else "a task with an earlier record"
             log.begin(prompt)
@@ -185,20 +216,34 @@ class Hooks:
             )
         return _context("UserPromptSubmit", parts)
 
-    def _briefing(self, query: str) -> str:
-        """What long-term memory holds (``query`` empty: the session-start briefing)."""
-        if not self.project.memory_db.exists():
-            return ""
-        from veil.embed import default_embedder
-        from veil.memory import Memory
-
-        with Memory(self.project.memory_db, embedder=default_embedder(), clock=self.clock) as m:
-            found = m.recall(query, user_id=self.project.scope, token_budget=BRIEFING_TOKENS)
-        if not (found.facts or found.episodes or found.claims or found.contested):
+    def _briefing(self, prompt: str, *, first: bool) -> str:
+        """What long-term memory holds about ``prompt``; on a session's first prompt the
+        project's briefing first (what matters most, whatever was asked)."""
+        with self.memory(self.project) as memory:
+            if memory is None:
+                return ""
+            queries = ["", prompt] if first else [prompt]
+            seen: set[str] = set()
+            texts: list[str] = []
+            for query in queries:
+                found = memory.recall(
+                    query, user_id=self.project.scope, token_budget=BRIEFING_TOKENS
+                )
+                if not (found.facts or found.episodes or found.claims or found.contested):
+                    continue
+                lines = [
+                    line
+                    for line in found.text.strip().splitlines()
+                    if line.startswith("#") or line not in seen
+                ]
+                seen.update(lines)
+                texts.append("\n".join(_without_empty_sections(lines)))
+        text = "\n".join(t for t in texts if t.strip())
+        if not text:
             return ""
         return (
             "<veil-memory>\nWhat Veil's long-term memory holds for this project:\n"
-            f"{found.text.strip()}\n</veil-memory>"
+            f"{text.strip()}\n</veil-memory>"
         )
 
     def _record_note(
@@ -394,6 +439,17 @@ def _transcript_entries(path: str, start: int) -> tuple[list[JSONValue], str | N
             value = {"unparsed": line}
         out.append(value)
     return out, None
+
+
+def _without_empty_sections(lines: list[str]) -> list[str]:
+    """Markdown ``lines`` without headings that head nothing (their lines were shown above)."""
+    out: list[str] = []
+    for i, line in enumerate(lines):
+        following = lines[i + 1] if i + 1 < len(lines) else "#"
+        if line.startswith("#") and (following.startswith("#") or not following.strip()):
+            continue
+        out.append(line)
+    return out
 
 
 def _cut(text: str) -> str:

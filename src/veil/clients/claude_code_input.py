@@ -94,8 +94,14 @@ def parse_input(raw: str, event: str) -> HookInput:
         raise HookInputError(f"stdin is not JSON ({exc.msg} at char {exc.pos})") from None
     if not isinstance(data, dict):
         raise HookInputError(f"stdin is JSON {type(data).__name__}, not the hook's object")
-    d = cast(dict[str, Any], data)
-    named = d.get("hook_event_name")
+    return parse_payload(cast(dict[str, Any], data), event)
+
+
+def parse_payload(d: dict[str, Any], event: str) -> HookInput:
+    """The hook input from its parsed payload (stdin, or the ``hook`` tool's arguments)."""
+    if event not in EVENTS:
+        raise HookInputError(f"unknown event {event!r} (Veil handles: {', '.join(EVENTS)})")
+    named = d.get("hook_event_name") or None
     if named is not None and named != event:
         raise HookInputError(f"the payload is a {named!r} event, but the hook was run for {event}")
     tool_input = d.get("tool_input")
@@ -111,7 +117,7 @@ def parse_input(raw: str, event: str) -> HookInput:
         tool_use_id=_text(d.get("tool_use_id")),
         tool_response=d.get("tool_response"),
         error=_text(d.get("error")),
-        is_interrupt=d.get("is_interrupt") is True,
+        is_interrupt=d.get("is_interrupt") in (True, "true"),
         trigger=_text(d.get("trigger")),
         custom_instructions=_text(d.get("custom_instructions")),
     )
@@ -147,9 +153,11 @@ class ToolCall:
 
 
 def tool_call(tool_name: str, tool_input: dict[str, Any] | None, root: Path) -> ToolCall | None:
-    """The call of one of :data:`TOOLS`, or ``None`` for another tool or an input that lacks
-    the tool's required field."""
+    """The call of one of :data:`TOOLS` (or Codex's ``apply_patch``), or ``None`` for another
+    tool or an input that lacks the tool's required field."""
     args = tool_input or {}
+    if tool_name == "apply_patch":
+        return _patch_call(args, root)
     if tool_name in SHELL_TOOLS:
         command = args.get("command")
         if not isinstance(command, str) or not command.strip():
@@ -185,6 +193,19 @@ def tool_call(tool_name: str, tool_input: dict[str, Any] | None, root: Path) -> 
     else:
         normal = _json({k: v for k, v in args.items()})
     return ToolCall("edit", tool_name, rel, (rel,), _json(normal))
+
+
+_PATCHED = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.MULTILINE)
+
+
+def _patch_call(args: dict[str, Any], root: Path) -> ToolCall | None:
+    """Codex's ``apply_patch`` (the patch text in ``command``): an edit of the files it names."""
+    patch = args.get("command") or args.get("input") or args.get("patch")
+    if not isinstance(patch, str) or not patch.strip():
+        return None
+    files = tuple(dict.fromkeys(relative(p, root) for p in _PATCHED.findall(patch)))
+    target = files[0] if files else "apply_patch"
+    return ToolCall("edit", "apply_patch", target, files, {"patch": patch})
 
 
 def _one_edit(edit: dict[str, Any]) -> dict[str, JSONValue]:
@@ -236,8 +257,8 @@ def outcome_of(hook: HookInput, call: ToolCall) -> ToolOutcome:
 
 
 def _shell_outcome(response: object) -> ToolOutcome:
-    if not isinstance(response, dict):
-        return ToolOutcome(str(response or ""), 0, False)
+    if not isinstance(response, dict):  # Codex: the output alone, whatever the exit status
+        return ToolOutcome(str(response or ""), None, False)
     r = cast(dict[str, Any], response)
     parts = [str(r.get(k) or "") for k in ("stdout", "stderr")]
     output = "\n".join(p for p in parts if p)

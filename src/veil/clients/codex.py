@@ -8,6 +8,12 @@ and every other byte of the file stays. Both check the result: it must parse, an
 ``mcp_servers.veil`` it must hold exactly what the file held before. A ``[mcp_servers.veil]``
 that is not inside Veil's markers was written by someone else and is refused.
 
+Veil's hooks for Codex live in ``$CODEX_HOME/hooks.json`` (see :mod:`veil.clients.settings`);
+Codex runs a hook only once it is trusted, which it records in this file as
+``[hooks.state."<hook key>"] trusted_hash = "<hash>"``: ``veil install codex`` asks Codex for
+the keys and hashes of Veil's hooks (:mod:`veil.clients.codex_trust`) and writes those tables
+inside its block too.
+
 The server is started with ``--project``: Codex runs it in the session's directory, so it
 serves the memory and attempt record of the repository Codex works in. ``env_vars`` forwards
 the variables that configure Veil's extraction model (Codex passes only a short default list
@@ -49,20 +55,43 @@ def _string(value: str) -> str:
     return json.dumps(value)  # a JSON string is a TOML basic string (\uXXXX escapes included)
 
 
-def block(veil: Sequence[str], args: Sequence[str]) -> str:
-    """Veil's table, between the markers."""
+def block(
+    veil: Sequence[str], args: Sequence[str], trusted: Mapping[str, str] | None = None
+) -> str:
+    """Veil's table, between the markers; ``trusted``: hook key → hash Codex trusts."""
     argv = [*veil[1:], "mcp", *args]
-    return "\n".join(
-        [
-            BEGIN,
-            "[mcp_servers.veil]",
-            f"command = {_string(veil[0])}",
-            f"args = [{', '.join(_string(a) for a in argv)}]",
-            f"env_vars = [{', '.join(_string(v) for v in FORWARDED)}]",
-            "startup_timeout_sec = 30",
-            END,
-        ]
-    )
+    lines = [
+        BEGIN,
+        "[mcp_servers.veil]",
+        f"command = {_string(veil[0])}",
+        f"args = [{', '.join(_string(a) for a in argv)}]",
+        f"env_vars = [{', '.join(_string(v) for v in FORWARDED)}]",
+        "startup_timeout_sec = 30",
+    ]
+    for key, hash_ in sorted((trusted or {}).items()):
+        lines += ["", f"[hooks.state.{_string(key)}]", f"trusted_hash = {_string(hash_)}"]
+    return "\n".join([*lines, END])
+
+
+def trusted(text: str) -> dict[str, str]:
+    """Hook key → trusted hash, as Veil's block in ``text`` records them."""
+    span = _span(text)
+    if span is None:
+        return {}
+    try:
+        data = tomllib.loads(text[span[0] : span[1]])
+    except tomllib.TOMLDecodeError:
+        return {}
+    hooks = data.get("hooks")
+    state = cast(dict[str, Any], hooks).get("state") if isinstance(hooks, dict) else None
+    if not isinstance(state, dict):
+        return {}
+    out: dict[str, str] = {}
+    for key, value in cast(dict[str, Any], state).items():
+        hash_ = cast(dict[str, Any], value).get("trusted_hash") if isinstance(value, dict) else None
+        if isinstance(hash_, str):
+            out[key] = hash_
+    return out
 
 
 def _parse(text: str, where: str) -> dict[str, Any]:
@@ -75,7 +104,8 @@ def _parse(text: str, where: str) -> dict[str, Any]:
         ) from None
 
 
-def _without_veil(data: dict[str, Any]) -> dict[str, Any]:
+def _without_veil(data: dict[str, Any], keys: set[str]) -> dict[str, Any]:
+    """``data`` without ``mcp_servers.veil`` and the trust of Veil's hooks (``keys``)."""
     out = dict(data)
     servers = out.get("mcp_servers")
     if isinstance(servers, dict):
@@ -84,7 +114,23 @@ def _without_veil(data: dict[str, Any]) -> dict[str, Any]:
             out["mcp_servers"] = rest
         else:
             del out["mcp_servers"]
+    hooks = out.get("hooks")
+    state = cast(dict[str, Any], hooks).get("state") if isinstance(hooks, dict) else None
+    if isinstance(state, dict) and keys & set(cast(dict[str, Any], state)):
+        kept_state = {k: v for k, v in cast(dict[str, Any], state).items() if k not in keys}
+        kept_hooks = {k: v for k, v in cast(dict[str, Any], hooks).items() if k != "state"}
+        if kept_state:
+            kept_hooks["state"] = kept_state
+        if kept_hooks:
+            out["hooks"] = kept_hooks
+        else:
+            del out["hooks"]
     return out
+
+
+def hooks_path(env: Mapping[str, str] = os.environ) -> Path:
+    """Codex's user hooks file, next to its ``config.toml``."""
+    return config_path(env).with_name("hooks.json")
 
 
 def _span(text: str, where: str = "config.toml") -> tuple[int, int] | None:
@@ -104,6 +150,7 @@ def _span(text: str, where: str = "config.toml") -> tuple[int, int] | None:
 def install(text: str, new_block: str, where: str = "config.toml") -> str:
     before = _parse(text, where)
     span = _span(text, where)
+    keys = set(trusted(text)) | set(trusted(new_block + "\n"))
     if span is None:
         servers = before.get("mcp_servers")
         if isinstance(servers, dict) and "veil" in servers:
@@ -124,7 +171,7 @@ def install(text: str, new_block: str, where: str = "config.toml") -> str:
             f"{where}: Veil's [mcp_servers.veil] table cannot be added to this file's layout "
             "(is mcp_servers an inline table?); add the table by hand"
         ) from None
-    if _without_veil(after) != _without_veil(before):
+    if _without_veil(after, keys) != _without_veil(before, keys):
         raise SettingsError(f"{where}: adding Veil's table would change other settings")
     return result
 
@@ -134,11 +181,12 @@ def uninstall(text: str, where: str = "config.toml") -> str:
     span = _span(text, where)
     if span is None:
         return text
+    keys = set(trusted(text))
     result = text[: span[0]] + text[span[1] :]
     if result.endswith("\n\n") and not text.endswith("\n\n"):
         result = result[:-1]
     after = _parse(result, where)
-    if after != _without_veil(before):
+    if after != _without_veil(before, keys):
         raise SettingsError(f"{where}: removing Veil's block would change other settings")
     return result
 

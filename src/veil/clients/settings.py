@@ -6,23 +6,33 @@ three levels: event → matcher group → handlers), after removing any handler 
 earlier install; everything else — other keys, other events, other groups, other handlers —
 stays as it was, in its order. Running it twice gives the same settings (idempotent), and
 ``remove_hooks`` takes out only Veil's handlers (a group that held only Veil's goes too).
-A handler is Veil's when it is a command that runs ``veil hook claude-code`` (or
-``python -m veil.cli.main hook claude-code``).
 
-``merge_mcp`` / ``remove_mcp`` do the same for the ``veil`` entry of ``mcpServers`` (in a
-project's ``.mcp.json`` or the user's ``~/.claude.json``); an entry named ``veil`` that runs
-something else is refused, not replaced.
+Which handler is Veil's: a command that runs ``veil hook claude-code`` (or ``python -m
+veil.cli.main hook claude-code``), or an ``mcp_tool`` handler calling the ``hook`` tool of the
+MCP server ``veil``. The tool-call and prompt hooks are ``mcp_tool`` calls into the ``veil mcp``
+the agent already runs (a few milliseconds; :mod:`veil.clients.hook_service`), with a 1 s
+timeout on tool calls so that anything wrong on Veil's side costs at most that. In Claude Code,
+SessionStart (where it allows no ``mcp_tool`` hook; only on ``resume`` and ``compact``, the
+briefing comes with the first prompt) and PreCompact are commands; Codex's hooks file
+(``$CODEX_HOME/hooks.json``, the same three levels) holds only ``mcp_tool`` hooks, each with
+the fields its event has (Codex skips an ``mcp_tool`` hook whose input names a field the event
+lacks).
+
+``merge_permissions`` allows Veil's read-only MCP tools (the model may call them without
+asking) and denies the ``hook`` tool to the model (hooks still call it); ``merge_mcp`` /
+``remove_mcp`` do the same for the ``veil`` entry of ``mcpServers`` (in a project's
+``.mcp.json`` or ``~/.claude.json``); an entry named ``veil`` that runs something else is
+refused, not replaced.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 MCP_NAME = "veil"
 _HOOK = re.compile(
@@ -39,30 +49,88 @@ class SettingsError(ValueError):
     foreign ``veil`` entry); the message names the file and what is wrong."""
 
 
+CODEX_TRACKED_TOOLS = "Bash|apply_patch"
+
+Agent = Literal["claude-code", "codex"]
+
+
 @dataclass(frozen=True)
 class HookSpec:
-    """One hook Veil installs: the event, its matcher (``None``: every occurrence) and the
-    timeout in seconds Claude Code gives it."""
+    """One hook Veil installs: the event, its matcher (``None``: every occurrence), whether it
+    is a command or a call of the ``veil`` MCP server's ``hook`` tool, and the timeout in
+    seconds the agent gives it."""
 
     event: str
     matcher: str | None
+    kind: Literal["command", "mcp_tool"]
     timeout: int
 
 
 HOOKS: tuple[HookSpec, ...] = (
-    HookSpec("SessionStart", None, 15),
-    HookSpec("UserPromptSubmit", None, 15),
-    HookSpec("PreToolUse", TRACKED_TOOLS, 10),
-    HookSpec("PostToolUse", TRACKED_TOOLS, 10),
-    HookSpec("PostToolUseFailure", TRACKED_TOOLS, 10),
-    HookSpec("PreCompact", None, 60),
+    HookSpec("SessionStart", "resume|compact", "command", 10),
+    HookSpec("UserPromptSubmit", None, "mcp_tool", 5),
+    HookSpec("PreToolUse", TRACKED_TOOLS, "mcp_tool", 1),
+    HookSpec("PostToolUse", TRACKED_TOOLS, "mcp_tool", 1),
+    HookSpec("PostToolUseFailure", TRACKED_TOOLS, "mcp_tool", 1),
+    HookSpec("PreCompact", None, "command", 60),
 )
+"""Claude Code's hooks."""
+CODEX_HOOKS: tuple[HookSpec, ...] = (
+    HookSpec("SessionStart", None, "mcp_tool", 5),
+    HookSpec("UserPromptSubmit", None, "mcp_tool", 5),
+    HookSpec("PreToolUse", CODEX_TRACKED_TOOLS, "mcp_tool", 1),
+    HookSpec("PostToolUse", CODEX_TRACKED_TOOLS, "mcp_tool", 1),
+)
+"""Codex's hooks (it has no PostToolUseFailure: a failed command is a PostToolUse; no
+PreCompact)."""
+HOOK_TOOL = "hook"
+HOOK_INPUT: dict[str, str] = {
+    "client": "claude-code",
+    "event": "${hook_event_name}",
+    "session_id": "${session_id}",
+    "cwd": "${cwd}",
+    "transcript_path": "${transcript_path}",
+    "prompt": "${prompt}",
+    "tool_name": "${tool_name}",
+    "tool_input": "${tool_input}",
+    "tool_response": "${tool_response}",
+    "tool_use_id": "${tool_use_id}",
+    "error": "${error}",
+}
+"""What Claude Code passes the ``hook`` tool: the hook input's fields (objects arrive as JSON
+text, a field an event lacks as ``""``)."""
+_CODEX_FIELDS: dict[str, tuple[str, ...]] = {
+    "SessionStart": ("source",),
+    "UserPromptSubmit": ("prompt",),
+    "PreToolUse": ("tool_name", "tool_input", "tool_use_id"),
+    "PostToolUse": ("tool_name", "tool_input", "tool_response", "tool_use_id", "transcript_path"),
+}
+
+
+def hook_input(agent: Agent, event: str) -> dict[str, str]:
+    """The ``hook`` tool's input template of one event: Claude Code's names every field (it
+    fills a missing one with ``""``), Codex's only the fields its event has (it skips a hook
+    whose template names a missing one); objects arrive as objects in Codex."""
+    if agent == "claude-code":
+        return dict(HOOK_INPUT)
+    fields = ("session_id", "cwd", *_CODEX_FIELDS.get(event, ()))
+    return {
+        "client": "codex",
+        "event": "${hook_event_name}",
+        **{name: "${" + name + "}" for name in fields},
+    }
+
+
+READ_ONLY_TOOLS = ("recall", "facts", "history", "attempts", "expand")
+"""Veil's MCP tools the model may call without asking (nothing they do changes memory)."""
 
 
 def is_veil_hook(handler: object) -> bool:
     if not isinstance(handler, dict):
         return False
     h = cast(dict[str, Any], handler)
+    if h.get("type") == "mcp_tool":
+        return h.get("server") == MCP_NAME and h.get("tool") == HOOK_TOOL
     command = h.get("command")
     return h.get("type") == "command" and isinstance(command, str) and bool(_HOOK.search(command))
 
@@ -72,6 +140,19 @@ def hook_command(veil: Sequence[str], event: str) -> str:
     import shlex
 
     return shlex.join([*veil, "hook", "claude-code", event])
+
+
+def handler(spec: HookSpec, veil: Sequence[str], agent: Agent = "claude-code") -> dict[str, Any]:
+    """The handler of one hook, as the agent's settings hold it."""
+    if spec.kind == "mcp_tool":
+        return {
+            "type": "mcp_tool",
+            "server": MCP_NAME,
+            "tool": HOOK_TOOL,
+            "input": hook_input(agent, spec.event),
+            "timeout": spec.timeout,
+        }
+    return {"type": "command", "command": hook_command(veil, spec.event), "timeout": spec.timeout}
 
 
 def _hooks_table(settings: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -116,12 +197,16 @@ def remove_hooks(settings: Mapping[str, Any], where: str = "settings") -> dict[s
 
 
 def merge_hooks(
-    settings: Mapping[str, Any], veil: Sequence[str], where: str = "settings"
+    settings: Mapping[str, Any],
+    veil: Sequence[str],
+    where: str = "settings",
+    agent: Agent = "claude-code",
 ) -> dict[str, Any]:
-    """``settings`` with Veil's hooks (:data:`HOOKS`) run by the ``veil`` invocation."""
+    """``settings`` with Veil's hooks for ``agent`` (:data:`HOOKS`, :data:`CODEX_HOOKS`) run
+    by the ``veil`` invocation."""
     out = remove_hooks(settings, where)
     hooks = dict(_hooks_table(out, where))
-    for spec in HOOKS:
+    for spec in HOOKS if agent == "claude-code" else CODEX_HOOKS:
         existing = hooks.get(spec.event, [])
         if not isinstance(existing, list):
             raise SettingsError(
@@ -130,12 +215,81 @@ def merge_hooks(
         group: dict[str, Any] = {}
         if spec.matcher is not None:
             group["matcher"] = spec.matcher
-        group["hooks"] = [
-            {"type": "command", "command": hook_command(veil, spec.event), "timeout": spec.timeout}
-        ]
+        group["hooks"] = [handler(spec, veil, agent)]
         hooks[spec.event] = [*cast(list[Any], existing), group]
     out["hooks"] = hooks
     return out
+
+
+def merge_permissions(settings: Mapping[str, Any], where: str = "settings") -> dict[str, Any]:
+    """``settings`` allowing Veil's read-only MCP tools and denying the ``hook`` tool to the
+    model (its write tools still ask)."""
+    out = remove_permissions(settings, where)
+    permissions = dict(_table(out, "permissions", where))
+    allow = _list(permissions, "allow", where)
+    deny = _list(permissions, "deny", where)
+    permissions["allow"] = [*allow, *_allowed()]
+    permissions["deny"] = [*deny, _tool_name(HOOK_TOOL)]
+    out["permissions"] = permissions
+    return out
+
+
+def merge_approval(settings: Mapping[str, Any], where: str = "settings") -> dict[str, Any]:
+    """``settings`` approving the project's ``.mcp.json`` server ``veil``
+    (``enabledMcpjsonServers``: a person's own choice, so it goes to their local settings)."""
+    out = dict(settings)
+    servers = _list(out, "enabledMcpjsonServers", where)
+    if MCP_NAME not in servers:
+        out["enabledMcpjsonServers"] = [*servers, MCP_NAME]
+    return out
+
+
+def remove_permissions(settings: Mapping[str, Any], where: str = "settings") -> dict[str, Any]:
+    """``settings`` without the permission entries and the server approval Veil adds."""
+    out = dict(settings)
+    mine = {*_allowed(), _tool_name(HOOK_TOOL)}
+    if "permissions" in out:
+        permissions = dict(_table(out, "permissions", where))
+        for key in ("allow", "deny"):
+            if key in permissions:
+                kept = [r for r in _list(permissions, key, where) if r not in mine]
+                if kept:
+                    permissions[key] = kept
+                else:
+                    del permissions[key]
+        if permissions:
+            out["permissions"] = permissions
+        else:
+            del out["permissions"]
+    if "enabledMcpjsonServers" in out:
+        kept_servers = [n for n in _list(out, "enabledMcpjsonServers", where) if n != MCP_NAME]
+        if kept_servers:
+            out["enabledMcpjsonServers"] = kept_servers
+        else:
+            del out["enabledMcpjsonServers"]
+    return out
+
+
+def _tool_name(tool: str) -> str:
+    return f"mcp__{MCP_NAME}__{tool}"
+
+
+def _allowed() -> list[str]:
+    return [_tool_name(t) for t in READ_ONLY_TOOLS]
+
+
+def _table(config: Mapping[str, Any], key: str, where: str) -> dict[str, Any]:
+    value = config.get(key, {})
+    if not isinstance(value, dict):
+        raise SettingsError(f'{where}: "{key}" is not an object; Veil will not change it')
+    return cast(dict[str, Any], value)
+
+
+def _list(config: Mapping[str, Any], key: str, where: str) -> list[Any]:
+    value = config.get(key, [])
+    if not isinstance(value, list):
+        raise SettingsError(f'{where}: "{key}" is not a list; Veil will not change it')
+    return list(cast(list[Any], value))
 
 
 def _servers(config: Mapping[str, Any], where: str) -> dict[str, Any]:
@@ -188,7 +342,60 @@ def remove_mcp(config: Mapping[str, Any], where: str) -> dict[str, Any]:
     return {**config, "mcpServers": servers}
 
 
+def merge_local_mcp(
+    config: Mapping[str, Any], root: str, entry: Mapping[str, Any], where: str
+) -> dict[str, Any]:
+    """``~/.claude.json`` with ``veil`` as a local-scope server of the project at ``root``
+    (``projects[root].mcpServers``: this machine only, never in the repository)."""
+    projects = dict(_table(config, "projects", where))
+    project = projects.get(root, {})
+    if not isinstance(project, dict):
+        raise SettingsError(f"{where}: projects[{root!r}] is not an object")
+    projects[root] = merge_mcp(cast(dict[str, Any], project), entry, f"{where} projects[{root!r}]")
+    return {**config, "projects": projects}
+
+
+def remove_local_mcp(config: Mapping[str, Any], root: str | None, where: str) -> dict[str, Any]:
+    """``config`` without Veil's local-scope server of ``root`` (``None``: of every project)."""
+    if not isinstance(config.get("projects"), dict):
+        return dict(config)
+    projects = dict(_table(config, "projects", where))
+    for name, project in list(projects.items()):
+        if root is not None and name != root:
+            continue
+        if isinstance(project, dict):
+            p = cast(dict[str, Any], project)
+            if isinstance(p.get("mcpServers"), dict):
+                projects[name] = remove_mcp(p, f"{where} projects[{name!r}]")
+    return {**config, "projects": projects}
+
+
 # ---- files ---------------------------------------------------------------------------------
+
+
+def dump_json(data: Mapping[str, Any]) -> bytes:
+    """The bytes Veil writes for a JSON settings file: 2-space indented, one final newline."""
+    return (json.dumps(data, indent=2, ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def parse_json(data: bytes, where: str) -> dict[str, Any]:
+    """A settings file's bytes as an object (``{}`` for an empty file)."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise SettingsError(f"{where}: not UTF-8 text") from None
+    if not text.strip():
+        return {}
+    try:
+        parsed: object = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise SettingsError(
+            f"{where}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
+            "fix it and install again — Veil does not rewrite a file it cannot read"
+        ) from None
+    if not isinstance(parsed, dict):
+        raise SettingsError(f"{where}: holds a JSON {type(parsed).__name__}, not an object")
+    return cast(dict[str, Any], parsed)
 
 
 def read_json(path: Path) -> dict[str, Any]:
@@ -196,39 +403,7 @@ def read_json(path: Path) -> dict[str, Any]:
     if not path.exists():
         return {}
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise SettingsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
-    if not text.strip():
-        return {}
-    try:
-        data: object = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise SettingsError(
-            f"{path}: not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "fix it and install again — Veil does not rewrite a file it cannot read"
-        ) from None
-    if not isinstance(data, dict):
-        raise SettingsError(f"{path}: holds a JSON {type(data).__name__}, not an object")
-    return cast(dict[str, Any], data)
-
-
-def write_json(path: Path, data: Mapping[str, Any]) -> None:
-    """Write atomically (a temporary file renamed over the old one), 2-space indented."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.veil-tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-
-
-def update_json(path: Path, change: Callable[[dict[str, Any]], dict[str, Any]]) -> bool:
-    """Apply ``change`` (parsed JSON → parsed JSON) to the file; write only when it changed.
-    Returns whether it did."""
-    before = read_json(path)
-    after = change(before)
-    if after == before and path.exists():
-        return False
-    if not after and not path.exists():
-        return False
-    write_json(path, after)
-    return True
+    return parse_json(data, str(path))

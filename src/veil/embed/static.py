@@ -29,19 +29,21 @@ import functools
 import hashlib
 import json
 import os
+import struct
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from importlib.resources.abc import Traversable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import numpy as np
-from numpy.typing import NDArray
-from safetensors.numpy import load as load_safetensors
-from tokenizers import Tokenizer
+if TYPE_CHECKING:
+    import numpy as np
+    from numpy.typing import NDArray
+    from tokenizers import Tokenizer
 
-from veil.embed.protocol import Vectors
+    from veil.embed.protocol import Vectors
 
 MODEL_NAME = "m2v-minilm-l6-v2-256d"
 DEFAULT_MAX_LENGTH = 512
@@ -66,7 +68,33 @@ class _Model:
     digest: str
 
 
+@dataclass(frozen=True)
+class _Identity:
+    digest: str
+    dim: int
+
+
+def _identify(root: Traversable) -> _Identity:
+    """The weights' digest and dimension, without numpy or tokenizers (the safetensors header
+    is JSON): a store checks them when it opens, and a process that embeds nothing (a hook,
+    a briefing) never pays for loading the table."""
+    digest = hashlib.sha256()
+    header: bytes = b""
+    for name in _FILES:
+        blob = root.joinpath(name).read_bytes()
+        digest.update(hashlib.sha256(blob).digest())
+        if name == "model.safetensors":
+            (size,) = struct.unpack("<Q", blob[:8])
+            header = blob[8 : 8 + size]
+    shape = json.loads(header)["embeddings"]["shape"]
+    return _Identity(digest.hexdigest(), int(shape[1]))
+
+
 def _load(root: Traversable) -> _Model:
+    import numpy as np
+    from safetensors.numpy import load as load_safetensors
+    from tokenizers import Tokenizer
+
     blobs = {name: root.joinpath(name).read_bytes() for name in _FILES}
     digest = hashlib.sha256()
     for name in _FILES:
@@ -119,6 +147,7 @@ class StaticEmbedder:
             packaged_weights() if weights_dir is None else Path(os.fspath(weights_dir))
         )
         self._model: _Model | None = None
+        self._identity: _Identity | None = None
         self._lock = threading.Lock()
 
     def _get(self) -> _Model:
@@ -136,16 +165,30 @@ class StaticEmbedder:
         self._get()
         return self
 
+    def _id(self) -> _Identity:
+        identity = self._identity
+        if identity is None:
+            model = self._model
+            identity = (
+                _identify(self._root)
+                if model is None
+                else _Identity(model.digest, int(model.table.shape[1]))
+            )
+            self._identity = identity
+        return identity
+
     @property
     def name(self) -> str:
-        return f"{MODEL_NAME}@{self._get().digest[:12]}"
+        return f"{MODEL_NAME}@{self._id().digest[:12]}"
 
     @property
     def dim(self) -> int:
-        return int(self._get().table.shape[1])
+        return self._id().dim
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Return ``(len(texts), dim)`` float32 rows, L2-normalised (zero for token-less texts)."""
+        import numpy as np
+
         model = self._get()
         out = np.zeros((len(texts), model.table.shape[1]), dtype=np.float32)
         for start in range(0, len(texts), _BATCH):
@@ -155,6 +198,8 @@ class StaticEmbedder:
 
 
 def _embed_batch(model: _Model, texts: Sequence[str]) -> Vectors:
+    import numpy as np
+
     limit = model.char_limit
     cut = [text if limit is None else text[:limit] for text in texts]
     encodings = model.tokenizer.encode_batch_fast(cut, add_special_tokens=False)

@@ -231,10 +231,21 @@ def run_mcp(options: McpOptions) -> int:
             "(set VEIL_MODEL or pass --model)",
             file=sys.stderr,
         )
+    hooks = None
+    extra = []
+    if options.project is not None:  # the agents' hooks, answered warm (docs/claude-code.md)
+        from veil.clients.hook_service import HookService
+        from veil.server.mcp_hooks import hook_tool
+
+        hooks = HookService()
+        hooks.warm(Path.cwd())  # the stores and the embedder open before the first hook
+        extra = [hook_tool(hooks)]
     try:
         log = AttemptLog(attempts_store, targets.scope, new_id("mcp"), actor="mcp")
-        run_stdio(memory, binding, log)
+        run_stdio(memory, binding, log, extra)
     finally:
+        if hooks is not None:
+            hooks.close()
         if attempts_store is not memory.store:
             attempts_store.close()
         memory.close()

@@ -17,7 +17,7 @@ names the server ``veil`` with Veil's version.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -240,9 +240,15 @@ def memory_tools(memory: Memory, binding: Binding) -> list[Tool]:
     ]
 
 
-def build_server(memory: Memory, binding: Binding, attempts: AttemptLog | None = None) -> McpServer:
+def build_server(
+    memory: Memory,
+    binding: Binding,
+    attempts: AttemptLog | None = None,
+    extra: Sequence[Tool] = (),
+) -> McpServer:
     """The MCP server; the caller owns ``memory`` (and ``attempts``' store). With ``attempts``
-    (an :class:`AttemptLog` whose scope is the binding's) the convergence tools are added."""
+    (an :class:`AttemptLog` whose scope is the binding's) the convergence tools are added;
+    ``extra`` tools come last (the agents' ``hook`` tool)."""
     tools = memory_tools(memory, binding)
     instructions = INSTRUCTIONS
     if attempts is not None:
@@ -250,12 +256,17 @@ def build_server(memory: Memory, binding: Binding, attempts: AttemptLog | None =
             raise ValueError("the attempt log's scope must be the server's scope")
         tools = [*tools, *attempt_tools(attempts)]
         instructions += " " + ATTEMPT_INSTRUCTIONS
-    return McpServer("veil", __version__, tools, instructions)
+    return McpServer("veil", __version__, [*tools, *extra], instructions)
 
 
-def run_stdio(memory: Memory, binding: Binding, attempts: AttemptLog | None = None) -> None:
+def run_stdio(
+    memory: Memory,
+    binding: Binding,
+    attempts: AttemptLog | None = None,
+    extra: Sequence[Tool] = (),
+) -> None:
     """Serve over stdin/stdout until the client closes the stream."""
-    build_server(memory, binding, attempts).serve()
+    build_server(memory, binding, attempts, extra).serve()
 
 
 __all__ = ["Binding", "build_server", "memory_tools", "run_stdio"]

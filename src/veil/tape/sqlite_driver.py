@@ -9,11 +9,22 @@ the same DB-API surface, so the backend code is identical on either path.
 from __future__ import annotations
 
 import functools
+import importlib.util
+import os
 import sqlite3
 from types import ModuleType
 from typing import Any
 
-import sqlite_vec  # pyright: ignore[reportMissingTypeStubs]
+
+@functools.cache
+def vec_extension() -> str:
+    """The path of sqlite-vec's loadable extension, found without importing ``sqlite_vec``
+    (whose import loads numpy when it is installed: 120 ms a hook cannot afford)."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    if not locations:
+        raise ImportError("sqlite-vec is not installed (pip install sqlite-vec)")
+    return os.path.normpath(os.path.join(locations[0], "vec0"))
 
 
 def _stdlib_can_load() -> bool:
@@ -23,7 +34,7 @@ def _stdlib_can_load() -> bool:
         conn = sqlite3.connect(":memory:")
         try:
             conn.enable_load_extension(True)
-            sqlite_vec.load(conn)
+            conn.load_extension(vec_extension())
             conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
         finally:
             conn.close()
@@ -49,7 +60,7 @@ def connect(path: str, *, timeout_s: float) -> Any:
         path, timeout=timeout_s, isolation_level=None, check_same_thread=False
     )
     conn.enable_load_extension(True)
-    sqlite_vec.load(conn)
+    conn.load_extension(vec_extension())
     conn.enable_load_extension(False)
     return conn
 
