@@ -6,6 +6,11 @@ exits 0 whatever happens: a bad payload, an unknown event, a broken store or a b
 one line on stderr (Claude Code's debug log) and nothing on stdout, and the session goes on.
 ``--debug`` adds the traceback on stderr, still with status 0.
 
+It also answers in time: a handler still busy after :data:`DEADLINE_S` (a locked store, a
+slow disk) is abandoned — no answer, one line on stderr, status 0 — and the process exits
+without waiting for it (PreCompact, which saves the transcript about to be summarised and
+has a 60 s timeout, gets :data:`PRECOMPACT_DEADLINE_S`).
+
 Imports are lazy: ``veil hook`` loads only the handler's modules (no model SDK, no embedder
 unless a briefing is read), so it answers well within the hooks' time limits.
 """
@@ -14,11 +19,14 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import traceback
 from collections.abc import Mapping
 from typing import TextIO
 
 CLIENTS = ("claude-code",)
+DEADLINE_S = 0.9
+PRECOMPACT_DEADLINE_S = 30.0
 
 
 def run_hook(
@@ -29,14 +37,35 @@ def run_hook(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     debug: bool = False,
+    deadline_s: float | None = None,
 ) -> int:
-    """Always 0; see the module docstring."""
+    """Always 0; see the module docstring. ``deadline_s`` (default: by event) bounds the
+    wait for the handler."""
     source: TextIO = stdin or sys.stdin
     sink: TextIO = stdout or sys.stdout
     notes: TextIO = stderr or sys.stderr
-    try:
-        answer = _answer(client, event, source)
-    except Exception as exc:
+    found: list[Mapping[str, object] | None] = []
+    failed: list[BaseException] = []
+
+    def work() -> None:
+        try:
+            found.append(_answer(client, event, source))
+        except Exception as exc:
+            failed.append(exc)
+
+    worker = threading.Thread(target=work, name="veil-hook", daemon=True)
+    worker.start()
+    limit = deadline_s or (PRECOMPACT_DEADLINE_S if event == "PreCompact" else DEADLINE_S)
+    worker.join(limit)
+    if worker.is_alive():
+        print(
+            f"veil hook: no answer within {limit:g} s (a locked store or a slow disk?); "
+            "no opinion, the session goes on",
+            file=notes,
+        )
+        return 0
+    if failed:
+        exc = failed[0]
         from veil.clients.claude_code_input import HookInputError
 
         if isinstance(exc, HookInputError):
@@ -48,8 +77,9 @@ def run_hook(
                 f"veil hook: internal error, nothing recorded for this call: {detail}", file=notes
             )
         if debug:
-            traceback.print_exc(file=notes)
+            traceback.print_exception(exc, file=notes)
         return 0
+    answer = found[0] if found else None
     if answer is not None:
         sink.write(json.dumps(answer, ensure_ascii=False) + "\n")
         sink.flush()

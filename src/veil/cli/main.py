@@ -9,6 +9,7 @@ on stderr and a non-zero status; an unexpected failure too, with the traceback o
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -488,7 +489,11 @@ def _hook(argv: list[str]) -> int:
     event = words[1] if len(words) > 1 else None
     if len(words) > 2:
         print(f"veil hook: ignoring extra arguments {words[2:]}", file=sys.stderr)
-    return run_hook(client, event, debug=debug)
+    code = run_hook(client, event, debug=debug)
+    # a one-shot process: exit now, without waiting for an abandoned handler (a locked store)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
 
 
 def _usage_problem(args: argparse.Namespace) -> str | None:

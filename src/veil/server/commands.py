@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from veil import __version__
 from veil.embed import EmbedderUnavailable
 from veil.llm.configure import ModelNotConfigured
 from veil.memory import Memory
@@ -200,31 +201,42 @@ def mcp_targets(options: McpOptions, env: Mapping[str, str] = os.environ) -> Mcp
 
 
 def run_mcp(options: McpOptions) -> int:
-    """Serve MCP over stdio, bound to one scope and one authority."""
+    """Serve MCP over stdio, bound to one scope and one authority.
+
+    With ``--project`` (the server an agent runs for its session, and the one its hooks call)
+    a store that cannot be opened — locked, corrupt, unreadable — does not stop the server: it
+    says so in one line on stderr and serves what works (at least the ``hook`` tool, which
+    then answers "no opinion"), so the agent's session and its hooks never wait on Veil."""
     from veil.convergence.record import AttemptLog
-    from veil.server.mcp_server import Binding, run_stdio
+    from veil.server.mcp_protocol import McpServer, Tool
+    from veil.server.mcp_server import Binding, build_server
     from veil.tape import new_id
 
+    embedded = options.project is not None
     try:
         targets = mcp_targets(options)
         binding = Binding(targets.scope, options.authority)
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:
         print(f"veil mcp: {exc}", file=sys.stderr)
-        return 2
+        if not embedded:
+            return 2
+        return _serve_hooks_only()
+    memory: Memory | None = None
+    attempts_store: Store | None = None
     try:
         memory = _open_memory(targets.db, options.model, options.embedder)
-    except STARTUP_ERRORS as exc:
-        print(f"veil mcp: {exc}", file=sys.stderr)
-        return 2
-    try:
         attempts_store = (
             open_store(targets.attempts_db) if targets.attempts_db is not None else memory.store
         )
-    except (BackendUnavailable, ValueError) as exc:
-        memory.close()
-        print(f"veil mcp: {exc}", file=sys.stderr)
-        return 2
-    if memory.complete is None:
+    except Exception as exc:
+        if not embedded and not isinstance(exc, STARTUP_ERRORS):
+            raise
+        print(f"veil mcp: {_one_line(exc)}", file=sys.stderr)
+        if not embedded:
+            if memory is not None:
+                memory.close()
+            return 2
+    if memory is not None and memory.complete is None:
         print(
             "veil mcp: no model configured: the remember tool answers with an error; "
             "recall, facts, history, confirm, dispute and the attempt tools work "
@@ -232,8 +244,8 @@ def run_mcp(options: McpOptions) -> int:
             file=sys.stderr,
         )
     hooks = None
-    extra = []
-    if options.project is not None:  # the agents' hooks, answered warm (docs/claude-code.md)
+    extra: list[Tool] = []
+    if embedded:  # the agents' hooks, answered warm (docs/claude-code.md)
         from veil.clients.hook_service import HookService
         from veil.server.mcp_hooks import hook_tool
 
@@ -241,15 +253,42 @@ def run_mcp(options: McpOptions) -> int:
         hooks.warm(Path.cwd())  # the stores and the embedder open before the first hook
         extra = [hook_tool(hooks)]
     try:
-        log = AttemptLog(attempts_store, targets.scope, new_id("mcp"), actor="mcp")
-        run_stdio(memory, binding, log, extra)
+        if memory is None:
+            print("veil mcp: serving the agents' hooks only", file=sys.stderr)
+            McpServer("veil", __version__, extra).serve()
+        else:
+            log = (
+                AttemptLog(attempts_store, targets.scope, new_id("mcp"), actor="mcp")
+                if attempts_store is not None
+                else None
+            )
+            build_server(memory, binding, log, extra).serve()
     finally:
         if hooks is not None:
             hooks.close()
-        if attempts_store is not memory.store:
+        if attempts_store is not None and memory is not None and attempts_store is not memory.store:
             attempts_store.close()
-        memory.close()
+        if memory is not None:
+            memory.close()
     return 0
+
+
+def _serve_hooks_only() -> int:
+    from veil.clients.hook_service import HookService
+    from veil.server.mcp_hooks import hook_tool
+    from veil.server.mcp_protocol import McpServer
+
+    hooks = HookService()
+    try:
+        McpServer("veil", __version__, [hook_tool(hooks)]).serve()
+    finally:
+        hooks.close()
+    return 0
+
+
+def _one_line(exc: BaseException) -> str:
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
 
 
 class KeysCommandError(Exception):
