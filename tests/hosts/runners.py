@@ -239,6 +239,12 @@ class ClaudeRunner:
         )
 
 
+def _veil_block(text: str) -> str:
+    """What ``veil install codex`` wrote into a ``config.toml`` (kept across runs)."""
+    start, end = text.find("# >>> veil"), text.find("# <<< veil")
+    return "\n" + text[start : end + len("# <<< veil")] + "\n" if 0 <= start < end else ""
+
+
 def codex_config(base_url: str, *, model: str = CODEX_MODEL, extra: str = "") -> str:
     """A ``config.toml`` that sends ``model`` to ``base_url`` (``…/v1`` is appended) over the
     Responses API, with the key read from ``VEIL_SCRIPTED_API_KEY``; ``extra`` is appended."""
@@ -272,12 +278,15 @@ class CodexRunner:
         model: str = CODEX_MODEL,
         config: str = "",
     ) -> CodexRun:
-        """Write ``$CODEX_HOME/config.toml`` (:func:`codex_config`, ``config`` appended) and run
+        """Write ``$CODEX_HOME/config.toml`` (:func:`codex_config`, ``config`` appended, then
+        the block ``veil install codex`` wrote there, if any) and run
         ``codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox
         [ARGS] TASK`` in ``cwd``."""
         codex_home = self.home / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
-        (codex_home / "config.toml").write_text(codex_config(base_url, model=model, extra=config))
+        path = codex_home / "config.toml"
+        installed = _veil_block(path.read_text() if path.exists() else "")
+        path.write_text(codex_config(base_url, model=model, extra=config) + installed)
         variables = private_env(
             self.home,
             {

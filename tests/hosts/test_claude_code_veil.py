@@ -45,8 +45,14 @@ def sent(request: RecordedRequest) -> str:
     return json.dumps(request.body)
 
 
-def session(runner: ClaudeRunner, repo: Path, turns: list[Turn], *, task: str = TASK,
-            env: dict[str, str] | None = None) -> tuple[ClaudeRun, list[RecordedRequest]]:  # fmt: skip
+def session(
+    runner: ClaudeRunner,
+    repo: Path,
+    turns: list[Turn],
+    *,
+    task: str = TASK,
+    env: dict[str, str] | None = None,
+) -> tuple[ClaudeRun, list[RecordedRequest]]:
     with ScriptedServer(turns) as server:
         run = runner(task, cwd=repo, base_url=server.url, env={**NO_TOOL_SEARCH, **(env or {})})
     return run, server.model_requests
