@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
 
 from tests.hosts.runners import CodexRun, CodexRunner
@@ -20,7 +21,14 @@ from tests.hosts.veil_setup import (
     seed_memory,
     tape_kinds,
 )
-from veil.llm.scripted_server import ModelRequest, RecordedRequest, ScriptedServer, ToolUse, Turn
+from veil.llm.scripted_server import (
+    ModelRequest,
+    RecordedRequest,
+    ScriptedServer,
+    ToolUse,
+    Turn,
+    TurnSource,
+)
 
 TASK = "make test_total pass"
 STOPPED = "Command blocked by PreToolUse hook: Veil stopped the session"
@@ -41,7 +49,7 @@ def installed(runner: CodexRunner, repo: Path, tmp_path: Path, codex: Path) -> s
     return install("codex", repo, runner.home, tmp_path / "state", env=env)
 
 
-def session(runner: CodexRunner, repo: Path, turns: list[Turn], *, model: str = "gpt-5.5"
+def session(runner: CodexRunner, repo: Path, turns: Sequence[TurnSource], *, model: str = "gpt-5.5"
             ) -> tuple[CodexRun, list[RecordedRequest]]:  # fmt: skip
     with ScriptedServer(turns) as server:
         run = runner(TASK, cwd=repo, base_url=server.url, model=model)
