@@ -603,6 +603,18 @@ def _redaction_section(loaded: Loaded, other: Loaded | None) -> str:
     )
 
 
+def _hook_latency_section(loaded: Loaded, other: Loaded | None) -> str:
+    from benchmarks.hook_latency import table
+
+    return (
+        "What Veil's hooks cost inside the real Claude Code (the pinned binary, headless and "
+        "offline against the scripted model server): the `mcp_tool` hooks `veil install "
+        "claude-code` installs, answered by the warm `veil mcp`, against the same handlers run "
+        "as one `veil hook` process per hook, in the same run. Durations come from Claude "
+        "Code's debug log.\n\n" + table(loaded.data)
+    )
+
+
 def _startup_section(loaded: Loaded, other: Loaded | None) -> str:
     from benchmarks.startup import render_section
 
@@ -670,6 +682,12 @@ SECTIONS: tuple[Section, ...] = (
         "Secret redaction: recall on a canary corpus, false positives on real tool outputs, cost",
         "python -m benchmarks.redaction",
         _redaction_section,
+    ),
+    Section(
+        "hook_latency",
+        "Hook latency per tool call in the real Claude Code: `mcp_tool` vs one process per hook",
+        "python -m benchmarks.hook_latency",
+        _hook_latency_section,
     ),
     Section(
         "server_load",

@@ -35,6 +35,7 @@ BENCHMARKS: tuple[str, ...] = (
     "server_load",
     "eviction_replay",
     "redaction",
+    "hook_latency",
 )
 """Modules of ``benchmarks/`` that define ``main(argv)`` and are run by ``make bench``."""
 EXPLICIT: tuple[str, ...] = ("soak", "real_model")

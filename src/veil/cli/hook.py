@@ -87,7 +87,7 @@ def run_hook(
 
 
 def _answer(client: str | None, event: str | None, stdin: TextIO) -> Mapping[str, object] | None:
-    from veil.clients.claude_code_input import HookInputError, parse_input
+    from veil.clients.claude_code_input import HookInputError, needs_store, parse_input
 
     if client not in CLIENTS:
         raise HookInputError(
@@ -101,6 +101,8 @@ def _answer(client: str | None, event: str | None, stdin: TextIO) -> Mapping[str
             "(see `veil install claude-code`)"
         )
     hook = parse_input(stdin.read(), event)
+    if not needs_store(hook):
+        return None
     from veil.clients.claude_code import handle
 
     return handle(hook)

@@ -46,6 +46,7 @@ from veil.agent.project import project_root, project_scope, veil_dir
 from veil.clients.claude_code_input import (
     HookInput,
     ToolCall,
+    needs_store,
     outcome_of,
     tool_call,
 )
@@ -123,9 +124,9 @@ def handle(
     config: monitor.MonitorConfig | None = None,
 ) -> Answer | None:
     """Run the handler of ``hook.event``; the JSON to print, or ``None`` to print nothing."""
+    if not needs_store(hook):
+        return None
     project = locate(hook, env)
-    if hook.event == "SessionStart" and hook.source not in ("resume", "compact"):
-        return None  # nothing to say (the briefing comes with the first prompt): no store opened
     store = _open_store(project)
     try:
         return Hooks(project, store, clock=clock, config=config).run(hook)
@@ -173,6 +174,7 @@ class Hooks:
             config=self.config,
             on_escalation=self.escalations.append,
             actor="claude-code-hook",
+            cached=True,
         )
         log.steps = self.state.steps(session_id)
         return log

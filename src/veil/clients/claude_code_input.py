@@ -32,12 +32,11 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
-from veil.agent.capture import action_of
-from veil.agent.tool import Touches
-from veil.convergence.attempt import Action
-from veil.tape import JSONValue
+if TYPE_CHECKING:  # the hook's entry point imports only what its event needs
+    from veil.convergence.attempt import Action
+    from veil.tape import JSONValue
 
 Event = Literal[
     "SessionStart",
@@ -97,6 +96,12 @@ def parse_input(raw: str, event: str) -> HookInput:
     return parse_payload(cast(dict[str, Any], data), event)
 
 
+def needs_store(hook: HookInput) -> bool:
+    """Whether the handler has anything to do: a new session's SessionStart has not (its
+    briefing comes with the first prompt), so that hook opens nothing and imports nothing."""
+    return hook.event != "SessionStart" or hook.source in ("resume", "compact")
+
+
 def parse_payload(d: dict[str, Any], event: str) -> HookInput:
     """The hook input from its parsed payload (stdin, or the ``hook`` tool's arguments)."""
     if event not in EVENTS:
@@ -148,6 +153,9 @@ class ToolCall:
         if self.kind == "edit":
             return "edit"
         if self.kind == "command":
+            from veil.agent.capture import action_of
+            from veil.agent.tool import Touches
+
             return action_of(Touches(command=self.target))
         return None
 
@@ -218,7 +226,7 @@ def _one_edit(edit: dict[str, Any]) -> dict[str, JSONValue]:
 
 def _json(value: dict[str, Any]) -> dict[str, JSONValue]:
     """``value`` as plain JSON (what cannot be serialised becomes its string)."""
-    return cast(dict[str, JSONValue], json.loads(json.dumps(value, default=str)))
+    return cast("dict[str, JSONValue]", json.loads(json.dumps(value, default=str)))
 
 
 def relative(path: str, root: Path) -> str:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 from veil.clients.claude_code import Answer, Hooks, Project, locate
-from veil.clients.claude_code_input import EVENTS, HookInputError, parse_payload
+from veil.clients.claude_code_input import EVENTS, HookInput, HookInputError, parse_payload
 from veil.tape import Store, open_store
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ class HookService:
         self.env = os.environ if env is None else env
         self.deadline_s = deadline_s
         self._stores: dict[Path, Store] = {}
+        self._projects: dict[str, Project] = {}
         self._memories: dict[Path, Memory | None] = {}
         self._lock = threading.Lock()
         self._memory_lock = threading.Lock()
@@ -72,7 +73,7 @@ class HookService:
 
         def work() -> None:
             try:
-                project = locate(parse_payload({"cwd": str(cwd)}, "SessionStart"), self.env)
+                project = self._project(parse_payload({"cwd": str(cwd)}, "SessionStart"))
                 self._store(project)
                 with self._memory(project) as memory:
                     if memory is not None:
@@ -114,9 +115,20 @@ class HookService:
         if client == "codex":
             payload = _with_codex_exit_code(payload)
         hook = parse_payload(payload, event)
-        project = locate(hook, self.env)
+        project = self._project(hook)
         answer = Hooks(project, self._store(project), memory=self._memory).run(hook)
         return for_codex(event, answer) if client == "codex" else answer
+
+    def _project(self, hook: HookInput) -> Project:
+        """The project of the hook's directory (found once: two git calls)."""
+        key = self.env.get("CLAUDE_PROJECT_DIR") or hook.cwd
+        with self._lock:
+            project = self._projects.get(key)
+        if project is None:
+            project = locate(hook, self.env)
+            with self._lock:
+                self._projects[key] = project
+        return project
 
     @contextmanager
     def _memory(self, project: Project) -> Generator[Memory | None]:

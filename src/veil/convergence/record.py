@@ -60,7 +60,11 @@ class AttemptLog:
         config: monitor.MonitorConfig | None = None,
         on_escalation: Callable[[monitor.Escalation], None] | None = None,
         actor: str = "harness",
+        cached: bool = False,
     ) -> None:
+        """``cached``: reads are kept until this log writes — for a log that lives for one
+        decision (a hook's answer), never for one that other writers share a store with for
+        long."""
         self.store = store
         self.scope = scope
         self.session_id = session_id
@@ -75,6 +79,7 @@ class AttemptLog:
         self._recorder = Recorder(
             store, scope, actor, self.clock, provenance={"session_id": session_id}
         )
+        self._cache: dict[str, list[Attempt]] | None = {} if cached else None
         store.register(ConvergenceProjection())
 
     # ---- goals -----------------------------------------------------------------------------
@@ -273,16 +278,24 @@ class AttemptLog:
 
     def _append(self, kind: str, payload: dict[str, JSONValue], *, event_id: str) -> None:
         """Events are named by the record they carry (an attempt's id), so a retry is a no-op."""
+        if self._cache is not None:
+            self._cache.clear()
         self._recorder.record(kind, payload, id=event_id)
 
     # ---- reading ---------------------------------------------------------------------------
 
     def attempts(self, goal_id: str | None = None) -> list[Attempt]:
         """Every attempt at the goal, from every session, in tape order."""
+        gid = self._goal_id(goal_id)
+        if self._cache is not None and gid in self._cache:
+            return list(self._cache[gid])
         rows = self.store.fetch(
-            ATTEMPTS, scope=self.scope, where={"goal_id": self._goal_id(goal_id)}, order_by=["seq"]
+            ATTEMPTS, scope=self.scope, where={"goal_id": gid}, order_by=["seq"]
         )
-        return [attempt_from_row(r) for r in rows]
+        found = [attempt_from_row(r) for r in rows]
+        if self._cache is not None:
+            self._cache[gid] = found
+        return list(found)
 
     def escalations(self, goal_id: str | None = None) -> list[monitor.Escalation]:
         rows = self.store.fetch(

@@ -150,7 +150,7 @@ class SqlSchema(SqlTape):
         self._projections.projections.extend(projections)
 
     def _not_yet_registered(self, projections: Sequence[Projection]) -> tuple[Projection, ...]:
-        signatures = {p.name: self._signature(p) for p in self._projections.projections}
+        signatures = {p.name: self._held_signature(p) for p in self._projections.projections}
         fresh: dict[str, Projection] = {}
         for projection in projections:
             signature = self._signature(projection)
@@ -198,6 +198,17 @@ class SqlSchema(SqlTape):
             raise ValueError(f"table {table.name!r}: duplicate or reserved column names")
         if not table.key or any(k not in names for k in table.key):
             raise ValueError(f"table {table.name!r}: key must name declared columns")
+
+    def _held_signature(self, projection: Projection) -> str:
+        """The signature of a projection this handle holds, computed once: every short-lived
+        writer (a hook's attempt log) registers its projections again, and the signatures of
+        all held projections would otherwise be rebuilt each time."""
+        memo = self._signature_memo
+        held = memo.get(id(projection))
+        if held is None or held[0] is not projection:
+            held = (projection, self._signature(projection))
+            memo[id(projection)] = held
+        return held[1]
 
     def _signature(self, projection: Projection) -> str:
         dim = self._embedder.dim if self._embedder and projection.vector_indexes else 0

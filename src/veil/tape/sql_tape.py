@@ -43,6 +43,7 @@ from veil.tape.projection import (
     IndexVector,
     Op,
     Patch,
+    Projection,
     ProjectionSet,
     Put,
     Remove,
@@ -83,6 +84,7 @@ class SqlTape(ABC):
         self._embedder = embedder
         self._clock: Clock = clock or SystemClock()
         self._projections = ProjectionSet()
+        self._signature_memo: dict[int, tuple[Projection, str]] = {}
         self._closed = False
         self._codecs: dict[str, tuple[Table, TableCodec]] = {}
         """By table name (hashing a Table hashes every column: this runs per row)."""
