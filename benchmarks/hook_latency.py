@@ -20,8 +20,8 @@ Configurations, one session each, in the same run on the same machine:
 
 - ``mcp_tool``: what ``veil install claude-code`` installs — UserPromptSubmit, PreToolUse,
   PostToolUse and PostToolUseFailure are ``mcp_tool`` hooks answered by the warm
-  ``veil mcp --project`` server Claude Code already runs; SessionStart (resume|compact) and
-  PreCompact are commands.
+  ``veil mcp --project`` server Claude Code already runs; PreCompact (once per compaction) is
+  a command; there is no SessionStart hook (the briefing comes with the first prompt).
 - ``command``: the same handlers as one process per hook — every event a command hook
   ``<venv>/bin/veil hook claude-code EVENT`` with the same matchers, and the timeouts the
   command hooks had before the ``mcp_tool`` ones (10 s; 15 s for UserPromptSubmit). The MCP
@@ -41,10 +41,11 @@ What is measured, from Claude Code's own debug log (``--debug-file``):
   hooks, the tool, Claude Code's own work), whose difference to ``none`` is the hooks' cost
   seen end to end.
 
-SessionStart stays a command hook, so its cost is a process start: ``veil hook claude-code
-SessionStart`` run as a subprocess with a ``startup`` payload (which Veil's matcher never
-sends; the handler returns at once) and a ``resume`` payload of the session just recorded,
-round-robin with ``python -c pass`` as the floor, after one discarded warm-up of each.
+Veil installs no SessionStart hook, so a session start costs nothing; for the command entry
+point that remains (a person's own SessionStart hook, or PreCompact), ``veil hook claude-code
+SessionStart`` is run as a subprocess with a ``startup`` payload (the handler returns at once)
+and a ``resume`` payload of the session just recorded, round-robin with ``python -c pass`` as
+the floor, after one discarded warm-up of each.
 
 The machine's cores and load average are recorded before and after: hooks share this machine
 with Claude Code, the tools and whatever else runs, and the tails show it. Results:
@@ -643,7 +644,7 @@ def table(result: Json) -> str:
     start = result["session_start"]
     lines += [
         "",
-        "| process (SessionStart stays a command) | runs | p50 ms | p95 | max |",
+        "| process (`veil hook`, one per hook) | runs | p50 ms | p95 | max |",
         "| --- | ---: | ---: | ---: | ---: |",
     ]
     for name, s in start["wall_ms"].items():
@@ -675,11 +676,12 @@ def table(result: Json) -> str:
         f"{r['user_prompt_submit']}x for UserPromptSubmit, measured in the same run."
         + _gap_sentence(configs),
         "",
-        "SessionStart (matcher `resume|compact`) is still one `veil hook claude-code "
-        "SessionStart` process per session start: wall time of the subprocess with a "
-        "`startup` payload (never sent by Veil's matcher; the handler returns at once) and "
-        "with a `resume` payload of the recorded session, round-robin with `python -c pass` "
-        f"(the interpreter's floor) after one discarded warm-up each: resume p50 "
+        "Veil installs no SessionStart hook (the briefing comes with the first prompt, the "
+        "record after a compaction with the next hook), so a session start costs nothing. The "
+        "command entry point that remains, `veil hook claude-code SessionStart`, as a "
+        "subprocess with a `startup` payload (the handler returns at once) and with a `resume` "
+        "payload of the recorded session, round-robin with `python -c pass` (the "
+        f"interpreter's floor) after one discarded warm-up each: resume p50 "
         f"{_ms(wall['SessionStart resume']['p50'])} ms, startup "
         f"{_ms(wall['SessionStart startup']['p50'])} ms, floor "
         f"{_ms(wall['python -c pass (floor)']['p50'])} ms.",

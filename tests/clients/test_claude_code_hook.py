@@ -163,12 +163,13 @@ def test_a_new_session_gets_the_earlier_record_and_the_memory_briefing(project: 
                       session="old"))  # fmt: skip
 
     started = run_subprocess("SessionStart", payload("session_start_startup", project, "new"))
-    check_format(started, "SessionStart")
-    assert "<veil-memory>" in started.context and "The user prefers small diffs." in started.context
+    assert (started.code, started.stdout) == (0, "")  # nothing to say at a new session's start
 
     asked = run_subprocess("UserPromptSubmit", payload("user_prompt_submit", project, "new"))
     check_format(asked, "UserPromptSubmit")
     context = asked.context
+    # the briefing comes with the session's first prompt
+    assert "<veil-memory>" in context and "The user prefers small diffs." in context
     assert "Veil's attempt record for this task (6 attempts in earlier sessions" in context
     assert "Already tried on this goal: 6 attempts (3 fail, 3 unknown)." in context
     assert "test python -m pytest -q tests/test_calc.py: fail [fp1:" in context

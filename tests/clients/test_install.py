@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -15,7 +16,7 @@ from typing import Any
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
-from tests.clients.conftest import VEIL, McpProcess, hook_arguments, payload
+from tests.clients.conftest import FIXTURES, VEIL, McpProcess, hook_arguments, payload
 
 EXISTING_SETTINGS = {
     "permissions": {"allow": ["Bash(npm test)"]},
@@ -31,7 +32,6 @@ EXISTING_SETTINGS = {
 }
 EXISTING_MCP = {"mcpServers": {"github": {"command": "npx", "args": ["-y", "server-github"]}}}
 EVENTS = {
-    "SessionStart": ("resume|compact", "command"),
     "UserPromptSubmit": (None, "mcp_tool"),
     "PreToolUse": ("Bash|PowerShell|Edit|Write|MultiEdit|NotebookEdit|Read", "mcp_tool"),
     "PostToolUse": ("Bash|PowerShell|Edit|Write|MultiEdit|NotebookEdit|Read", "mcp_tool"),
@@ -95,8 +95,8 @@ def test_project_install_with_veil_on_path_writes_portable_files_and_gives_them_
     assert settings["hooks"]["Stop"] == EXISTING_SETTINGS["hooks"]["Stop"]
     assert settings["permissions"]["allow"] == ["Bash(npm test)", *READ_ONLY]
     assert settings["permissions"]["deny"] == ["mcp__veil__hook"]
-    commands = [h["command"] for g in settings["hooks"]["SessionStart"] for h in g["hooks"]]
-    assert commands == ["veil hook claude-code SessionStart"]  # works on every clone
+    commands = [h["command"] for g in settings["hooks"]["PreCompact"] for h in g["hooks"]]
+    assert commands == ["veil hook claude-code PreCompact"]  # works on every clone
     mcp = json.loads((project / ".mcp.json").read_text())
     assert mcp["mcpServers"]["github"] == EXISTING_MCP["mcpServers"]["github"]
     args = ["mcp", "--project", "--authority", "user"]
@@ -201,6 +201,22 @@ def test_the_installed_hooks_answer_as_the_agent_calls_them(project: Path, tmp_p
         prompt = hook_arguments(installed_input(settings, "UserPromptSubmit"),
                                 payload("user_prompt_submit", project, session="s2"))  # fmt: skip
         assert server.call("hook", prompt) == {}  # no memory yet, a new task: no opinion
+
+        # a compaction (the PreCompact command, as Claude Code runs it), then the next hook
+        # of that session says what was tried and that the summarised transcript is kept
+        shutil.copy(FIXTURES / "transcript.jsonl", project / "transcript.jsonl")
+        precompact = next(h["command"] for g in settings["hooks"]["PreCompact"]
+                          for h in g["hooks"])  # fmt: skip
+        env = {**os.environ, "PATH": f"{VEIL_DIR}{os.pathsep}{os.environ['PATH']}"}
+        ran = subprocess.run(["sh", "-c", precompact], input=payload("pre_compact", project),
+                             cwd=project, capture_output=True, text=True, timeout=60,
+                             check=False, env=env)  # fmt: skip
+        assert (ran.returncode, ran.stderr) == (0, ""), ran.stderr
+        again = {**failed, "tool_use_id": "toolu_after_compaction"}
+        noted = server.call("hook", again)["hookSpecificOutput"]["additionalContext"]
+        assert "transcript entries that were summarised" in noted and "2 attempts" in noted
+        later = server.call("hook", {**failed, "tool_use_id": "toolu_later"})
+        assert "summarised" not in json.dumps(later)  # once per compaction
     finally:
         server.close()
 
@@ -301,7 +317,7 @@ def test_codex_install_adds_one_table_and_uninstall_restores_the_file(
     assert server["args"][-4:] == ["mcp", "--project", "--authority", "user"]
     assert "VEIL_MODEL" in server["env_vars"] and server["startup_timeout_sec"] == 30
     hooks = json.loads((codex_home / "hooks.json").read_text())["hooks"]
-    assert list(hooks) == ["SessionStart", "UserPromptSubmit", "PreToolUse", "PostToolUse"]
+    assert list(hooks) == ["UserPromptSubmit", "PreToolUse", "PostToolUse"]
     pre = hooks["PreToolUse"][0]
     assert pre["matcher"] == "Bash|apply_patch" and pre["hooks"][0]["type"] == "mcp_tool"
     # each input names only fields its event has (Codex skips a hook naming a missing one)

@@ -68,7 +68,7 @@ def test_codex_with_veil_briefs_notes_denies_at_level_three_and_remembers(
     run_codex: CodexRunner, codex: Path, agent_repo: Path, tmp_path: Path
 ) -> None:
     out = installed(run_codex, agent_repo, tmp_path, codex)
-    assert "trusted Veil's 4 hooks" in out, out
+    assert "trusted Veil's 3 hooks" in out, out
     seed_memory(agent_repo, [("project", "runs tests with", "pytest -q")])
     script = [Turn("Running the tests.", (shell(FAILING_TEST),)) for _ in range(14)]
     run, requests = session(run_codex, agent_repo, [*script, Turn("Giving up.")])

@@ -145,9 +145,13 @@ class Hooks:
         clock: Clock | None = None,
         config: monitor.MonitorConfig | None = None,
         memory: MemoryAccess = open_memory,
+        noted: set[str] | None = None,
     ) -> None:
+        """``noted``: the compactions whose note was already given (kept by a warm process
+        across its hooks; ``None``, one process per hook: the note is SessionStart's)."""
         self.project = project
         self.memory = memory
+        self.noted = noted
         self.clock = clock or SystemClock()
         self.config = config or monitor.MonitorConfig()
         self.state = HookState(store, project.scope, self.clock)
@@ -216,7 +220,31 @@ class Hooks:
                 "Veil: the person stepped in after the stop; the task is back at convergence "
                 "level 2 of 3. Circling again stops the session again."
             )
+        parts.append(self._after_compaction(hook, log))
         return _context("UserPromptSubmit", parts)
+
+    def _after_compaction(self, hook: HookInput, log: AttemptLog) -> str:
+        """Once per compaction of the session (recorded by PreCompact), in the next hook's
+        answer: what was tried so far, and that the summarised transcript is kept — what a
+        ``compact`` SessionStart says, without a process per session start."""
+        if self.noted is None:
+            return ""
+        fresh = [
+            str(r["compaction_id"])
+            for r in self.state.compactions(hook.session_id)
+            if str(r["compaction_id"]) not in self.noted
+        ]
+        if not fresh:
+            return ""
+        self.noted.update(fresh)
+        parts: list[str] = []
+        goal = self.state.session_goal(hook.session_id)
+        if goal is not None:
+            attempts = log.attempts(goal.goal_id)
+            if attempts:
+                parts.append(self._record_note(goal, log, attempts, "so far in this session"))
+        parts.append(self._compaction_note(hook.session_id))
+        return "\n\n".join(p for p in parts if p)
 
     def _briefing(self, prompt: str, *, first: bool) -> str:
         """What long-term memory holds about ``prompt``; on a session's first prompt the
@@ -371,12 +399,14 @@ class Hooks:
             return answer
         rose = level > before and level in (1, 2)
         circling = level >= 2 and attempt is not None and attempt.outcome == "fail"
-        if not (rose or circling) or not note:
+        compacted = self._after_compaction(hook, log)
+        if not ((rose or circling) and note) and not compacted:
             return None
+        text = f"{header}\n{note}" if (rose or circling) and note else ""
         answer: Answer = {
             "hookSpecificOutput": {
                 "hookEventName": hook.event,
-                "additionalContext": _cut(f"{header}\n{note}"),
+                "additionalContext": _cut("\n\n".join(t for t in (text, compacted) if t)),
             }
         }
         if rose and level == 2:

@@ -62,6 +62,7 @@ class HookService:
         self.deadline_s = deadline_s
         self._stores: dict[Path, Store] = {}
         self._projects: dict[str, Project] = {}
+        self._noted: dict[Path, set[str]] = {}
         self._memories: dict[Path, Memory | None] = {}
         self._lock = threading.Lock()
         self._memory_lock = threading.Lock()
@@ -116,7 +117,8 @@ class HookService:
             payload = _with_codex_exit_code(payload)
         hook = parse_payload(payload, event)
         project = self._project(hook)
-        answer = Hooks(project, self._store(project), memory=self._memory).run(hook)
+        noted = self._noted.setdefault(project.root, set())
+        answer = Hooks(project, self._store(project), memory=self._memory, noted=noted).run(hook)
         return for_codex(event, answer) if client == "codex" else answer
 
     def _project(self, hook: HookInput) -> Project:

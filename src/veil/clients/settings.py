@@ -11,9 +11,10 @@ Which handler is Veil's: a command that runs ``veil hook claude-code`` (or ``pyt
 veil.cli.main hook claude-code``), or an ``mcp_tool`` handler calling the ``hook`` tool of the
 MCP server ``veil``. The tool-call and prompt hooks are ``mcp_tool`` calls into the ``veil mcp``
 the agent already runs (a few milliseconds; :mod:`veil.clients.hook_service`), with a 1 s
-timeout on tool calls so that anything wrong on Veil's side costs at most that. In Claude Code,
-SessionStart (where it allows no ``mcp_tool`` hook; only on ``resume`` and ``compact``, the
-briefing comes with the first prompt) and PreCompact are commands; Codex's hooks file
+timeout on tool calls so that anything wrong on Veil's side costs at most that. No SessionStart
+hook (Claude Code allows no ``mcp_tool`` one there, and a process per session start costs
+200 ms): the briefing comes with the first prompt, the record after a compaction with the next
+hook. PreCompact, once per compaction, is a command; Codex's hooks file
 (``$CODEX_HOME/hooks.json``, the same three levels) holds only ``mcp_tool`` hooks, each with
 the fields its event has (Codex skips an ``mcp_tool`` hook whose input names a field the event
 lacks).
@@ -67,7 +68,6 @@ class HookSpec:
 
 
 HOOKS: tuple[HookSpec, ...] = (
-    HookSpec("SessionStart", "resume|compact", "command", 10),
     HookSpec("UserPromptSubmit", None, "mcp_tool", 5),
     HookSpec("PreToolUse", TRACKED_TOOLS, "mcp_tool", 1),
     HookSpec("PostToolUse", TRACKED_TOOLS, "mcp_tool", 1),
@@ -76,13 +76,12 @@ HOOKS: tuple[HookSpec, ...] = (
 )
 """Claude Code's hooks."""
 CODEX_HOOKS: tuple[HookSpec, ...] = (
-    HookSpec("SessionStart", None, "mcp_tool", 5),
     HookSpec("UserPromptSubmit", None, "mcp_tool", 5),
     HookSpec("PreToolUse", CODEX_TRACKED_TOOLS, "mcp_tool", 1),
     HookSpec("PostToolUse", CODEX_TRACKED_TOOLS, "mcp_tool", 1),
 )
 """Codex's hooks (it has no PostToolUseFailure: a failed command is a PostToolUse; no
-PreCompact)."""
+PreCompact, so nothing for SessionStart to report either)."""
 HOOK_TOOL = "hook"
 HOOK_INPUT: dict[str, str] = {
     "client": "claude-code",
