@@ -41,6 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     | {"veil", "embed", "tape", "memory", "context", "convergence", "llm", "agent", "clients"},
     "clients": LOWEST | {"embed", "tape", "memory", "context", "convergence", "agent"},
     "integrations": LOWEST | {"embed", "tape", "memory", "context", "convergence"},
+    "proxy": LOWEST | {"embed", "tape", "context"},
     "cli": LOWEST
     | {
         "config_file",
@@ -55,6 +56,7 @@ ALLOWED: dict[str, set[str]] = {
         "tui",
         "server",
         "clients",
+        "proxy",
     },
     "testing": LOWEST | {"embed", "tape", "llm"},
 }

@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from benchmarks.replay import host_policies as H
 from benchmarks.replay import policies as P
 from benchmarks.replay.load import DATA, Step, Trajectory
 from benchmarks.replay.needs import (
@@ -309,6 +310,153 @@ def test_opencode_prune_clears_only_beyond_protect_and_minimum() -> None:
     assert P.opencode_prune(t, protect=2_000, minimum=10_000).live[9] == frozenset(range(9))
 
 
+def _sized(obs: list[int], assistant: int = 4) -> Trajectory:
+    """A trajectory whose steps have exactly these observation and assistant tokens (fixed
+    prompt: 8 tokens)."""
+    steps = tuple(
+        Step(
+            i=i,
+            thought=f"step {i}",
+            action=f"cat f{i}.py",
+            tool="bash",
+            kind="view",
+            paths=(f"f{i}.py",),
+            observation="x" * (4 * n),
+            assistant="y" * (4 * assistant),
+            obs_tokens=n,
+            assistant_tokens=assistant,
+        )
+        for i, n in enumerate(obs)
+    )
+    return Trajectory("t/2", "A", "task", "system prompt", "instance task", steps, True)
+
+
+def test_cost_prices_the_cached_prefix_at_a_tenth_and_the_rest_at_a_cache_write() -> None:
+    t = _sized([100, 100, 100])  # each step: 4 + 100 tokens; fixed 8
+    keep = P.keep_all(t)
+    assert keep.tokens == [8, 112, 216] and keep.cached == [0, 8, 112]
+    by_hand = 1.25 * 8 + (0.1 * 8 + 1.25 * 104) + (0.1 * 112 + 1.25 * 104)
+    assert P.run_cost(keep) == pytest.approx(by_hand)
+    assert P.call_cost(1_000, 1_000) == pytest.approx(100.0)
+    assert P.call_cost(1_000, 0) == pytest.approx(1_250.0)
+
+
+def test_claude_context_editing_keeps_exactly_the_three_newest_results_once_over_the_trigger() -> (
+    None
+):
+    t = _sized([1_000] * 10)
+    budget = t.fixed_tokens + 3_500  # the full prompt passes it at step 4 (4 x 1,004)
+    run = H.claude_context_editing(t, budget)
+    assert run.live[3] == frozenset({0, 1, 2})  # under the trigger: nothing cleared
+    for k in range(4, 10):
+        assert run.live[k] == frozenset({k - 3, k - 2, k - 1})
+    stub = H.CLEARED_STUB_TOKENS
+    assert run.tokens[9] == t.fixed_tokens + 9 * 4 + 3 * 1_000 + 6 * stub
+    assert run.info["cleared"] == 6
+    # each step clears the 4th newest result (5 at step 9): the cache breaks there
+    assert run.cached[9] == t.fixed_tokens + 6 * 4 + 5 * stub
+    # a larger keep, and no clearing under a trigger never reached
+    assert H.claude_context_editing(t, budget, keep=5).live[9] == frozenset(range(4, 9))
+    assert H.claude_context_editing(t, 10**6).live[9] == frozenset(range(9))
+
+
+def test_claude_compaction_summarises_everything_but_the_newest_step_at_the_budget() -> None:
+    t = _sized([1_000] * 10)
+    budget = t.fixed_tokens + 3_500
+    run = H.claude_compaction(t, budget)
+    summary = P.compaction_params(t, budget)[1]
+    assert summary == 350
+    assert run.live[3] == frozenset({0, 1, 2})
+    assert run.live[4] == frozenset({3})  # 4,016 > 3,500: steps 0-2 become the summary
+    assert run.tokens[4] == t.fixed_tokens + summary + 1_004
+    assert run.live[6] == frozenset({3, 4, 5})  # 350 + 3 x 1,004 < 3,500
+    assert run.live[7] == frozenset({6})
+    assert run.info["compactions"] == 2  # at steps 4 and 7
+    # the summarising calls read the prompts they replace: priced on top of the prompts
+    assert run.extra_cost > 0
+    assert P.run_cost(run) > sum(
+        P.call_cost(x, c) for x, c in zip(run.tokens, run.cached, strict=True)
+    )
+
+
+def test_codex_cuts_every_output_to_the_scaled_cap_and_compacts_at_90_percent() -> None:
+    budget = 8_160  # 10,000 x 8,160 / 272,000 = a 300-token cap
+    assert H.scaled(H.CODEX_TOOL_OUTPUT_TOKENS, H.CODEX_WINDOW, budget) == 300
+    t = _sized([100, 1_000, 200, 50])
+    run = H.codex(t, budget)
+    marker = P.estimate_tokens("…700 tokens truncated…\n")
+    assert run.tokens[2] == t.fixed_tokens + 2 * 4 + 100 + 300 + marker
+    assert run.live[3] == frozenset({0, 2})  # a cut output is never verbatim
+    assert run.info["truncated"] == 1 and run.info["compactions"] == 0
+    assert H.codex(t, budget, scale_cap=False).live[3] == frozenset({0, 1, 2})
+    # compaction at 0.9 x budget: a prompt between 90 % and 100 % of it compacts in Codex only
+    t = _sized([1_000] * 6)
+    budget = t.fixed_tokens + 4_200  # step 4's prompt: fixed + 4,016 (> 0.9 x budget)
+    codex = H.codex(t, budget, scale_cap=False)
+    assert codex.live[4] == frozenset({3})
+    assert H.claude_compaction(t, budget).live[4] == frozenset({0, 1, 2, 3})
+
+
+def test_opencode_scaled_is_the_prune_with_40k_and_20k_of_a_200k_window_scaled() -> None:
+    t = _sized([1_000] * 10)
+    budget = 10_000  # protect 2,000 and minimum 1,000
+    run = H.opencode_scaled(t, budget)
+    same = P.opencode_prune(t, 2_000, 1_000)
+    assert run.live == same.live and run.tokens == same.tokens
+    # step 8: 7 and 6 skipped (the 2 newest turns), 5 and 4 protected, 3 and 2 pruned
+    # (2,000 > 1,000; 0 and 1 went at step 6); step 9: the walk stops at 3, already pruned,
+    # and 4 alone frees only 1,000, not more than the minimum
+    assert run.live[8] == frozenset({4, 5, 6, 7})
+    assert run.live[9] == frozenset({4, 5, 6, 7, 8})
+    assert P.opencode_prune(t, 40_000, 20_000).live[9] == frozenset(range(9))
+
+
+def test_pi_compacts_at_budget_minus_scaled_reserve_and_keeps_the_scaled_recent_tokens() -> None:
+    # 300-token observations and 300-token assistant messages: 600 per step
+    t = _sized([300] * 17, assistant=300)
+    budget = 10_000  # trigger 10,000 - 819 = 9,181; keep 1,000
+    run = H.pi(t, budget)
+    assert run.live[15] == frozenset(range(15))  # fixed + 9,000 < 9,181
+    # at step 16 (fixed + 9,600): walking back o15, a15, o14, a14 reaches 1,200 >= 1,000 on
+    # an assistant message, so pi cuts there and keeps both steps (1,200 tokens)
+    assert run.live[16] == frozenset({14, 15})
+    assert P.compact_at(t, 9_181, 1_000, 100).live[16] == frozenset({15})  # whole steps <= keep
+    # the newest step stays even when its output alone is over keepRecentTokens
+    huge = _sized([300] * 15 + [5_000, 10], assistant=300)
+    assert P.compact_at(huge, 9_181, 1_000, 100, cut_rule="pi").live[16] == frozenset({15})
+
+
+def test_every_host_policy_shows_the_newest_result_verbatim() -> None:
+    t = _traj(n=14, obs_chars=1600)
+    budget = t.fixed_tokens + 1_200
+    for run in (
+        H.claude_context_editing(t, budget),
+        H.claude_compaction(t, budget),
+        H.codex(t, budget, scale_cap=False),
+        H.opencode_scaled(t, budget),
+        H.pi(t, budget),
+    ):
+        assert all((k - 1) in run.live[k] for k in range(1, len(t.steps)))
+        assert min(len(live) for live in run.live[5:]) < 5, "nothing was ever evicted"
+
+
+def test_the_host_paragraph_says_where_veil_wins_and_loses() -> None:
+    from benchmarks import eviction_replay as E
+
+    rows: dict[str, dict[str, float]] = {}
+    for f in E.BUDGETS:
+        rows[f"veil[defaults]@{f}"] = {
+            "miss_rate": 0.02,
+            "tokens_vs_keep_all": 0.7,
+            "cost_vs_keep_all": 1.3,
+        }
+        rows[f"pi@{f}"] = {"miss_rate": 0.2, "tokens_vs_keep_all": 0.6, "cost_vs_keep_all": 1.3}
+    text = E.host_comparison("A", rows, "defaults")
+    assert "Miss rate: Veil is lower at every budget than pi (f=0.5: Veil 2.0%" in text
+    assert "Tokens per step: Veil is higher at every budget than pi" in text
+    assert "Cost with caching: Veil is equal at every budget to pi" in text
+
+
 # ---- end to end -----------------------------------------------------------------------
 
 
@@ -324,9 +472,13 @@ def test_quick_run_end_to_end(tmp_path: Path) -> None:
         assert rows["keep-all"]["miss_rate"] in (0.0, None)
         assert rows["keep-all"]["tokens_vs_keep_all"] == 1.0
         assert "veil[defaults]@0.5" in rows and "mask N=10" in rows
+        assert rows["keep-all"]["cost_vs_keep_all"] == 1.0
+        for host in eviction_replay.HOST_POLICIES:
+            assert rows[f"{host}@0.5"]["cost_vs_keep_all"] > 0
         assert data["sets"][name]["needs"] > 0
     section = eviction_replay.render_section(data)
     assert not section.startswith("#") and "keep-all" in section
+    assert "against the host policies at the same budget" in section
 
 
 def test_the_veil_policy_is_deterministic_and_keeps_what_it_has_not_read() -> None:

@@ -192,13 +192,16 @@ class ClaudeRunner:
         env: Mapping[str, str] | None = None,
         timeout: float = 180.0,
         allowed_tools: Sequence[str] = CLAUDE_TOOLS,
+        wrapper: Sequence[str] = (),
     ) -> ClaudeRun:
         """Run ``claude -p TASK --output-format stream-json --verbose`` in ``cwd`` against
         ``base_url`` (``ANTHROPIC_BASE_URL``, a dummy key, non-essential traffic off).
 
         Permissions: ``--permission-mode acceptEdits --allowedTools …`` (as root Claude Code
         refuses ``bypassPermissions``); ``allowed_tools`` lists the tools, e.g. ``mcp__NAME``
-        for an MCP server's. ``args`` go after these flags; ``env`` overrides variables."""
+        for an MCP server's. ``args`` go after these flags; ``env`` overrides variables.
+        ``wrapper`` (``veil claude --window N``): run through it, Claude Code's arguments
+        after ``--``, the binary named by ``VEIL_CLAUDE``."""
         self.home.mkdir(parents=True, exist_ok=True)
         variables = private_env(
             self.home,
@@ -212,8 +215,12 @@ class ClaudeRunner:
                 **(env or {}),
             },
         )
+        if wrapper:
+            variables["VEIL_CLAUDE"] = str(self.binary)
         command = (
-            str(self.binary),
+            *(wrapper or ()),
+            *(("--",) if wrapper else ()),
+            *(() if wrapper else (str(self.binary),)),
             "-p",
             task,
             "--output-format",

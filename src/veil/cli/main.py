@@ -191,6 +191,40 @@ def build_parser() -> argparse.ArgumentParser:
         "interpreter's -m veil.cli.main)",
     )
     install.set_defaults(run=_run_install)
+    proxy = sub.add_parser(
+        "proxy",
+        help="Veil's working memory for any agent: a model-API proxy on 127.0.0.1",
+        description="Serve the Anthropic Messages and OpenAI Responses/Chat APIs on "
+        "127.0.0.1, forwarding to --upstream with the client's credentials; every tool result "
+        "is kept in this project's working memory and evicted ones are sent as stubs with "
+        "pointers (docs/proxy.md).",
+    )
+    proxy.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    proxy.add_argument(
+        "--upstream",
+        default=None,
+        help="the model provider's base URL (default $ANTHROPIC_BASE_URL, else Anthropic's API)",
+    )
+    proxy.add_argument(
+        "--window", type=_positive_int, default=None, help="token budget (default 150000)"
+    )
+    proxy.set_defaults(run=_run_proxy, agent="proxy")
+    for agent, what in (("claude", "Claude Code"), ("codex", "Codex")):
+        wrapped = sub.add_parser(
+            agent,
+            help=f"run {what} with Veil's working memory (a proxy for this run)",
+            description=f"Start Veil's proxy for this run and the real `{agent}` pointed at it "
+            f"(arguments after -- go to {agent}); returns its exit status.",
+        )
+        wrapped.add_argument(
+            "--window",
+            type=_positive_int,
+            default=None,
+            help="token budget (default: below the agent's own compaction point)",
+        )
+        wrapped.add_argument("--upstream", default=None, help="the model provider's base URL")
+        wrapped.add_argument("agent_args", nargs=argparse.REMAINDER, metavar="-- ARGS")
+        wrapped.set_defaults(run=_run_proxy, agent=agent)
     local = sub.add_parser(
         "local", help="a local model, offline: llama.cpp's server and a 1.5B model (opt-in)"
     )
@@ -440,6 +474,23 @@ def _run_hook(args: argparse.Namespace) -> int:
     from veil.cli.hook import run_hook
 
     return run_hook(args.client, args.event, debug=args.debug)
+
+
+def _run_proxy(args: argparse.Namespace) -> int:
+    from veil.cli.proxy import ProxyOptions, run_proxy_command
+
+    rest = list(getattr(args, "agent_args", None) or [])
+    if rest[:1] == ["--"]:
+        rest = rest[1:]
+    return run_proxy_command(
+        ProxyOptions(
+            agent=args.agent,
+            window=args.window,
+            port=getattr(args, "port", 0),
+            upstream=args.upstream,
+            agent_args=tuple(rest),
+        )
+    )
 
 
 def _run_install(args: argparse.Namespace) -> int:

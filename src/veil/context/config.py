@@ -148,6 +148,9 @@ class ContextConfig:
     index_per_step: int = 8
     """Demoted items made searchable per step; the rest wait (``search`` drains them all)."""
     stub_chars: int = 160
+    expand_tool: str = "veil_expand"
+    """The tool a stub tells the model to call with its pointer (``veil``'s own; the proxy's
+    agents have the ``expand`` tool of Veil's MCP server)."""
     excerpt_min_tokens: int = 256
     """A result clipped because it cannot fit keeps at least this many tokens of head and
     tail."""

@@ -230,7 +230,7 @@ class ContextEngine:
         return self.item(item_id).tier == "live"
 
     def stub(self, item_id: str) -> str:
-        return stub(self.item(item_id), self.config.stub_chars)
+        return stub(self.item(item_id), self.config.stub_chars, self.config.expand_tool)
 
     # ---- capture ----------------------------------------------------------------------
 
@@ -705,13 +705,25 @@ class ContextEngine:
         )
         return Boundary(report, rendered)
 
+    def render(
+        self, entries: Sequence[Entry], *, collapse: bool = True, tail: bool = True
+    ) -> Rendered:
+        """``entries`` as the model would see them now, without a turn boundary: no step, no
+        move (the proxy checks a request against its budget before deciding to evict)."""
+        return self._render(entries, collapse=collapse, notes=(), tail=tail)
+
     def _render(
         self, entries: Sequence[Entry], *, collapse: bool, notes: Sequence[str], tail: bool
     ) -> Rendered:
         text = self.tail(notes) if tail else ""
         renderer = self._renderer
         if renderer is None or renderer.collapse != collapse:
-            renderer = Renderer(self._count, stub_chars=self.config.stub_chars, collapse=collapse)
+            renderer = Renderer(
+                self._count,
+                stub_chars=self.config.stub_chars,
+                collapse=collapse,
+                expand=self.config.expand_tool,
+            )
             self._renderer = renderer
             changed: set[str] | None = None
         else:

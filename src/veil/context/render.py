@@ -11,12 +11,16 @@ from collections.abc import Sequence
 
 from veil.context.items import ContextItem
 
+EXPAND = "veil_expand"
+"""The tool a stub names for restoring (Veil's own; the proxy's agents call the ``expand`` tool
+of Veil's MCP server)."""
 
-def stub(item: ContextItem, max_chars: int = 160) -> str:
+
+def stub(item: ContextItem, max_chars: int = 160, tool: str = EXPAND) -> str:
     """The one-line stub of an evicted item — or, for a result clipped because it could not
     fit (``item.excerpt``), its head and tail around a line that says what is left out."""
     if item.excerpt:
-        return excerpt(item)
+        return excerpt(item, tool)
     what = item.tool_name or item.kind
     target = (item.target or "").replace("\n", " ")
     if len(target) > 80:
@@ -24,12 +28,12 @@ def stub(item: ContextItem, max_chars: int = 160) -> str:
     about = f" {target}" if target else ""
     text = (
         f"[veil: {what}{about} — {item.tokens:,} tokens moved to {item.tier} memory; "
-        f"veil_expand {item.pointer} restores it]"
+        f"{tool} {item.pointer} restores it]"
     )
     return text if len(text) <= max_chars + 80 else text[: max_chars + 77] + "...]"
 
 
-def excerpt(item: ContextItem) -> str:
+def excerpt(item: ContextItem, tool: str = EXPAND) -> str:
     """Head and tail of a result (``item.excerpt`` characters in all, cut at line ends)."""
     half = max(1, item.excerpt // 2)
     text = item.content
@@ -40,7 +44,7 @@ def excerpt(item: ContextItem) -> str:
     omitted = max(0, len(text) - len(head) - len(tail))
     note = (
         f"[veil: {omitted:,} characters of this output are left out here (it is larger than "
-        f"the context window); veil_expand {item.pointer} returns all of it]"
+        f"the context window); {tool} {item.pointer} returns all of it]"
     )
     return f"{head}{note}\n{tail}"
 
@@ -49,7 +53,7 @@ RANGE_POINTERS = 5
 """Pointers listed in a collapsed run's note (the newest; veil_recall finds the others)."""
 
 
-def range_note(results: Sequence[ContextItem], tokens: int, steps: int) -> str:
+def range_note(results: Sequence[ContextItem], tokens: int, steps: int, tool: str = EXPAND) -> str:
     """The note standing for a run of ``steps`` steps out of the prompt (their turns and the
     ``results`` of their calls, ``tokens`` in all)."""
     shown = [f"{i.tool_name or i.kind} {(i.target or '')[:60]} {i.pointer}" for i in results]
@@ -58,15 +62,15 @@ def range_note(results: Sequence[ContextItem], tokens: int, steps: int) -> str:
     extra = f"; {more} more (veil_recall finds them)" if more > 0 else ""
     return (
         f"[veil: {steps} earlier step{'s' if steps != 1 else ''} ({tokens:,} tokens) "
-        f"moved to warm memory: {listed}{extra}. veil_expand a pointer restores one]"
+        f"moved to warm memory: {listed}{extra}. {tool} a pointer restores one]"
     )
 
 
-def turn_stub(item: ContextItem) -> str:
+def turn_stub(item: ContextItem, tool: str = EXPAND) -> str:
     """What an evicted conversation turn becomes in the transcript."""
     return (
         f"[veil: earlier {item.turn_kind or 'turn'} moved to {item.tier} memory; "
-        f"veil_expand {item.pointer} restores it]"
+        f"{tool} {item.pointer} restores it]"
     )
 
 

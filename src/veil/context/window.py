@@ -45,7 +45,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, cast
 
 from veil.context.items import ContextItem
-from veil.context.render import range_note, shown_elsewhere, stub, turn_stub
+from veil.context.render import EXPAND, range_note, shown_elsewhere, stub, turn_stub
 
 Role = Literal["system", "user", "assistant", "tool"]
 PartKind = Literal[
@@ -142,9 +142,12 @@ class Renderer:
     that starts the last step or collapsed run (which new results may extend). Everything
     before is the same parts as last time. The output equals :func:`render`'s (tested)."""
 
-    def __init__(self, count: Count, *, stub_chars: int = 160, collapse: bool = True) -> None:
+    def __init__(
+        self, count: Count, *, stub_chars: int = 160, collapse: bool = True, expand: str = EXPAND
+    ) -> None:
         self.count = count
         self.stub_chars = stub_chars
+        self.expand = expand
         self.collapse = collapse
         self._entries: list[Entry] = []
         self._pieces: list[Part | _Step] = []
@@ -179,7 +182,7 @@ class Renderer:
         if piece == 0:
             start = 0
         self._reindex(entries, start)
-        look = _Look(items, self.carrier, self.count, self.stub_chars)
+        look = _Look(items, self.carrier, self.count, self.stub_chars, self.expand)
         pieces, starts = _pieces(entries, start, look)
         del self._pieces[piece:], self._starts[piece:], self._in_run[piece:]
         cut = self._part_at[piece] if piece < len(self._part_at) else len(self._parts)
@@ -253,7 +256,7 @@ class Renderer:
 
         def end_run() -> None:
             if run:
-                note = _run_note([cast(_Step, self._pieces[i]) for i in run])
+                note = _run_note([cast(_Step, self._pieces[i]) for i in run], self.expand)
                 add(Part("collapsed", "system", note, self.count(note)))
                 run.clear()
 
@@ -321,6 +324,7 @@ class _Look:
     carrier: Callable[[str], int | None]
     count: Count
     stub_chars: int
+    expand: str = EXPAND
 
     def item(self, item_id: str | None) -> ContextItem | None:
         return self.items.get(item_id) if item_id is not None else None
@@ -331,7 +335,7 @@ class _Look:
         shown = self._part("shown", entry, index, entry.text)
         if item is None or item.tier == "live":
             return shown
-        text = turn_stub(item)
+        text = turn_stub(item, self.expand)
         stub_tokens = self.count(text) + entry.stub_extra_tokens
         if stub_tokens >= shown.tokens:  # the turn costs less than its stub: as recorded
             return shown
@@ -346,13 +350,14 @@ class _Look:
         carried_here = carrier == index
         if item.tier != "live":
             if carried_here and item.excerpt:
-                return self._part("excerpt", entry, index, stub(item, self.stub_chars))
-            return self._part("stub", entry, index, stub(item, self.stub_chars))
+                text = stub(item, self.stub_chars, self.expand)
+                return self._part("excerpt", entry, index, text)
+            return self._part("stub", entry, index, stub(item, self.stub_chars, self.expand))
         if carried_here:
             return self._part("shown", entry, index, entry.text)
         if carrier is not None and index < carrier:
             # Shown as it was while the item was out: the prefix does not change.
-            out = stub(replace(item, tier="warm", excerpt=0), self.stub_chars)
+            out = stub(replace(item, tier="warm", excerpt=0), self.stub_chars, self.expand)
             return self._part("stub", entry, index, out)
         return self._part("elsewhere", entry, index, shown_elsewhere(item))
 
@@ -402,7 +407,7 @@ def _close(step: _Step | None, count: Count) -> None:
     return None
 
 
-def _run_note(run: Sequence[_Step]) -> str:
+def _run_note(run: Sequence[_Step], tool: str = EXPAND) -> str:
     results: list[ContextItem] = []
     tokens = 0
     for step in run:
@@ -412,4 +417,4 @@ def _run_note(run: Sequence[_Step]) -> str:
             if part.kind == "stub" and item is not None:
                 results.append(item)
                 tokens += item.tokens
-    return range_note(results, tokens, len(run))
+    return range_note(results, tokens, len(run), tool)

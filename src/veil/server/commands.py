@@ -226,7 +226,10 @@ def run_mcp(options: McpOptions) -> int:
     try:
         memory = _open_memory(targets.db, options.model, options.embedder)
         attempts_store = (
-            open_store(targets.attempts_db) if targets.attempts_db is not None else memory.store
+            # with the memory's embedder: the context items (``expand``) have vector indexes
+            open_store(targets.attempts_db, embedder=memory.embedder)
+            if targets.attempts_db is not None
+            else memory.store
         )
     except Exception as exc:
         if not embedded and not isinstance(exc, STARTUP_ERRORS):
@@ -252,6 +255,10 @@ def run_mcp(options: McpOptions) -> int:
         hooks = HookService()
         hooks.warm(Path.cwd())  # the stores and the embedder open before the first hook
         extra = [hook_tool(hooks)]
+        if attempts_store is not None:  # the project's context store: stubs' pointers
+            from veil.server.mcp_expand import expand_tool
+
+            extra.insert(0, expand_tool(attempts_store, targets.scope))
     try:
         if memory is None:
             print("veil mcp: serving the agents' hooks only", file=sys.stderr)

@@ -54,6 +54,8 @@ class Tool:
     input_schema: JSONObject
     handler: Handler
     read_only: bool = False
+    as_text: Callable[[JSONObject], str] | None = None
+    """How the result reads as text for the model (default: its JSON)."""
 
     def listing(self) -> JSONObject:
         return {
@@ -138,6 +140,8 @@ class McpServer:
             out = tool.handler(cast(JSONObject, arguments))
         except ToolFailed as exc:
             return _tool_error(str(exc))
+        if tool.as_text is not None:  # the text is the answer (clients prefer structured)
+            return {"content": [{"type": "text", "text": tool.as_text(out)}], "isError": False}
         return {
             "content": [{"type": "text", "text": json.dumps(out, ensure_ascii=False)}],
             "structuredContent": out,

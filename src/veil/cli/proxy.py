@@ -1,0 +1,252 @@
+"""``veil proxy``, ``veil claude`` and ``veil codex``: Veil's working memory inside the agents
+people use, through a local proxy in front of their model provider (:mod:`veil.proxy`).
+
+- ``veil proxy [--port P] [--upstream URL] [--window N]`` serves until interrupted and prints
+  the base URL to give the agent.
+- ``veil claude [--window N] [-- CLAUDE_ARGS…]`` starts the proxy on a free port for this run
+  (upstream: ``$ANTHROPIC_BASE_URL``, else Anthropic's API), then the real ``claude`` as a
+  child with ``ANTHROPIC_BASE_URL`` pointing at it — and, unless the project or the user already
+  has them (``veil install claude-code``), Veil's hooks and MCP server passed on its command line
+  (``--settings``, ``--mcp-config``: nothing is written). The terminal is the child's; its exit
+  status is ours; the proxy stops with it.
+- ``veil codex [--window N] [-- CODEX_ARGS…]`` does the same for ``codex``: the upstream is the
+  base URL of the model provider its configuration names (``$OPENAI_BASE_URL`` or OpenAI's API
+  for the built-in one), and the provider's ``base_url`` is overridden for this run
+  (``-c model_providers.NAME.base_url=…``; ``OPENAI_BASE_URL`` for the built-in provider).
+
+Every conversation's working memory lives in the project's ``.veil/context.db``; what the
+proxy logs (one line per kind of failure) goes to ``.veil/proxy.log`` under ``veil claude`` and
+``veil codex`` (the terminal is the agent's), to stderr under ``veil proxy``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal, TextIO, cast
+
+Agent = Literal["claude", "codex"]
+WINDOWS: Mapping[str, int] = {"claude": 150_000, "codex": 200_000, "proxy": 150_000}
+"""Default budgets, below each agent's own compaction point: Claude Code compacts near the end
+of its 200k window, Codex at 90% of its 272k."""
+ANTHROPIC_API = "https://api.anthropic.com"
+OPENAI_API = "https://api.openai.com/v1"
+
+
+@dataclass(frozen=True)
+class ProxyOptions:
+    agent: Agent | Literal["proxy"]
+    window: int | None = None
+    port: int = 0
+    upstream: str | None = None
+    agent_args: tuple[str, ...] = ()
+    cwd: Path | None = None
+
+
+def run_proxy_command(options: ProxyOptions, env: Mapping[str, str] = os.environ) -> int:
+    from veil.proxy.server import Upstream
+
+    cwd = options.cwd or Path.cwd()
+    try:
+        if options.agent == "claude":
+            binary = _binary("claude", "VEIL_CLAUDE", env)
+            upstream_url = options.upstream or env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_API
+        elif options.agent == "codex":
+            binary = _binary("codex", "VEIL_CODEX", env)
+            upstream_url = options.upstream or codex_upstream(env)
+        else:
+            binary = ""
+            upstream_url = options.upstream or env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_API
+        upstream = Upstream.parse(upstream_url)
+    except (ValueError, FileNotFoundError) as exc:
+        print(f"veil {options.agent}: {exc}", file=sys.stderr)
+        return 2
+    window = options.window or WINDOWS[options.agent]
+    from veil.agent.project import project_root, project_scope, veil_dir
+
+    root = project_root(cwd)
+    home = veil_dir(root)
+    log_stream: TextIO = (
+        sys.stderr if options.agent == "proxy" else open(home / "proxy.log", "a", encoding="utf-8")  # noqa: SIM115
+    )
+    server, conversations = _start(
+        upstream, root, project_scope(root), window, options.port, log_stream
+    )
+    try:
+        from veil.proxy.server import client_base
+
+        base = client_base(server.port, upstream)
+        if options.agent == "proxy":
+            print(
+                f"veil proxy: http://127.0.0.1:{server.port} → {upstream_url} "
+                f"(window {window:,} tokens, working memory in {home / 'context.db'})\n"
+                f"  Claude Code: ANTHROPIC_BASE_URL={base} claude\n"
+                f'  Codex: a model provider with base_url = "{base}"',
+                flush=True,
+            )
+            stop = threading.Event()
+            signal.signal(signal.SIGTERM, lambda _signum, _frame: stop.set())
+            with contextlib.suppress(KeyboardInterrupt):
+                while not stop.wait(3600):
+                    pass
+            return 0
+        command, child_env = (
+            _claude(binary, base, root, options.agent_args, env)
+            if options.agent == "claude"
+            else _codex(binary, base, options.agent_args, env)
+        )
+        return _run_child(command, child_env, cwd)
+    finally:
+        server.shutdown()
+        server.server_close()
+        conversations.close()
+        if log_stream is not sys.stderr:
+            log_stream.close()
+
+
+def _start(
+    upstream: Any, root: Path, scope: str, window: int, port: int, log_stream: TextIO
+) -> tuple[Any, Any]:
+    from veil.embed import default_embedder
+    from veil.proxy.server import Log, ProxyServer
+    from veil.proxy.session import Conversations
+    from veil.tape import open_store
+
+    embedder = default_embedder()
+    store = open_store(
+        f"sqlite:///{root / '.veil' / 'context.db'}?synchronous=normal", embedder=embedder
+    )
+    conversations = Conversations(store, scope=scope, root=root, window=window, embedder=embedder)
+    server = ProxyServer(upstream, conversations, port=port, log=Log(log_stream))
+    server.serve_in_background()
+    return server, conversations
+
+
+def _binary(name: str, variable: str, env: Mapping[str, str]) -> str:
+    found = env.get(variable) or shutil.which(name, path=env.get("PATH"))
+    if not found:
+        raise FileNotFoundError(
+            f"`{name}` is not on PATH (install it, or set {variable} to its path)"
+        )
+    return found
+
+
+def _run_child(command: Sequence[str], env: Mapping[str, str], cwd: Path) -> int:
+    """Run the agent with our terminal; Ctrl-C goes to it (not to us) while it runs."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        child = subprocess.Popen(list(command), env=dict(env), cwd=cwd)
+        return child.wait()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# ---- Claude Code ---------------------------------------------------------------------------
+
+
+def _claude(
+    binary: str, base: str, root: Path, args: Sequence[str], env: Mapping[str, str]
+) -> tuple[list[str], dict[str, str]]:
+    from veil.cli.install import claude_dir, claude_json, veil_command
+    from veil.clients import settings
+
+    child_env = {**env, "ANTHROPIC_BASE_URL": base}
+    extra: list[str] = []
+    veil = veil_command(None)
+    shared = [root / ".claude" / "settings.json", root / ".claude" / "settings.local.json",
+              claude_dir(env) / "settings.json"]  # fmt: skip
+    if not any(_has_veil_hooks(path) for path in shared):
+        hooks = settings.merge_permissions(settings.merge_hooks({}, veil))
+        extra += ["--settings", json.dumps(hooks)]
+    servers = [root / ".mcp.json", claude_json(env)]
+    if not any(_has_veil_server(path, root) for path in servers):
+        entry = settings.mcp_entry(veil, ["--project"])
+        extra += ["--mcp-config", json.dumps({"mcpServers": {settings.MCP_NAME: entry}})]
+    return [binary, *extra, *args], child_env
+
+
+def _has_veil_hooks(path: Path) -> bool:
+    from veil.clients import settings
+
+    try:
+        data = settings.read_json(path)
+    except settings.SettingsError:
+        return False
+    hooks = data.get("hooks")
+    if not isinstance(hooks, dict):
+        return False
+    return any(
+        settings.is_veil_hook(h)
+        for groups in cast(dict[str, Any], hooks).values()
+        if isinstance(groups, list)
+        for g in cast(list[Any], groups)
+        if isinstance(g, dict)
+        for h in cast(list[Any], cast(dict[str, Any], g).get("hooks") or [])
+    )
+
+
+def _has_veil_server(path: Path, root: Path) -> bool:
+    from veil.clients import settings
+
+    try:
+        data = settings.read_json(path)
+    except settings.SettingsError:
+        return False
+    tables = [data.get("mcpServers")]
+    project = cast(dict[str, Any], data.get("projects") or {}).get(str(root))
+    if isinstance(project, dict):
+        tables.append(cast(dict[str, Any], project).get("mcpServers"))
+    return any(
+        isinstance(t, dict) and settings.is_veil_server(cast(dict[str, Any], t).get("veil"))
+        for t in tables
+    )
+
+
+# ---- Codex ---------------------------------------------------------------------------------
+
+
+def codex_provider(env: Mapping[str, str]) -> tuple[str, str | None]:
+    """The model provider Codex's configuration names, and its base URL (None: built in)."""
+    from veil.clients.codex import config_path
+
+    path = config_path(env)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read it ({exc})") from None
+    name = str(data.get("model_provider") or "openai")
+    providers = cast(dict[str, Any], data.get("model_providers") or {})
+    provider = providers.get(name)
+    base = cast(dict[str, Any], provider).get("base_url") if isinstance(provider, dict) else None
+    return name, str(base) if base else None
+
+
+def codex_upstream(env: Mapping[str, str]) -> str:
+    _, base = codex_provider(env)
+    return base or env.get("OPENAI_BASE_URL") or OPENAI_API
+
+
+def _codex(
+    binary: str, base: str, args: Sequence[str], env: Mapping[str, str]
+) -> tuple[list[str], dict[str, str]]:
+    name, custom = codex_provider(env)
+    child_env = dict(env)
+    extra: list[str] = []
+    if custom is None:
+        child_env["OPENAI_BASE_URL"] = base
+    else:
+        extra += ["-c", f"model_providers.{name}.base_url={json.dumps(base)}"]
+    # `codex exec …`: the overrides go after the subcommand's name when there is one
+    if args and not args[0].startswith("-"):
+        return [binary, args[0], *extra, *args[1:]], child_env
+    return [binary, *extra, *args], child_env

@@ -1,0 +1,242 @@
+"""Working memory for the conversations passing through the proxy: one context engine per
+conversation, on the project's ``.veil/context.db``.
+
+For each request (:meth:`Conversations.prepare`) the conversation's messages become the
+context layer's entries (:class:`~veil.context.transcript.Transcript`: a result it has not seen
+is captured, with what its call addressed from :mod:`veil.proxy.tools`; an expansion by Veil's
+MCP ``expand`` tool is a restore), the request is measured as it would be sent, and only when
+it is over the budget does the engine take a turn boundary — a batch of evictions down to its
+target fill — so that between two batches every request's prefix is byte-stable and the
+provider's prompt cache keeps working. The results out of the prompt are then replaced by the
+renderer's one-line stubs (:func:`veil.context.window.render`, without collapsing: every result
+keeps its place and id), and nothing else in the request changes (:func:`~veil.proxy.wire.splice`).
+
+The provider's reported usage calibrates the count (:meth:`Conversations.reported`), and each
+request's figures — what it would have cost, what was sent, what the provider read from and
+wrote to its cache — are recorded on the tape as ``proxy.request`` events.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from veil.clock import Clock, SystemClock
+from veil.context import ContextConfig, ContextEngine
+from veil.context.transcript import Transcript
+from veil.embed import Embedder
+from veil.proxy.tools import EXPAND_TOOLS, describe
+from veil.proxy.wire import Request, Spliced, dumps, splice
+from veil.tape import JSONValue, Store
+from veil.tape.recorder import Recorder
+from veil.tokens import estimate_tokens
+
+EXPAND_HINT = "expand (Veil's MCP tool) with"
+"""How a stub in a proxied request says to restore it: Claude Code names the tool
+``mcp__veil__expand``, Codex ``expand`` in the ``mcp__veil`` namespace."""
+
+
+TARGET_FILL = 0.7
+"""A batch of evictions leaves the conversation at this share of its budget: room for many
+requests before the next batch (each batch changes the prefix the provider caches)."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A request as it is forwarded, and what it costs."""
+
+    body: bytes
+    conversation: str
+    tokens_before: int
+    """Estimated tokens of the request as the client sent it."""
+    tokens_sent: int
+    stubbed: int
+    """Results sent as stubs (or excerpts)."""
+    evicted: int
+    """Items this request's turn boundary moved out of the prompt (0: no boundary)."""
+    exact: bool
+    seconds: float
+
+
+class Conversation:
+    """One conversation's engine and transcript (used under its lock)."""
+
+    def __init__(self, engine: ContextEngine) -> None:
+        self.engine = engine
+        self.transcript = Transcript(
+            engine, turns=False, expand_tools=EXPAND_TOOLS, describe=describe
+        )
+        self.lock = threading.Lock()
+        self.last_sent = 0
+        self.held: set[str] = set()
+        """Items pinned for one request: the ones the model just expanded."""
+
+
+class Conversations:
+    """Every conversation the proxy has seen, by :func:`~veil.proxy.wire.conversation_key`."""
+
+    def __init__(
+        self,
+        store: Store,
+        *,
+        scope: str,
+        root: Path | None,
+        window: int,
+        clock: Clock | None = None,
+        config: ContextConfig | None = None,
+        embedder: Embedder | None = None,
+    ) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.scope = scope
+        self.root = root
+        self.clock: Clock = clock or SystemClock()
+        self.config = replace(
+            config or ContextConfig(),
+            window_tokens=window,
+            reserve_tokens=min(16_000, window // 8),
+            target_fill=TARGET_FILL,
+            expand_tool=EXPAND_HINT,
+        )
+        self._by_key: dict[str, Conversation] = {}
+        self._lock = threading.Lock()
+        self._recorder = Recorder(store, scope=scope, actor="veil-proxy", clock=self.clock)
+
+    def conversation(self, request: Request) -> Conversation:
+        with self._lock:
+            known = self._by_key.get(request.key)
+            if known is not None:
+                return known
+            session = "proxy-" + hashlib.sha256(request.key.encode()).hexdigest()[:16]
+            engine = ContextEngine(
+                self.store,
+                session_id=session,
+                scope=self.scope,
+                config=self.config,
+                clock=self.clock,
+                project_root=self.root,
+                embedder=self.embedder,
+                deferred=True,
+            )
+            task = next((f.text for f in request.found if f.role == "user"), "")
+            if task:
+                engine.set_task(task[:4000])
+            conversation = self._by_key[request.key] = Conversation(engine)
+            return conversation
+
+    def prepare(self, request: Request, raw: bytes, *, squeeze: float = 1.0) -> Prepared:
+        """The request to forward (see the module docstring). ``squeeze`` < 1: the provider
+        refused the request as too long — a boundary at that share of the budget, now."""
+        start = time.perf_counter()
+        conversation = self.conversation(request)
+        with conversation.lock:
+            engine = conversation.engine
+            entries = conversation.transcript.entries(request.found)
+            for item_id in conversation.held:  # last request's expansions: scored as usual
+                engine.unpin(item_id)
+            conversation.held = {
+                e.item for e in entries[_last_assistant(request) + 1 :] if e.restores and e.item
+            }
+            for item_id in conversation.held:  # what the model just asked back stays in view
+                engine.pin(item_id)
+            fixed = self._fixed_tokens(request)
+            engine.overhead_tokens = fixed
+            rendered = engine.render(entries, collapse=False, tail=False)
+            before = fixed + sum(engine.count_tokens(e.text) for e in entries)
+            evicted = 0
+            if squeeze < 1.0 or rendered.tokens > engine.budget:
+                # a batch: down to TARGET_FILL of the budget (or lower after an overflow), so
+                # that the next requests fit as they are and the cached prefix holds
+                share = min(squeeze, TARGET_FILL)
+                squeezed = fixed + int(engine.budget * (1.0 - share))
+                boundary = engine.window(entries, fixed_tokens=squeezed, collapse=False, tail=False)
+                rendered = boundary.rendered
+                evicted = sum(1 for m in boundary.report.moves if m.to != "live")
+            result_of = _result_indexes(request)
+            texts = {
+                result_of[p.entry]: p.text
+                for p in rendered.parts
+                if p.entry is not None and p.kind != "shown" and p.entry in result_of
+            }
+            spliced: Spliced = splice(request, raw, texts)
+            sent = fixed + rendered.tokens
+            conversation.last_sent = sent
+        engine.persist_in_background()
+        return Prepared(
+            spliced.body,
+            engine.session_id,
+            before,
+            sent,
+            len(texts),
+            evicted,
+            spliced.exact,
+            time.perf_counter() - start,
+        )
+
+    def _fixed_tokens(self, request: Request) -> int:
+        """What the request carries besides its conversation: the system prompt and the tool
+        schemas."""
+        body = request.body
+        fixed: list[Any] = [body.get(k) for k in ("system", "tools", "instructions") if k in body]
+        return estimate_tokens(dumps(fixed).decode()) if fixed else 0
+
+    def reported(self, prepared: Prepared, usage: Mapping[str, int], *, api: str) -> None:
+        """The provider's usage for a forwarded request: calibrates the count and is recorded."""
+        input_tokens = int(usage.get("input_tokens", 0))
+        cache_read = int(usage.get("cache_read", 0))
+        cache_write = int(usage.get("cache_write", 0))
+        total = input_tokens + cache_read + cache_write if api == "anthropic" else input_tokens
+        with self._lock:
+            conversation = next(
+                (c for c in self._by_key.values() if c.engine.session_id == prepared.conversation),
+                None,
+            )
+        if conversation is not None and total > 0:
+            with conversation.lock:
+                conversation.engine.calibrate(total, prepared.tokens_sent)
+        self.record(prepared, {"input_tokens": total, "cache_read": cache_read,
+                               "cache_write": cache_write})  # fmt: skip
+
+    def record(self, prepared: Prepared, usage: Mapping[str, int] | None = None) -> None:
+        payload: dict[str, JSONValue] = {
+            "conversation": prepared.conversation,
+            "tokens_before": prepared.tokens_before,
+            "tokens_sent": prepared.tokens_sent,
+            "stubbed": prepared.stubbed,
+            "evicted": prepared.evicted,
+            "exact": prepared.exact,
+            "overhead_ms": round(prepared.seconds * 1000, 3),
+        }
+        if usage is not None:
+            payload["usage"] = {k: int(v) for k, v in usage.items()}
+        # the figures are a record, never a reason to fail a request
+        with contextlib.suppress(Exception):
+            self._recorder.record("proxy.request", payload)
+
+    def close(self) -> None:
+        with self._lock:
+            for conversation in self._by_key.values():
+                with conversation.lock:
+                    conversation.engine.close()
+            self._by_key.clear()
+
+
+def _last_assistant(request: Request) -> int:
+    return max((i for i, f in enumerate(request.found) if f.role == "assistant"), default=-1)
+
+
+def _result_indexes(request: Request) -> dict[int, int]:
+    """Entry index (= index in ``request.found``) → index among the request's results."""
+    out: dict[int, int] = {}
+    n = 0
+    for index, found in enumerate(request.found):
+        if found.role == "tool":
+            out[index] = n
+            n += 1
+    return out

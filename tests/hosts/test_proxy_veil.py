@@ -1,0 +1,150 @@
+"""Veil's working memory inside the REAL Claude Code and Codex: ``veil claude`` / ``veil codex``
+start Veil's proxy in front of the scripted model server (which counts every request and
+refuses one over its context limit, as the APIs do) and run the agent through it.
+
+A session of 40+ reads of large files, in a budget far below keeping everything: the requests
+the upstream gets stay within the budget instead of growing, old results arrive as one-line
+stubs with ``veil://`` pointers, the model's ``expand`` of a pointer gives the original back,
+the agent never compacts (its conversation only grows), and the agent's own transcript still
+holds every full result. The same script without Veil overflows the limit (the baseline run).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from tests.hosts.runners import ClaudeRunner
+from tests.hosts.veil_setup import VEIL_BIN
+from veil.llm.scripted_server import ModelRequest, ScriptedServer, ToolUse, Turn
+
+MODULES = 15
+READS = 42
+WINDOW = 50_000
+LIMIT = 70_000
+POINTER = re.compile(r"veil://warm/[A-Za-z0-9_\-]+")
+
+
+def modules(repo: Path) -> list[Path]:
+    """Files of about 8 KB each, every line unique (a marker per file)."""
+    rnd = random.Random(7)
+    paths = []
+    for i in range(MODULES):
+        lines = [
+            f"def function_{i}_{j}(x):\n"
+            f"    return x * {rnd.randint(1, 10**6)}  # {rnd.random():.12f}\n"
+            for j in range(120)
+        ]
+        path = repo / f"module_{i}.py"
+        path.write_text(f"MARKER = 'module-{i}-marker'\n" + "".join(lines))
+        paths.append(path)
+    return paths
+
+
+def proxy_records(repo: Path) -> list[dict[str, Any]]:
+    with sqlite3.connect(repo / ".veil" / "context.db") as conn:
+        rows = conn.execute(
+            "SELECT payload FROM tape_events WHERE kind = 'proxy.request' ORDER BY seq"
+        ).fetchall()
+    return [json.loads(r[0]) for r in rows]
+
+
+def test_veil_claude_keeps_a_long_session_within_its_window(
+    run_claude: ClaudeRunner, agent_repo: Path
+) -> None:
+    files = modules(agent_repo)
+    expanded: list[str] = []
+
+    def turn(k: int) -> Any:
+        def reply(request: ModelRequest) -> Turn:
+            if k == READS:  # expand the first stub the model was shown
+                for result in request.tool_results():
+                    found = POINTER.search(result.text)
+                    if found:
+                        expanded.append(found.group(0))
+                        return Turn(
+                            "Restoring.",
+                            (ToolUse("mcp__veil__expand", {"pointer": found.group(0)}),),
+                        )
+                return Turn("No stub.")
+            path = files[k % MODULES]
+            return Turn(f"Reading {path.name}.", (ToolUse("Read", {"file_path": str(path)}),))
+
+        return reply
+
+    script = [turn(k) for k in range(READS + 1)] + [Turn("Done.")]
+    wrapper = [str(VEIL_BIN), "claude", "--window", str(WINDOW)]
+    with ScriptedServer(script, context_limit=LIMIT, cache=True, pairing=True) as server:
+        run = run_claude(
+            "read every module",
+            cwd=agent_repo,
+            base_url=server.url,
+            env={"ENABLE_TOOL_SEARCH": "false"},
+            wrapper=wrapper,
+            timeout=300,
+        )
+    assert run.returncode == 0, run.describe()
+    requests = server.model_requests
+    assert all(r.status == 200 for r in server.requests), [r.error for r in server.requests]
+    sizes = [r.usage.prompt_tokens for r in requests if r.usage is not None]
+    assert max(sizes) < WINDOW, sizes  # the upstream's own count
+
+    # without Veil the conversation would have grown past the limit (Veil's own figures)
+    records = proxy_records(agent_repo)
+    assert max(r["tokens_before"] for r in records) > LIMIT
+    assert all(r["exact"] for r in records)  # every byte but the stubs as Claude Code sent it
+    batches = sum(1 for r in records if r["evicted"])
+    assert 0 < batches < len(records) // 2  # evictions in batches, not on every request
+
+    # old results arrive as stubs with pointers; the expand gives the original back
+    last = requests[-1]
+    stubs = [r for r in last.tool_results if r.text.startswith("[veil: Read")]
+    assert len(stubs) >= READS // 2, [r.text[:80] for r in last.tool_results]
+    assert expanded, "the model was never shown a stub"
+    restored = last.tool_results[-1].text
+    call = _call_of(requests, expanded[0])
+    first_read = next(
+        r.text for q in requests for r in q.tool_results
+        if r.call_id == call and not r.text.startswith("[veil: ")
+    )  # fmt: skip
+    assert restored == first_read and "-marker'" in restored
+
+    # Claude Code never compacted: every request holds all earlier messages
+    counts = [len(r.body.get("messages", [])) for r in requests]
+    assert counts == sorted(counts), counts
+    # and its own transcript still has every full result
+    assert run.transcript is not None
+    transcript = run.transcript.read_text()
+    assert all(f"module-{i}-marker" in transcript for i in range(MODULES))
+
+
+def _call_of(requests: list[Any], pointer: str) -> str:
+    """The call whose result the stub with ``pointer`` replaced."""
+    for request in requests:
+        for result in request.tool_results:
+            if pointer in result.text and result.text.startswith("[veil: "):
+                return result.call_id
+    raise AssertionError(f"no stub shows {pointer}")
+
+
+def test_without_veil_the_same_session_overflows(
+    run_claude: ClaudeRunner, agent_repo: Path
+) -> None:
+    files = modules(agent_repo)
+    script = [
+        Turn(
+            f"Reading {files[k % MODULES].name}.",
+            (ToolUse("Read", {"file_path": str(files[k % MODULES])}),),
+        )
+        for k in range(READS)
+    ] + [Turn("Done.")]
+    with ScriptedServer(script, context_limit=LIMIT, cache=True, pairing=True) as server:
+        run = run_claude("read every module", cwd=agent_repo, base_url=server.url,
+                         env={"ENABLE_TOOL_SEARCH": "false"}, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.describe()
+    refused = [r for r in server.requests if r.status == 400]
+    assert refused and "prompt is too long" in (refused[0].error or "")
