@@ -252,7 +252,7 @@ PARTS: tuple[tuple[str, str, str], ...] = (
     ("capture", "veil.context.capture:tags_of", "tags (regex scan)"),
     ("capture", "veil.context.engine:call_effect", "code refs (path scan)"),
     ("capture", "veil.context.workingset:WorkingSet.add", "working-set row"),
-    ("step", "veil.context.workingset:WorkingSet.scores", "scores (all items)"),
+    ("step", "veil.context.workingset:WorkingSet._score_all", "scores (all items)"),
     ("step", "veil.context.workingset:WorkingSet.protected", "protection masks"),
     ("step", "veil.context.pressure:plan", "the three stages' plan"),
     ("step", "veil.context.workingset:WorkingSet.live_tokens", "working-set estimate"),

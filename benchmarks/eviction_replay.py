@@ -2,8 +2,8 @@
 
 Run from the repository root::
 
-    python -m benchmarks.eviction_replay            # sampled sets (see SAMPLE), ~8 min
-    python -m benchmarks.eviction_replay --quick    # 6 trajectories per set, < 1 min
+    python -m benchmarks.eviction_replay            # sampled sets (see SAMPLE), ~25 min
+    python -m benchmarks.eviction_replay --quick    # 6 per set, the chosen Veil only, < 1 min
     python -m benchmarks.eviction_replay --sweep    # ContextConfig candidates on set A only
 
 Data: ``../shared/data/trajectories`` (``$VEIL_SHARED_DIR/data/trajectories``). Set A:
@@ -23,11 +23,28 @@ step which earlier observations are in the prompt verbatim. Metrics per policy a
 - **miss rate**: needs (:mod:`benchmarks.replay.needs`: a later step re-reads a file region,
   re-runs a command, or names an identifier an earlier observation printed) whose every source
   observation is not verbatim in the prompt at that step, over all needs.
+- **cost with prompt caching**: each step's prompt priced per input token — the prefix it
+  shares with the previous step's prompt (what ``cache_hit_share`` counts) read at 0.1×, the
+  rest written at 1.25× (:func:`benchmarks.replay.policies.call_cost`), plus compaction's
+  summarising calls priced the same way; ``cost_vs_keep_all`` is the ratio to keep-all's cost
+  over the same trajectories, so a policy that keeps fewer tokens but breaks the cache more
+  often pays for it. The prefix is counted segment by segment, an upper bound on what a
+  provider serves (real caches are read only at their breakpoints).
 
 Budgets are per trajectory: ``fixed + f × (peak − fixed)`` for ``f`` in :data:`BUDGETS`, where
 ``fixed`` is system + instance message and ``peak`` the keep-all prompt at the last step. Every
-budgeted policy (truncate-oldest, compaction, LRU, Veil) gets the same budget; masking and the
-opencode prune have no budget and are one point per parameter setting.
+budgeted policy (truncate-oldest, compaction, LRU, Veil, and the host agents' policies) gets the
+same budget; masking and the opencode prune at its fixed constants have no budget and are one
+point per parameter setting.
+
+Host agents' policies (:mod:`benchmarks.replay.host_policies`, which states each rule and its
+source): Claude Code with the API's context editing (``clear_tool_uses_20250919``, keep 3,
+trigger at the budget), Claude Code's compaction at the budget, Codex (compaction at 90 % of
+the budget, every tool output cut to 10,000 tokens scaled to the budget as 10,000 / 272,000
+of it — and unscaled, as a check), opencode's prune with its 40,000 / 20,000 constants scaled
+to the budget (as 40,000 / 200,000 and 20,000 / 200,000 of it), and pi's compaction at the
+budget less 16,384 / 200,000 of it keeping 20,000 / 200,000 of it. They are reported beside
+Veil at the same budgets (a table and a paragraph per set); they are not part of the goals.
 
 Goals (SPEC §9 and the issue): on both sets Veil should use fewer tokens than masking N=10 at a
 lower miss rate, and have a lower miss rate than compaction at equal tokens (compaction's curve
@@ -55,6 +72,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from benchmarks.replay import host_policies as H
 from benchmarks.replay import policies as P
 from benchmarks.replay.load import DATA, REPO, Trajectory, load
 from benchmarks.replay.needs import RULES, Need, copied_lines, detect_needs, misses
@@ -79,6 +97,15 @@ SEED = 20240917
 MASK_N = (5, 10)
 OPENCODE = ((40_000, 20_000), (10_000, 5_000), (4_000, 2_000))
 """(protect, minimum): opencode's defaults, then the same 2:1 rule scaled down."""
+HOST_POLICIES: dict[str, Callable[[Trajectory, int], P.Run]] = {
+    "Claude Code context editing": H.claude_context_editing,
+    "Claude Code compaction": H.claude_compaction,
+    "Codex": H.codex,
+    "Codex (cap unscaled)": lambda t, b: H.codex(t, b, scale_cap=False),
+    "opencode prune scaled": H.opencode_scaled,
+    "pi": H.pi,
+}
+"""The host agents' own policies (:mod:`benchmarks.replay.host_policies`), at every budget."""
 
 
 def _cfg(**kw: Any) -> ContextConfig:
@@ -131,6 +158,9 @@ class Point:
 
     tokens: int = 0
     cached: int = 0
+    cost: float = 0.0
+    """Input cost with prompt caching (:func:`benchmarks.replay.policies.run_cost`)."""
+    keep_cost: float = 0.0
     steps: int = 0
     peak: int = 0
     keep_tokens: int = 0
@@ -146,6 +176,8 @@ class Point:
     def add(self, run: P.Run, keep: P.Run, needs: list[Need], copies: list[Need]) -> None:
         self.tokens += sum(run.tokens)
         self.cached += sum(run.cached)
+        self.cost += P.run_cost(run)
+        self.keep_cost += P.run_cost(keep)
         self.steps += len(run.tokens)
         self.peak += max(run.tokens)
         self.keep_tokens += sum(keep.tokens)
@@ -163,6 +195,8 @@ class Point:
         for name in (
             "tokens",
             "cached",
+            "cost",
+            "keep_cost",
             "steps",
             "peak",
             "keep_tokens",
@@ -186,6 +220,8 @@ class Point:
             "peak_tokens": round(self.peak / max(1, self.trajectories), 1),
             "tokens_vs_keep_all": round(self.tokens / max(1, self.keep_tokens), 4),
             "cache_hit_share": round(self.cached / max(1, self.tokens), 4),
+            "cost_per_step": round(self.cost / max(1, self.steps), 1),
+            "cost_vs_keep_all": round(self.cost / self.keep_cost, 4) if self.keep_cost else None,
             "peak_vs_keep_all": round(self.peak / max(1, self.keep_peak), 4),
             "needs": needs,
             "misses": missed,
@@ -245,6 +281,8 @@ def replay_one(job: Job) -> tuple[dict[str, Point], list[Need]]:
             record(f"truncate-oldest obs@{f}", P.truncate_oldest_observations(t, b))
             record(f"compaction@{f}", P.compaction(t, b))
             record(f"LRU@{f}", P.lru(t, b, needs))
+            for name, policy in HOST_POLICIES.items():
+                record(f"{name}@{f}", policy(t, b))
     embedder = default_embedder()
     for name in job.veil_configs:
         # The chosen config is drawn over every budget; the others (ablations) at the goals'.
@@ -558,17 +596,24 @@ def _label(key: str, chosen: str) -> str:
     return name if f is None else f"{name} @ {f:g}"
 
 
+def is_host(key: str) -> bool:
+    """A host agent's own policy (:data:`HOST_POLICIES`)?"""
+    return family(key)[0] in HOST_POLICIES
+
+
 def table(rows: dict[str, dict[str, Any]], chosen: str) -> str:
     lines = [
-        "| policy @ budget | mean tokens/step | vs keep-all | peak | vs keep-all | misses / needs "
+        "| policy @ budget | mean tokens/step | vs keep-all | peak | vs keep-all "
+        "| cost vs keep-all (cached) | misses / needs "
         "| miss rate | region | command | identifier | copied lines (2nd detector) |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for key, r in rows.items():
         by = r["miss_rate_by_rule"]
         lines.append(
             f"| {_label(key, chosen)} | {r['mean_tokens']:,.0f} | {_pct(r['tokens_vs_keep_all'])} "
             f"| {r['peak_tokens']:,.0f} | {_pct(r['peak_vs_keep_all'])} "
+            f"| {_pct(r.get('cost_vs_keep_all'))} "
             f"| {r['misses']:,} / {r['needs']:,} | {_pct(r['miss_rate'])} | {_pct(by['region'])} "
             f"| {_pct(by['command'])} | {_pct(by['identifier'])} "
             f"| {_pct(r.get('copied_lines', {}).get('miss_rate'))} |"
@@ -620,7 +665,10 @@ def render_section(data: dict[str, Any]) -> str:
         "of another kind (`copied_lines`: the action carries a line of 24+ characters an "
         "earlier observation printed verbatim — an edit's old text, a pasted error) shares "
         "no rule with the engine's re-reference scan; its miss rate is the last column, "
-        "outside the goals.",
+        "outside the goals. **Cost** (with prompt caching): every step's prompt priced per input "
+        "token, the prefix it shares with the previous step's prompt read at 0.1×, the rest "
+        "written to the cache at 1.25× (compaction's summarising calls priced the same way), "
+        "as a share of keep-all's cost on the same trajectories.",
         "",
         f"Sample: {data['sample_note']}. Embedder: {data['embedder']}. "
         f"Run time {data['seconds']:,.0f} s on {data['machine']['cpus']} CPUs "
@@ -631,14 +679,29 @@ def render_section(data: dict[str, Any]) -> str:
         entry = data["sets"].get(name)
         if entry is None:
             continue
+        rows: dict[str, dict[str, Any]] = entry["rows"]
         lines += [
             f"**Set {SET_NAMES[name]}** — {entry['trajectories']} trajectories, "
             f"{entry['steps']:,} steps, {entry['needs']:,} needs "
             f"({', '.join(f'{r} {n:,}' for r, n in entry['needs_by_rule'].items())}); "
             f"second detector: {entry.get('copied_lines_needs', 0):,} copied-line needs.",
             "",
-            table(entry["rows"], chosen),
+            table({k: r for k, r in rows.items() if not is_host(k)}, chosen),
             "",
+        ]
+        host = host_rows(rows, chosen)
+        if host:
+            lines += [
+                f"Set {name}, the host agents' own policies at the same budgets "
+                "(`benchmarks/replay/host_policies.py` states each rule and its source; "
+                "constants scaled to the budget as host constant × budget / host window):",
+                "",
+                table(host, chosen),
+                "",
+                host_comparison(name, rows, chosen),
+                "",
+            ]
+        lines += [
             f"![tokens kept vs miss rate, set {name}](img/eviction_replay_{name}.png)",
             "",
         ]
@@ -683,32 +746,126 @@ def render_section(data: dict[str, Any]) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def host_rows(rows: dict[str, dict[str, Any]], chosen: str) -> dict[str, dict[str, Any]]:
+    """keep-all, every host policy's rows (policy by policy), then the chosen Veil's (for the
+    side-by-side table); empty when the run has no host policies."""
+    host = {
+        f"{fam}@{f}": rows[f"{fam}@{f}"]
+        for fam in HOST_POLICIES
+        for f in BUDGETS
+        if f"{fam}@{f}" in rows
+    }
+    if not host:
+        return {}
+    veil = {k: r for k, r in rows.items() if family(k)[0] == f"veil[{chosen}]"}
+    keep = {k: r for k, r in rows.items() if k == "keep-all"}
+    return keep | host | veil
+
+
+HOST_METRICS: tuple[tuple[str, str, str], ...] = (
+    ("miss_rate", "Miss rate", ""),
+    ("tokens_vs_keep_all", "Tokens per step", " of keep-all's"),
+    ("cost_vs_keep_all", "Cost with caching", " of keep-all's"),
+)
+
+
+def host_comparison(name: str, rows: dict[str, dict[str, Any]], chosen: str) -> str:
+    """Where the chosen Veil wins and loses against each host policy at the same budgets, on
+    miss rate, tokens and cost with caching (lower is better on each), from the rows."""
+    veil = f"veil[{chosen}]"
+    hosts = [fam for fam in HOST_POLICIES if any(f"{fam}@{f}" in rows for f in BUDGETS)]
+    budgets = [f for f in BUDGETS if f"{veil}@{f}" in rows]
+    if not hosts or not budgets:
+        return ""
+    mid = 0.5 if 0.5 in budgets else budgets[len(budgets) // 2]
+    n = len(budgets)
+    sentences: list[str] = []
+    for metric, title, unit in HOST_METRICS:
+        groups: dict[str, list[str]] = {"lower": [], "higher": [], "equal": [], "mixed": []}
+        for fam in hosts:
+            lower = higher = 0
+            for f in budgets:
+                v = rows[f"{veil}@{f}"].get(metric) or 0.0
+                h = rows.get(f"{fam}@{f}", {}).get(metric) or 0.0
+                lower += v < h
+                higher += v > h
+            if lower == n:
+                groups["lower"].append(fam)
+            elif higher == n:
+                groups["higher"].append(fam)
+            elif lower == higher == 0:
+                groups["equal"].append(fam)
+            else:
+                groups["mixed"].append(f"{fam} (lower at {lower}, higher at {higher})")
+        said = [
+            f"{word} {', '.join(groups[key])}"
+            for key, word in (
+                ("lower", "lower at every budget than"),
+                ("higher", "higher at every budget than"),
+                ("equal", "equal at every budget to"),
+                ("mixed", "mixed against"),
+            )
+            if groups[key]
+        ]
+        at = [rows[f"{fam}@{mid}"].get(metric) or 0.0 for fam in hosts if f"{fam}@{mid}" in rows]
+        spread = (
+            f" (f={mid:g}: Veil {_pct(rows[f'{veil}@{mid}'].get(metric))}, the hosts "
+            f"{_pct(min(at))}–{_pct(max(at))}{unit})"
+            if at
+            else ""
+        )
+        sentences.append(f"{title}: Veil is " + "; ".join(said) + spread + ".")
+    return (
+        f"Set {name}, {_label(veil, chosen)} against the host policies at the same budget "
+        f"({n} budgets, lower is better). " + " ".join(sentences)
+    )
+
+
+def _curves(
+    rows: dict[str, dict[str, Any]], keep: Callable[[str], bool]
+) -> dict[str, list[tuple[float, float]]]:
+    curves: dict[str, list[tuple[float, float]]] = {}
+    for key, r in rows.items():
+        fam, _ = family(key)
+        if not keep(fam):
+            continue
+        if fam.startswith("opencode ") and fam[9:10].isdigit():
+            fam = "opencode prune (40k/20k, 10k/5k, 4k/2k)"
+        curves.setdefault(fam, []).append((r["tokens_vs_keep_all"], r["miss_rate"] or 0.0))
+    return curves
+
+
 def plot(name: str, rows: dict[str, dict[str, Any]], chosen: str, path: Path) -> None:
+    """Tokens kept vs miss rate: the baselines and every Veil configuration on the left, the
+    host agents' policies and the chosen Veil on the right."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7.5, 5))
-    curves: dict[str, list[tuple[float, float]]] = {}
-    for key, r in rows.items():
-        fam, _ = family(key)
-        if fam.startswith("opencode"):
-            fam = "opencode prune (40k/20k, 10k/5k, 4k/2k)"
-        curves.setdefault(fam, []).append((r["tokens_vs_keep_all"], r["miss_rate"] or 0.0))
-    for fam, pts in curves.items():
-        pts.sort()
-        xs = [100 * x for x, _ in pts]
-        ys = [100 * y for _, y in pts]
-        label = _label(fam, chosen) if fam.startswith("veil[") else fam
-        style = "o-" if len(pts) > 1 else "s"
-        lw = 2.5 if fam.startswith("veil[") else 1.2
-        ax.plot(xs, ys, style, label=label, linewidth=lw, markersize=5)
-    ax.set_xlabel("mean prompt tokens per step, % of keep-all")
-    ax.set_ylabel("miss rate, % of needs")
-    ax.set_title(f"Eviction replay, set {SET_NAMES[name]}", fontsize=10)
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=7, loc="upper right")
+    panels = [
+        ("baselines", _curves(rows, lambda fam: fam not in HOST_POLICIES)),
+        (
+            "host agents' policies",
+            _curves(rows, lambda fam: fam in HOST_POLICIES or fam == f"veil[{chosen}]"),
+        ),
+    ]
+    panels = [(title, curves) for title, curves in panels if curves]
+    fig, axes = plt.subplots(1, len(panels), figsize=(7.5 * len(panels), 5), squeeze=False)
+    for ax, (title, curves) in zip(axes[0], panels, strict=True):
+        for fam, pts in curves.items():
+            pts.sort()
+            xs = [100 * x for x, _ in pts]
+            ys = [100 * y for _, y in pts]
+            label = _label(fam, chosen) if fam.startswith("veil[") else fam
+            style = "o-" if len(pts) > 1 else "s"
+            lw = 2.5 if fam.startswith("veil[") else 1.2
+            ax.plot(xs, ys, style, label=label, linewidth=lw, markersize=5)
+        ax.set_xlabel("mean prompt tokens per step, % of keep-all")
+        ax.set_ylabel("miss rate, % of needs")
+        ax.set_title(f"Eviction replay, set {SET_NAMES[name]}: {title}", fontsize=9)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="upper right")
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110)
@@ -799,8 +956,11 @@ def main(argv: list[str] | None = None) -> int:
     quick: bool = args.quick
     t0 = time.perf_counter()
     # The re-reference signal is kept only if it helps on both sets (the one decision that
-    # looks at set B), so the full run reports the defaults without it too.
-    configs = ("defaults", "previous defaults", "no touch on reference")
+    # looks at set B), so the full run reports the defaults without it too. --quick replays
+    # the chosen configuration alone (Veil is nearly all of the run time).
+    configs: tuple[str, ...] = (
+        (CHOSEN,) if quick else ("defaults", "previous defaults", "no touch on reference")
+    )
     if CHOSEN not in configs:
         configs += (CHOSEN,)
     sets: dict[str, list[Trajectory]] = {}

@@ -579,7 +579,7 @@ def corpus(seed: int = 0, rounds: int = 3) -> list[Sample]:
     return [scenario(secrets) for _ in range(rounds) for scenario in SCENARIOS]
 
 
-def main() -> None:
+def print_sizes() -> None:
     samples = corpus()
     formats = Counter(c.format for s in samples for c in s.canaries)
     print(f"{len(samples)} samples, {sum(formats.values())} secrets, {len(formats)} formats")
@@ -588,4 +588,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    print_sizes()

@@ -6,6 +6,14 @@ action ``k`` (system + instance message + the earlier assistant messages and obs
 policy left them) and the set of earlier observations still there verbatim. A stubbed, cleared,
 summarised or dropped observation is not verbatim. Budgets are prompt-token budgets (window −
 reserve); every budgeted policy gets the same budget.
+
+Cost with prompt caching (:func:`run_cost`): every model call is priced per input token — the
+prefix it shares with the previous call (:attr:`Run.cached`) is a cache read at
+:data:`PRICE_CACHE_READ` (0.1×), the rest a cache write at :data:`PRICE_CACHE_WRITE` (1.25×) of
+the base input price 1.0 (Anthropic's 5-minute cache prices). A policy that rewrites the middle
+of the prompt pays for the whole tail again. Compaction's summarising calls (:func:`compact_at`)
+are priced the same way and added as :attr:`Run.extra_cost`; the summary they write (output
+tokens) is not priced. The host agents' own policies are in :mod:`benchmarks.replay.host_policies`.
 """
 
 from __future__ import annotations
@@ -46,6 +54,28 @@ class Run:
     cached: list[int] = field(default_factory=lambda: [])
     """At each step, the tokens at the start of the prompt that are byte for byte the previous
     step's prompt (what a provider's prompt cache serves); 0 at the first step."""
+    extra_cost: float = 0.0
+    """What calls besides the agent's own prompts cost (compaction's summarising calls), in
+    base input-token prices (:func:`call_cost`)."""
+
+
+PRICE_INPUT = 1.0
+"""The unit: one uncached input token."""
+PRICE_CACHE_WRITE = 1.25
+PRICE_CACHE_READ = 0.1
+
+
+def call_cost(tokens: int, cached: int) -> float:
+    """One call's input: the cached prefix read at 0.1×, the rest written to the cache at 1.25×
+    (each relative to :data:`PRICE_INPUT`)."""
+    return PRICE_INPUT * (PRICE_CACHE_READ * cached + PRICE_CACHE_WRITE * (tokens - cached))
+
+
+def run_cost(run: Run) -> float:
+    """A whole run's input cost with prompt caching: every step's prompt, plus the extra calls."""
+    return sum(call_cost(x, c) for x, c in zip(run.tokens, run.cached, strict=True)) + (
+        run.extra_cost
+    )
 
 
 Segment = tuple[object, int]
@@ -84,7 +114,7 @@ def _lru_stub(action: str, tokens: int) -> int:
     return estimate_tokens(f"[evicted: output of `{action[:80]}` — {tokens:,} tokens]")
 
 
-def _pairs(t: Trajectory, k: int, obs: list[Segment | None]) -> list[Segment]:
+def prompt_of(t: Trajectory, k: int, obs: list[Segment | None]) -> list[Segment]:
     """The prompt at step ``k``: the fixed part, then every earlier (assistant message,
     observation) pair — ``obs[j]`` is the observation's segment as the policy shows it, or None
     when the policy dropped the whole pair."""
@@ -99,7 +129,7 @@ def _pairs(t: Trajectory, k: int, obs: list[Segment | None]) -> list[Segment]:
     return out
 
 
-def _run(
+def run_of(
     t: Trajectory,
     prompts: Sequence[list[Segment]],
     live: list[frozenset[int]],
@@ -114,8 +144,8 @@ def _run(
 def keep_all(t: Trajectory) -> Run:
     prompts: list[list[Segment]] = []
     for k in range(len(t.steps)):
-        prompts.append(_pairs(t, k, [(("o", j), t.steps[j].obs_tokens) for j in range(k)]))
-    return _run(t, prompts, [frozenset(range(k)) for k in range(len(t.steps))])
+        prompts.append(prompt_of(t, k, [(("o", j), t.steps[j].obs_tokens) for j in range(k)]))
+    return run_of(t, prompts, [frozenset(range(k)) for k in range(len(t.steps))])
 
 
 def mask_last_n(t: Trajectory, n: int) -> Run:
@@ -131,9 +161,9 @@ def mask_last_n(t: Trajectory, n: int) -> Run:
             (("o", j), steps[j].obs_tokens) if j >= first_full else (("m", j), stub[j])
             for j in range(k)
         ]
-        prompts.append(_pairs(t, k, obs))
+        prompts.append(prompt_of(t, k, obs))
         live.append(frozenset(range(first_full, k)))
-    return _run(t, prompts, live)
+    return run_of(t, prompts, live)
 
 
 def truncate_oldest(t: Trajectory, budget: int) -> Run:
@@ -151,9 +181,9 @@ def truncate_oldest(t: Trajectory, budget: int) -> Run:
         obs: list[Segment | None] = [
             (("o", j), steps[j].obs_tokens) if j >= start else None for j in range(k)
         ]
-        prompts.append(_pairs(t, k, obs))
+        prompts.append(prompt_of(t, k, obs))
         live.append(frozenset(range(start, k)))
-    return _run(t, prompts, live)
+    return run_of(t, prompts, live)
 
 
 def truncate_oldest_observations(t: Trajectory, budget: int) -> Run:
@@ -172,9 +202,9 @@ def truncate_oldest_observations(t: Trajectory, budget: int) -> Run:
         obs: list[Segment | None] = [
             (("o", j), steps[j].obs_tokens) if j >= start else ("gone", 0) for j in range(k)
         ]
-        prompts.append(_pairs(t, k, obs))
+        prompts.append(prompt_of(t, k, obs))
         live.append(frozenset(range(start, k)))
-    return _run(t, prompts, live)
+    return run_of(t, prompts, live)
 
 
 def opencode_prune(t: Trajectory, protect: int, minimum: int, skip_turns: int = 2) -> Run:
@@ -204,9 +234,9 @@ def opencode_prune(t: Trajectory, protect: int, minimum: int, skip_turns: int = 
             (("c", j), OPENCODE_STUB_TOKENS) if cleared[j] else (("o", j), steps[j].obs_tokens)
             for j in range(k)
         ]
-        prompts.append(_pairs(t, k, obs))
+        prompts.append(prompt_of(t, k, obs))
         live.append(frozenset(j for j in range(k) if not cleared[j]))
-    return _run(t, prompts, live, {"cleared": float(sum(cleared))})
+    return run_of(t, prompts, live, {"cleared": float(sum(cleared))})
 
 
 def compaction_params(t: Trajectory, budget: int) -> tuple[int, int]:
@@ -217,46 +247,110 @@ def compaction_params(t: Trajectory, budget: int) -> tuple[int, int]:
 
 
 def compaction(t: Trajectory, budget: int) -> Run:
-    """pi / Claude Code compaction at the budget: when the prompt exceeds it, every message
-    before the newest ``keep_recent`` tokens (whole steps, at least the newest) is replaced by
-    one summary. Summarised observations are gone verbatim. The summary's tokens are in every
-    later prompt; ``info["summarise_tokens"]`` is what the summarising calls read (the prompt
-    at each compaction), a cost the agent pays besides its own prompts."""
+    """pi / Claude Code compaction at the budget (the generic model, not a host's exact rule —
+    those are in :mod:`benchmarks.replay.host_policies`): when the prompt exceeds the budget,
+    every message before the newest ``keep_recent`` tokens (whole steps, at least the newest)
+    is replaced by one summary (:func:`compaction_params`). Summarised observations are gone
+    verbatim. The summary's tokens are in every later prompt; ``info["summarise_tokens"]`` is
+    what the summarising calls read (the prompt at each compaction), a cost the agent pays
+    besides its own prompts (priced in :attr:`Run.extra_cost`)."""
     keep_recent, summary = compaction_params(t, budget)
+    return compact_at(t, budget, keep_recent, summary)
+
+
+def compact_at(
+    t: Trajectory,
+    trigger: int,
+    keep_recent: int,
+    summary: int,
+    *,
+    cut_rule: str = "pairs",
+    shown: Sequence[int] | None = None,
+    clipped: frozenset[int] = frozenset(),
+) -> Run:
+    """Compaction at ``trigger``: before step ``k``'s call, if the prompt exceeds ``trigger``
+    (and holds at least two steps since the last cut), the steps before a cut point become one
+    summary of ``summary`` tokens, and the conversation continues from the kept steps.
+
+    ``cut_rule``: ``"pairs"`` keeps the newest whole steps whose tokens fit in ``keep_recent``
+    (at least the newest); ``"pi"`` is pi's ``findCutPoint``: walk back message by message
+    (observation, then its assistant message) until ``keep_recent`` tokens are reached, and cut
+    at the first assistant message at or after that point — the newest step always stays
+    (pi itself would then keep everything, and overflow).
+
+    ``shown``: each observation's tokens as the host shows it (default: in full); ``clipped``:
+    observations shown cut short (never verbatim). The summarising call reads the prompt it
+    replaces; it is priced with its cached prefix into :attr:`Run.extra_cost`."""
     steps = t.steps
+    obs_tokens = list(shown) if shown is not None else [s.obs_tokens for s in steps]
+    pairs = [s.assistant_tokens + obs_tokens[j] for j, s in enumerate(steps)]
     cut = 0
     summary_tokens = 0
     compactions = 0
     summarise = 0
-    pairs = [s.assistant_tokens + s.obs_tokens for s in steps]
+    extra = 0.0
+
+    def prompt_at(k: int) -> list[Segment]:
+        obs: list[Segment | None] = [
+            None if j < cut else ((("t" if j in clipped else "o"), j), obs_tokens[j])
+            for j in range(k)
+        ]
+        prompt = prompt_of(t, k, obs)
+        if summary_tokens:
+            prompt.insert(1, (("summary", cut), summary_tokens))
+        return prompt
+
     prompts: list[list[Segment]] = []
     live: list[frozenset[int]] = []
     for k in range(len(steps)):
         cost = t.fixed_tokens + summary_tokens + sum(pairs[cut:k])
-        if cost > budget and k - cut > 1:
-            acc = 0
-            new_cut = k
-            for j in range(k - 1, cut - 1, -1):
-                if acc + pairs[j] > keep_recent and new_cut < k:
-                    break
-                acc += pairs[j]
-                new_cut = j
+        if cost > trigger and k - cut > 1:
+            new_cut = _cut_point(steps, obs_tokens, pairs, cut, k, keep_recent, cut_rule)
             if new_cut > cut:
+                before = prompt_at(k)
+                read = cached_prefix(prompts[-1], before) if prompts else 0
+                extra += call_cost(sum(x[1] for x in before), read)
                 summarise += cost
                 cut = new_cut
                 summary_tokens = summary
                 compactions += 1
-        obs: list[Segment | None] = [
-            (("o", j), steps[j].obs_tokens) if j >= cut else None for j in range(k)
-        ]
-        prompt = _pairs(t, k, obs)
-        if summary_tokens:
-            prompt.insert(1, (("summary", cut), summary_tokens))
-        prompts.append(prompt)
-        live.append(frozenset(range(cut, k)))
-    return _run(
+        prompts.append(prompt_at(k))
+        live.append(frozenset(j for j in range(cut, k) if j not in clipped))
+    run = run_of(
         t, prompts, live, {"compactions": float(compactions), "summarise_tokens": summarise}
     )
+    run.extra_cost = extra
+    return run
+
+
+def _cut_point(
+    steps: Sequence[Step],
+    obs_tokens: Sequence[int],
+    pairs: Sequence[int],
+    cut: int,
+    k: int,
+    keep_recent: int,
+    rule: str,
+) -> int:
+    """The first step kept verbatim when compacting before step ``k`` (see :func:`compact_at`)."""
+    if rule == "pi":
+        acc = 0
+        for j in range(k - 1, cut - 1, -1):
+            acc += obs_tokens[j]
+            if acc >= keep_recent:  # crossed on the observation: cut at the next assistant
+                return min(j + 1, k - 1)
+            acc += steps[j].assistant_tokens
+            if acc >= keep_recent:
+                return j
+        return cut  # everything fits in keep_recent: pi summarises nothing
+    acc = 0
+    new_cut = k
+    for j in range(k - 1, cut - 1, -1):
+        if acc + pairs[j] > keep_recent and new_cut < k:
+            break
+        acc += pairs[j]
+        new_cut = j
+    return new_cut
 
 
 def lru(t: Trajectory, budget: int, needs: Sequence[Need]) -> Run:
@@ -287,14 +381,14 @@ def lru(t: Trajectory, budget: int, needs: Sequence[Need]) -> Run:
         obs: list[Segment | None] = [
             (("o", j), steps[j].obs_tokens) if full[j] else (("s", j), stub[j]) for j in range(k)
         ]
-        prompts.append(_pairs(t, k, obs))
+        prompts.append(prompt_of(t, k, obs))
         now = frozenset(j for j in range(k) if full[j])
         live.append(now)
         for need in by_step.get(k, []):
             for j in need.sources:
                 if j in now:
                     last_use[j] = k
-    return _run(t, prompts, live)
+    return run_of(t, prompts, live)
 
 
 _SWE_WINDOW = re.compile(r"^(\d+):", re.MULTILINE)

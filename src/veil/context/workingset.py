@@ -57,6 +57,8 @@ class WorkingSet:
         self._version = 0
         """Bumped by every change that can move what the prompt costs (live tokens cache)."""
         self._live_tokens: tuple[int, int] | None = None
+        self._scored: tuple[tuple[int, int, int], Floats] | None = None
+        """The last scores and the (tick, version, turn version) they were computed at."""
         self._turn_factor: tuple[tuple[int, int], Floats] | None = None
         self._turn_version = 0
         """Bumped when a turn's kind or pin changes (the cached turn factor depends on them)."""
@@ -249,6 +251,7 @@ class WorkingSet:
             self.cols.f["relevance"][row] = jaccard(item.tags, task.tags)
             self.cols.f["structure"][row] = structure(item.code_refs, task.touched, task.neighbours)
         self._dirty = list(range(self.cols.size))
+        self._version += 1
 
     # ---- scoring --------------------------------------------------------------------
 
@@ -260,7 +263,16 @@ class WorkingSet:
 
         The same arithmetic as :func:`veil.context.score.score_many`, but the parts that do not
         move with the clock are kept per row (recomputed only for rows that changed) and each
-        turn's factor is kept until a turn arrives or changes: this runs on every tool call."""
+        turn's factor is kept until a turn arrives or changes: this runs on every tool call.
+        Scored twice at the same tick with no change between (a step, then the manifest of the
+        request it renders), the second call is a copy of the first."""
+        key = (tick, self._version, self._turn_version)
+        if self._scored is None or self._scored[0] != key:
+            self._scored = (key, self._score_all(tick))
+        return self._scored[1].copy()
+
+    def _score_all(self, tick: int) -> Floats:
+        """Every item's score at ``tick``, computed (see :meth:`scores`)."""
         c = self.cols
         self._refresh_parts()
         recency = fsrs.retrievability_after_ticks(tick - c.view("last_tick"), c.view("rate"))

@@ -216,7 +216,10 @@ def run_mcp(options: McpOptions) -> int:
     try:
         targets = mcp_targets(options)
         binding = Binding(targets.scope, options.authority)
-    except (ValueError, OSError) as exc:
+    except ValueError as exc:  # a mistake in the arguments: say so
+        print(f"veil mcp: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a .veil/ that cannot be made: the agent's hooks still answer
         print(f"veil mcp: {exc}", file=sys.stderr)
         if not embedded:
             return 2
