@@ -284,11 +284,13 @@ class CodexRunner:
         timeout: float = 180.0,
         model: str = CODEX_MODEL,
         config: str = "",
+        wrapper: Sequence[str] = (),
     ) -> CodexRun:
         """Write ``$CODEX_HOME/config.toml`` (:func:`codex_config`, ``config`` appended, then
         the block ``veil install codex`` wrote there, if any) and run
         ``codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox
-        [ARGS] TASK`` in ``cwd``."""
+        [ARGS] TASK`` in ``cwd``; ``wrapper`` (``veil codex --window N``): run through it,
+        Codex's arguments after ``--``, the binary named by ``VEIL_CODEX``."""
         codex_home = self.home / ".codex"
         codex_home.mkdir(parents=True, exist_ok=True)
         path = codex_home / "config.toml"
@@ -302,8 +304,12 @@ class CodexRunner:
                 **(env or {}),
             },
         )
+        if wrapper:
+            variables["VEIL_CODEX"] = str(self.binary)
         command = (
-            str(self.binary),
+            *(wrapper or ()),
+            *(("--",) if wrapper else ()),
+            *(() if wrapper else (str(self.binary),)),
             "exec",
             "--json",
             "--skip-git-repo-check",

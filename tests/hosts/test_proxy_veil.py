@@ -18,7 +18,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from tests.hosts.runners import ClaudeRunner
+from tests.hosts.runners import ClaudeRunner, CodexRunner
 from tests.hosts.veil_setup import VEIL_BIN
 from veil.llm.scripted_server import ModelRequest, ScriptedServer, ToolUse, Turn
 
@@ -148,3 +148,89 @@ def test_without_veil_the_same_session_overflows(
     assert run.returncode == 0, run.describe()
     refused = [r for r in server.requests if r.status == 400]
     assert refused and "prompt is too long" in (refused[0].error or "")
+
+
+def _codex_read(request: ModelRequest, path: Path) -> ToolUse:
+    """Codex's shell tool for the model at hand (``exec_command`` or ``shell``)."""
+    if "exec_command" in request.tool_names():
+        return ToolUse("exec_command", {"cmd": f"cat {path.name}"})
+    return ToolUse("shell", {"command": ["cat", path.name]})
+
+
+def _codex_script(files: list[Path], expanded: list[str], *, expand: bool) -> list[Any]:
+    def turn(k: int) -> Any:
+        def reply(request: ModelRequest) -> Turn:
+            if k == READS:  # expand the first stub the model was shown
+                for result in request.tool_results():
+                    found = POINTER.search(result.text)
+                    if found and expand:
+                        expanded.append(found.group(0))
+                        use = ToolUse("mcp__veil.expand", {"pointer": found.group(0)})
+                        return Turn("Restoring.", (use,))
+                return Turn("No stub.")
+            path = files[k % MODULES]
+            return Turn(f"Reading {path.name}.", (_codex_read(request, path),))
+
+        return reply
+
+    return [turn(k) for k in range(READS + 1)] + [Turn("Done.")]
+
+
+def test_veil_codex_keeps_a_long_session_within_its_window(
+    run_codex: CodexRunner, agent_repo: Path
+) -> None:
+    """The same session through ``veil codex``: Codex sends the Responses API with the whole
+    conversation on every request; the proxy stubs old outputs in place, and Veil's MCP server
+    (added for the run, as nothing is installed) answers the model's expand."""
+    files = modules(agent_repo)
+    expanded: list[str] = []
+    wrapper = [str(VEIL_BIN), "codex", "--window", str(WINDOW)]
+    script = _codex_script(files, expanded, expand=True)
+    with ScriptedServer(script, context_limit=LIMIT, cache=True) as server:
+        run = run_codex("read every module", cwd=agent_repo, base_url=server.url,
+                        model="gpt-4.1", wrapper=wrapper, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.describe()
+    requests = server.model_requests
+    assert all(r.status == 200 for r in server.requests), [r.error for r in server.requests]
+    sizes = [r.usage.prompt_tokens for r in requests if r.usage is not None]
+    assert max(sizes) < WINDOW, sizes
+
+    records = proxy_records(agent_repo)
+    assert max(r["tokens_before"] for r in records) > LIMIT
+    assert all(r["exact"] for r in records)
+    batches = sum(1 for r in records if r["evicted"])
+    assert 0 < batches < len(records) // 2
+
+    last = requests[-1]
+    stubs = [r for r in last.tool_results if r.text.startswith("[veil: ")]
+    assert len(stubs) >= READS // 2, [r.text[:80] for r in last.tool_results]
+    assert expanded, "the model was never shown a stub"
+    call = _call_of(requests, expanded[0])
+    first_output = next(
+        r.text for q in requests for r in q.tool_results
+        if r.call_id == call and not r.text.startswith("[veil: ")
+    )  # fmt: skip
+    restored = last.tool_results[-1].text
+    # Codex prefixes an MCP tool's answer with its own lines; the original follows, byte for byte
+    assert "-marker'" in first_output and first_output in restored
+
+    # Codex never compacted: its input only grows
+    counts = [len(r.body.get("input", [])) for r in requests]
+    assert counts == sorted(counts), counts
+    # and its own rollout still has every full output
+    assert run.rollout is not None
+    rollout = run.rollout.read_text()
+    assert all(f"module-{i}-marker" in rollout for i in range(MODULES))
+
+
+def test_without_veil_the_same_codex_session_overflows(
+    run_codex: CodexRunner, agent_repo: Path
+) -> None:
+    files = modules(agent_repo)
+    script = _codex_script(files, [], expand=False)
+    with ScriptedServer(script, context_limit=LIMIT, cache=True) as server:
+        run = run_codex("read every module", cwd=agent_repo, base_url=server.url,
+                        model="gpt-4.1", timeout=300)  # fmt: skip
+    refused = [r for r in server.requests if r.status == 400]
+    assert refused, [r.status for r in server.requests]
+    assert run.returncode != 0 or "context" in run.stdout + run.stderr

@@ -231,6 +231,16 @@ def codex_provider(env: Mapping[str, str]) -> tuple[str, str | None]:
     return name, str(base) if base else None
 
 
+def _codex_has_veil_server(env: Mapping[str, str]) -> bool:
+    from veil.clients.codex import config_path
+
+    try:
+        data = tomllib.loads(config_path(env).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return False
+    return "veil" in cast(dict[str, Any], data.get("mcp_servers") or {})
+
+
 def codex_upstream(env: Mapping[str, str]) -> str:
     _, base = codex_provider(env)
     return base or env.get("OPENAI_BASE_URL") or OPENAI_API
@@ -246,6 +256,18 @@ def _codex(
         child_env["OPENAI_BASE_URL"] = base
     else:
         extra += ["-c", f"model_providers.{name}.base_url={json.dumps(base)}"]
+    if not _codex_has_veil_server(env):  # the expand tool for the stubs, for this run only
+        from veil.cli.install import veil_command
+        from veil.clients.codex import FORWARDED
+
+        veil = veil_command(None)
+        argv = [*veil[1:], "mcp", "--project"]
+        extra += [
+            "-c", f"mcp_servers.veil.command={json.dumps(veil[0])}",
+            "-c", f"mcp_servers.veil.args={json.dumps(argv)}",
+            "-c", f"mcp_servers.veil.env_vars={json.dumps(list(FORWARDED))}",
+            "-c", "mcp_servers.veil.startup_timeout_sec=30",
+        ]  # fmt: skip
     # `codex exec …`: the overrides go after the subcommand's name when there is one
     if args and not args[0].startswith("-"):
         return [binary, args[0], *extra, *args[1:]], child_env
