@@ -615,6 +615,18 @@ def _hook_latency_section(loaded: Loaded, other: Loaded | None) -> str:
     )
 
 
+def _proxy_overhead_section(loaded: Loaded, other: Loaded | None) -> str:
+    from benchmarks.proxy_overhead import table
+
+    return (
+        "What Veil's model-API proxy (docs/proxy.md) does to each request before forwarding "
+        "it — read the conversation, capture the new results, measure, evict in a batch when "
+        "over budget, stub, splice — timed in process on a growing Claude Code-like "
+        "conversation, and over HTTP against an upstream that answers at once.\n\n"
+        + table(loaded.data)
+    )
+
+
 def _startup_section(loaded: Loaded, other: Loaded | None) -> str:
     from benchmarks.startup import render_section
 
@@ -688,6 +700,12 @@ SECTIONS: tuple[Section, ...] = (
         "Hook latency per tool call in the real Claude Code: `mcp_tool` vs one process per hook",
         "python -m benchmarks.hook_latency",
         _hook_latency_section,
+    ),
+    Section(
+        "proxy_overhead",
+        "Proxy overhead per request: what `veil claude` / `veil codex` add before forwarding",
+        "python -m benchmarks.proxy_overhead",
+        _proxy_overhead_section,
     ),
     Section(
         "server_load",

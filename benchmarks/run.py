@@ -36,6 +36,7 @@ BENCHMARKS: tuple[str, ...] = (
     "eviction_replay",
     "redaction",
     "hook_latency",
+    "proxy_overhead",
 )
 """Modules of ``benchmarks/`` that define ``main(argv)`` and are run by ``make bench``."""
 EXPLICIT: tuple[str, ...] = ("soak", "real_model")

@@ -202,6 +202,16 @@ def test_server_load_quick() -> None:
     assert all(r["rps"] > 0 and r["p50_ms"] <= r["p95_ms"] for r in data["rows"])
 
 
+def test_proxy_overhead_quick() -> None:
+    data = run_quick("proxy_overhead")
+    assert data["steps"] == 300 and data["tokens_last"] > data["tokens_tail_first"] > 0
+    for part in ("proxy_ms", "floor_ms"):
+        s = data["newest_tenth"][part]
+        assert s["n"] == 30 and 0 < s["p50"] <= s["p95"] <= s["max"]
+    e2e = data["end_to_end"]
+    assert e2e["direct_ms"]["n"] == e2e["proxy_ms"]["n"] == 50
+
+
 def test_hook_latency_quick() -> None:
     # Drives the real Claude Code; where it cannot be installed the test skips, loudly.
     try:

@@ -22,6 +22,9 @@ class CodeGraph:
     def __init__(self, root: Path) -> None:
         self.root = root.resolve()
         self._cache: dict[str, tuple[float, frozenset[str]]] = {}
+        self._fresh: set[str] = set()
+        """Files whose imports :meth:`neighbours` read since they last changed (as far as
+        :meth:`changed` was told): not looked at on disk again."""
 
     def rel(self, path: str) -> str | None:
         """``path`` relative to the root, or None when it is outside the project."""
@@ -35,7 +38,8 @@ class CodeGraph:
         path = self.root / rel_path
         try:
             mtime = path.stat().st_mtime
-        except OSError:
+        except OSError:  # not there (yet): nothing imported
+            self._cache[rel_path] = (-1.0, frozenset())
             return frozenset()
         cached = self._cache.get(rel_path)
         if cached and cached[0] == mtime:
@@ -44,11 +48,22 @@ class CodeGraph:
         self._cache[rel_path] = (mtime, found)
         return found
 
+    def changed(self, rel_path: str) -> None:
+        """``rel_path`` was written: the next :meth:`neighbours` reads its imports again."""
+        self._fresh.discard(rel_path)
+
     def neighbours(self, rel_paths: frozenset[str]) -> frozenset[str]:
-        """Files imported by ``rel_paths`` and, among files seen so far, files importing them."""
+        """Files imported by ``rel_paths`` and, among files seen so far, files importing them.
+        A file is looked at on disk once, then again only after :meth:`changed` (a session
+        touches hundreds of files, and this runs each time it touches a new one)."""
         out: set[str] = set()
         for rel_path in rel_paths:
+            cached = self._cache.get(rel_path)
+            if rel_path in self._fresh and cached is not None:
+                out |= cached[1]
+                continue
             out |= self.imports(rel_path)
+            self._fresh.add(rel_path)
         for other, (_, deps) in list(self._cache.items()):
             if deps & rel_paths:
                 out.add(other)

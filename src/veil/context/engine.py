@@ -280,6 +280,8 @@ class ContextEngine:
             self._book.note_write(writes, self.tick)
         if self.graph is not None and path:
             rel = self.graph.rel(path)
+            if rel and writes is not None:
+                self.graph.changed(rel)
             if rel and rel not in self.task.touched:
                 self._retask(touched=self.task.touched | {rel})
         item = self._admit(

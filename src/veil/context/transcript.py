@@ -28,6 +28,7 @@ from typing import Any
 
 from veil.context.engine import ContextEngine, UnknownItem
 from veil.context.items import ContextItem
+from veil.context.prefix import shared_prefix
 from veil.context.turns import CallKind
 from veil.context.window import Entry, Role
 
@@ -148,10 +149,7 @@ class Transcript:
         looked at — which also lets the renderer reuse what it rendered for them. A change
         earlier in the conversation (a framework that popped a message) starts over."""
         kept = self._found
-        same = next(
-            (i for i, (a, b) in enumerate(zip(found, kept, strict=False)) if a is not b and a != b),
-            min(len(found), len(kept)),
-        )
+        same = shared_prefix(found, kept)
         if same < len(kept):
             self._found, self._entries = [], []
             self._calls.clear()

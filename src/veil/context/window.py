@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, replace
 from typing import Literal, cast
 
 from veil.context.items import ContextItem
+from veil.context.prefix import shared_prefix
 from veil.context.render import EXPAND, range_note, shown_elsewhere, stub, turn_stub
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -205,10 +206,7 @@ class Renderer:
         kept = len(self._entries)
         if len(entries) < kept:
             return 0
-        same = next(
-            (i for i, (a, b) in enumerate(zip(entries, self._entries, strict=False)) if a is not b),
-            kept,
-        )
+        same = shared_prefix(entries, self._entries)
         # An entry that brings an item back moves where the item is shown: its earlier entries
         # look different from then on.
         back = [e.item for e in entries[same:] if e.restores and e.item is not None]

@@ -36,8 +36,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO, cast
 from urllib.parse import urlsplit
 
+from veil.proxy.reading import parse
 from veil.proxy.session import Conversations, Prepared
-from veil.proxy.wire import ROUTES, Api, WireError, parse
+from veil.proxy.wire import ROUTES, Api, WireError
 
 HOP_BY_HOP = frozenset(
     {
@@ -183,6 +184,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
             route = route[: -len("/count_tokens")]
         api: Api | None = next((a for suffix, a in ROUTES.items() if route.endswith(suffix)), None)
         body, encoded = _decoded(raw, self.headers.get("content-encoding", ""))
+        source = body  # decoded: what a retry is prepared from again
         prepared: Prepared | None = None
         request = None
         if api is not None and self.command == "POST" and self.server.conversations is not None:
@@ -203,7 +205,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
         if encoded:
             body = raw
         try:
-            self._send_upstream(body, api, prepared, request, raw_fallback=raw, encoded=encoded)
+            self._send_upstream(body, api, prepared, request, source=source, encoded=encoded)
         except (OSError, http.client.HTTPException) as exc:
             self.server.log.once("upstream", f"upstream unreachable: {exc}")
             self._reply(502, {"error": {"type": "proxy_error", "message": f"veil proxy: {exc}"}})
@@ -215,7 +217,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
         prepared: Prepared | None,
         request: Any,
         *,
-        raw_fallback: bytes,
+        source: bytes,
         encoded: bool,
     ) -> None:
         upstream = self.server.upstream
@@ -237,7 +239,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
                 error = response.read()
                 if _overflow(error):
                     retried = self.server.conversations.prepare(
-                        request, raw_fallback, squeeze=RETRY_SQUEEZE
+                        request, source, squeeze=RETRY_SQUEEZE
                     )
                     connection.close()
                     connection = upstream.connect()

@@ -18,21 +18,24 @@ wrote to its cache — are recorded on the tape as ``proxy.request`` events.
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import hashlib
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from veil.clock import Clock, SystemClock
 from veil.context import ContextConfig, ContextEngine
+from veil.context.prefix import shared_prefix
 from veil.context.transcript import Transcript
+from veil.context.window import Entry, Part
 from veil.embed import Embedder
 from veil.proxy.tools import EXPAND_TOOLS, describe
-from veil.proxy.wire import Request, Spliced, dumps, splice
+from veil.proxy.wire import Request, Spliced, Splicer, dumps
 from veil.tape import JSONValue, Store
 from veil.tape.recorder import Recorder
 from veil.tokens import estimate_tokens
@@ -76,6 +79,38 @@ class Conversation:
         self.last_sent = 0
         self.held: set[str] = set()
         """Items pinned for one request: the ones the model just expanded."""
+        self.counted: list[Entry] = []
+        self.sums: list[int] = [0]
+        """The last request's entries, and the tokens of the first ``i`` of them as the client
+        sent them (a conversation only grows: the same entries are not counted again)."""
+        self.parts: list[Part] = []
+        self.stubs: list[tuple[int, int, str]] = []
+        """The last rendering's parts, and (part index, result index, text) of every result
+        not shown as sent, in order."""
+        self.fixed: tuple[list[Any], int] = ([], 0)
+        """The last request's system prompt and tool schemas, and their tokens."""
+        self.splicer = Splicer()
+
+    def tokens_of(self, entries: list[Entry]) -> int:
+        """What ``entries`` cost as the client sent them (text and calls, nothing stubbed)."""
+        same = shared_prefix(entries, self.counted)
+        sums = self.sums[: same + 1]
+        for entry in entries[same:]:
+            sums.append(sums[-1] + self.engine.count_tokens(entry.text) + entry.extra_tokens)
+        self.counted, self.sums = list(entries), sums
+        return sums[-1]
+
+    def stubbed(self, parts: Sequence[Part], result_of: Mapping[int, int]) -> dict[int, str]:
+        """Result index → the text it is sent as, for every result not shown as sent (the
+        parts the last rendering had are not looked at again)."""
+        same = shared_prefix(parts, self.parts)
+        stubs = self.stubs[: bisect.bisect_left(self.stubs, (same, -1, ""))]
+        for index in range(same, len(parts)):
+            part = parts[index]
+            if part.entry is not None and part.kind != "shown" and part.entry in result_of:
+                stubs.append((index, result_of[part.entry], part.text))
+        self.parts, self.stubs = list(parts), stubs
+        return {result: text for _, result, text in stubs}
 
 
 class Conversations:
@@ -145,10 +180,10 @@ class Conversations:
             }
             for item_id in conversation.held:  # what the model just asked back stays in view
                 engine.pin(item_id)
-            fixed = self._fixed_tokens(request)
+            fixed = self._fixed_tokens(request, conversation)
             engine.overhead_tokens = fixed
             rendered = engine.render(entries, collapse=False, tail=False)
-            before = fixed + sum(engine.count_tokens(e.text) for e in entries)
+            before = fixed + conversation.tokens_of(entries)
             evicted = 0
             if squeeze < 1.0 or rendered.tokens > engine.budget:
                 # a batch: down to TARGET_FILL of the budget (or lower after an overflow), so
@@ -158,13 +193,9 @@ class Conversations:
                 boundary = engine.window(entries, fixed_tokens=squeezed, collapse=False, tail=False)
                 rendered = boundary.rendered
                 evicted = sum(1 for m in boundary.report.moves if m.to != "live")
-            result_of = _result_indexes(request)
-            texts = {
-                result_of[p.entry]: p.text
-                for p in rendered.parts
-                if p.entry is not None and p.kind != "shown" and p.entry in result_of
-            }
-            spliced: Spliced = splice(request, raw, texts)
+            result_of = {r.entry: r.index for r in request.results}
+            texts = conversation.stubbed(rendered.parts, result_of)
+            spliced: Spliced = conversation.splicer.splice(request, raw, texts)
             sent = fixed + rendered.tokens
             conversation.last_sent = sent
         engine.persist_in_background()
@@ -179,12 +210,16 @@ class Conversations:
             time.perf_counter() - start,
         )
 
-    def _fixed_tokens(self, request: Request) -> int:
+    def _fixed_tokens(self, request: Request, conversation: Conversation) -> int:
         """What the request carries besides its conversation: the system prompt and the tool
-        schemas."""
+        schemas (counted again only when they change)."""
         body = request.body
         fixed: list[Any] = [body.get(k) for k in ("system", "tools", "instructions") if k in body]
-        return estimate_tokens(dumps(fixed).decode()) if fixed else 0
+        if fixed == conversation.fixed[0]:
+            return conversation.fixed[1]
+        tokens = estimate_tokens(dumps(fixed).decode()) if fixed else 0
+        conversation.fixed = (fixed, tokens)
+        return tokens
 
     def reported(self, prepared: Prepared, usage: Mapping[str, int], *, api: str) -> None:
         """The provider's usage for a forwarded request: calibrates the count and is recorded."""
@@ -228,15 +263,8 @@ class Conversations:
 
 
 def _last_assistant(request: Request) -> int:
-    return max((i for i, f in enumerate(request.found) if f.role == "assistant"), default=-1)
-
-
-def _result_indexes(request: Request) -> dict[int, int]:
-    """Entry index (= index in ``request.found``) → index among the request's results."""
-    out: dict[int, int] = {}
-    n = 0
-    for index, found in enumerate(request.found):
-        if found.role == "tool":
-            out[index] = n
-            n += 1
-    return out
+    found = request.found
+    for index in range(len(found) - 1, -1, -1):
+        if found[index].role == "assistant":
+            return index
+    return -1

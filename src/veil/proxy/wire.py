@@ -26,7 +26,8 @@ from typing import Any, Literal, cast
 
 import orjson
 
-from veil.context.transcript import Call, Found
+from veil.context.prefix import shared_prefix
+from veil.context.transcript import Found
 
 Api = Literal["anthropic", "responses", "chat"]
 
@@ -51,6 +52,12 @@ class Result:
     value: Any
     field: str
     """The key holding ``value`` (``content`` or ``output``)."""
+    encoded: bytes | None = None
+    """``value`` as compact JSON, when known (it is what :func:`splice` looks for)."""
+    span: tuple[int, int] | None = None
+    """Where ``encoded`` is in the request's bytes, when the reader knows it."""
+    entry: int = -1
+    """The index of its :class:`Found` in :attr:`Request.found`."""
 
 
 @dataclass(frozen=True)
@@ -75,25 +82,6 @@ def loads(raw: bytes) -> dict[str, Any]:
     return cast(dict[str, Any], data)
 
 
-def parse(api: Api, raw: bytes, headers: Mapping[str, str]) -> Request:
-    body = loads(raw)
-    if api == "anthropic":
-        found, results = _anthropic(body)
-    elif api == "responses":
-        found, results = _responses(body)
-    else:
-        found, results = _chat(body)
-    return Request(
-        api,
-        body,
-        tuple(found),
-        tuple(results),
-        conversation_key(api, body, headers, found),
-        str(body.get("model") or ""),
-        body.get("stream") is True,
-    )
-
-
 # ---- conversation identity ------------------------------------------------------------------
 
 
@@ -104,20 +92,7 @@ def conversation_key(
     ``metadata.user_id`` ``session_id``; Codex's ``prompt_cache_key``) and a digest of the
     conversation's first message, so that a subagent or a side request of the same session is
     a conversation of its own."""
-    session = ""
-    if api == "anthropic":
-        user_id = _dict(body.get("metadata")).get("user_id")
-        if isinstance(user_id, str) and user_id:
-            try:
-                parsed: object = json.loads(user_id)
-            except ValueError:
-                parsed = None
-            session = str(_dict(parsed).get("session_id") or user_id)
-        session = session or headers.get("x-claude-code-session-id", "")
-    else:
-        session = str(
-            body.get("prompt_cache_key") or headers.get("session-id") or body.get("user") or ""
-        )
+    session = session_of(api, body, headers)
     first = next((f.text for f in found if f.role == "user"), "")
     digest = hashlib.sha256(first.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return f"{session or 'anonymous'}:{digest}"
@@ -126,11 +101,11 @@ def conversation_key(
 # ---- the three formats ---------------------------------------------------------------------
 
 
-def _dict(value: object) -> dict[str, Any]:
+def json_object(value: object) -> dict[str, Any]:
     return cast(dict[str, Any], value) if isinstance(value, dict) else {}
 
 
-def _list(value: object) -> list[Any]:
+def json_array(value: object) -> list[Any]:
     return cast(list[Any], value) if isinstance(value, list) else []
 
 
@@ -140,8 +115,8 @@ def text_of(value: object) -> str:
     if isinstance(value, str):
         return value
     parts: list[str] = []
-    for block in _list(value):
-        b = _dict(block)
+    for block in json_array(value):
+        b = json_object(block)
         kind = b.get("type")
         if isinstance(b.get("text"), str):
             parts.append(str(b["text"]))
@@ -152,7 +127,7 @@ def text_of(value: object) -> str:
     return "\n".join(parts)
 
 
-def _arguments(value: object) -> dict[str, Any]:
+def arguments_of(value: object) -> dict[str, Any]:
     if isinstance(value, dict):
         return cast(dict[str, Any], value)
     if isinstance(value, str):
@@ -164,130 +139,20 @@ def _arguments(value: object) -> dict[str, Any]:
     return {}
 
 
-def _anthropic(body: Mapping[str, Any]) -> tuple[list[Found], list[Result]]:
-    found: list[Found] = []
-    results: list[Result] = []
-    messages = _list(body.get("messages"))
-    if not messages and "messages" not in body:
-        raise WireError("no messages in the request")
-    for message in messages:
-        m = _dict(message)
-        role = m.get("role")
-        content = m.get("content")
-        if role == "assistant":
-            texts: list[str] = []
-            calls: list[Call] = []
-            for block in _list(content) if not isinstance(content, str) else []:
-                b = _dict(block)
-                if b.get("type") == "tool_use":
-                    calls.append(
-                        Call(
-                            str(b.get("id") or ""), str(b.get("name") or ""), _dict(b.get("input"))
-                        )
-                    )
-                elif isinstance(b.get("text"), str):
-                    texts.append(str(b["text"]))
-                elif isinstance(b.get("thinking"), str):
-                    texts.append(str(b["thinking"]))
-            text = content if isinstance(content, str) else "\n".join(texts)
-            found.append(Found("assistant", text, tuple(calls)))
-            continue
-        if isinstance(content, str):
-            found.append(Found("user", content))
-            continue
-        texts = []
-        for block in _list(content):
-            b = _dict(block)
-            if b.get("type") == "tool_result":
-                call_id = str(b.get("tool_use_id") or "")
-                value = b.get("content", "")
-                results.append(Result(len(results), call_id, value, "content"))
-                found.append(
-                    Found(
-                        "tool", text_of(value), call_id=call_id, is_error=b.get("is_error") is True
-                    )
-                )
-            elif isinstance(b.get("text"), str):
-                texts.append(str(b["text"]))
-        if texts:
-            found.append(Found("user", "\n".join(texts)))
-    return found, results
-
-
-def _responses(body: Mapping[str, Any]) -> tuple[list[Found], list[Result]]:
-    found: list[Found] = []
-    results: list[Result] = []
-    raw_input = body.get("input")
-    if isinstance(raw_input, str):
-        return [Found("user", raw_input)], []
-    if not isinstance(raw_input, list):
-        raise WireError("no input in the request")
-    pending: list[Call] = []
-
-    def flush() -> None:
-        if pending:
-            found.append(Found("assistant", "", tuple(pending)))
-            pending.clear()
-
-    for item in cast(list[Any], raw_input):
-        it = _dict(item)
-        kind = it.get("type") or ("message" if "role" in it else "")
-        if kind in ("function_call", "custom_tool_call", "local_shell_call"):
-            name = str(it.get("name") or kind)
-            if it.get("namespace"):
-                name = f"{it['namespace']}.{name}"
-            args = _arguments(it.get("arguments") if kind == "function_call" else it.get("input"))
-            if kind == "local_shell_call":
-                args = _dict(it.get("action"))
-            pending.append(Call(str(it.get("call_id") or ""), name, args))
-            continue
-        if kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
-            flush()
-            call_id = str(it.get("call_id") or "")
-            value = it.get("output", "")
-            results.append(Result(len(results), call_id, value, "output"))
-            found.append(Found("tool", text_of(value), call_id=call_id))
-            continue
-        flush()
-        role = str(it.get("role") or "")
-        text = text_of(it.get("content"))
-        if kind == "reasoning":
-            continue
-        if role == "assistant":
-            found.append(Found("assistant", text))
-        elif role in ("user", "developer", "system"):
-            found.append(Found("user" if role == "user" else "system", text))
-    flush()
-    return found, results
-
-
-def _chat(body: Mapping[str, Any]) -> tuple[list[Found], list[Result]]:
-    found: list[Found] = []
-    results: list[Result] = []
-    messages = _list(body.get("messages"))
-    if not messages and "messages" not in body:
-        raise WireError("no messages in the request")
-    for message in messages:
-        m = _dict(message)
-        role = m.get("role")
-        if role == "tool":
-            call_id = str(m.get("tool_call_id") or "")
-            value = m.get("content", "")
-            results.append(Result(len(results), call_id, value, "content"))
-            found.append(Found("tool", text_of(value), call_id=call_id))
-        elif role == "assistant":
-            calls = tuple(
-                Call(
-                    str(_dict(c).get("id") or ""),
-                    str(_dict(_dict(c).get("function")).get("name") or ""),
-                    _arguments(_dict(_dict(c).get("function")).get("arguments")),
-                )
-                for c in _list(m.get("tool_calls"))
-            )
-            found.append(Found("assistant", text_of(m.get("content")), calls))
-        elif role in ("user", "system", "developer"):
-            found.append(Found("user" if role == "user" else "system", text_of(m.get("content"))))
-    return found, results
+def session_of(api: Api, body: Mapping[str, Any], headers: Mapping[str, str]) -> str:
+    """The client's session: Claude Code's ``metadata.user_id`` ``session_id``, Codex's
+    ``prompt_cache_key`` (or a session header, or the ``user`` field)."""
+    if api == "anthropic":
+        user_id = json_object(body.get("metadata")).get("user_id")
+        session = ""
+        if isinstance(user_id, str) and user_id:
+            try:
+                parsed: object = json.loads(user_id)
+            except ValueError:
+                parsed = None
+            session = str(json_object(parsed).get("session_id") or user_id)
+        return session or headers.get("x-claude-code-session-id", "")
+    return str(body.get("prompt_cache_key") or headers.get("session-id") or body.get("user") or "")
 
 
 # ---- rewriting -----------------------------------------------------------------------------
@@ -314,20 +179,77 @@ _CALL_KEY: Mapping[Api, bytes] = {
 
 def splice(request: Request, raw: bytes, texts: Mapping[int, str]) -> Spliced:
     """``raw`` with result ``i``'s content replaced by ``texts[i]`` (a JSON string)."""
-    if not texts:
-        return Spliced(raw, True)
-    pieces: list[bytes] = []
-    at = 0
-    for index in sorted(texts):
-        result = request.results[index]
-        span = _span(request.api, raw, result, at)
-        if span is None:
-            return Spliced(_reserialised(request, texts), False)
-        start, end = span
-        pieces += [raw[at:start], dumps(texts[index])]
-        at = end
-    pieces.append(raw[at:])
-    return Spliced(b"".join(pieces), True)
+    return Splicer().splice(request, raw, texts)
+
+
+class Splicer:
+    """:func:`splice` for one conversation, remembering the last request: between two
+    batches of evictions a request is the last one's bytes, the same stubs, and something new
+    at the end, so the output up to the last replacement both share is the last output's
+    (copied, not rebuilt one result at a time)."""
+
+    def __init__(self) -> None:
+        self._raw = b""
+        self._out = b""
+        self._order: list[int] = []
+        self._texts: list[str] = []
+        self._ends: list[tuple[int, int]] = []
+        """After each replacement: where it ends in the input and in the output."""
+
+    def splice(self, request: Request, raw: bytes, texts: Mapping[int, str]) -> Spliced:
+        order = sorted(texts)
+        stubs = [texts[i] for i in order]
+        shared = common_prefix(raw, self._raw) if self._raw else 0
+        kept = min(shared_prefix(order, self._order), shared_prefix(stubs, self._texts))
+        while kept and self._ends[kept - 1][0] > shared:
+            kept -= 1
+        pieces: list[bytes] = []
+        at = 0
+        ends: list[tuple[int, int]] = list(self._ends[:kept])
+        size = 0
+        if kept:
+            at, size = ends[-1]
+            pieces.append(self._out[:size])
+        for index in order[kept:]:
+            result = request.results[index]
+            span = result.span
+            if (
+                span is None
+                or span[0] < at
+                or result.encoded is None
+                or not raw.startswith(result.encoded, span[0])
+            ):
+                span = span_of(request.api, raw, result, at)
+            if span is None:
+                self.__init__()
+                return Spliced(_reserialised(request, texts), False)
+            start, end = span
+            stub = dumps(texts[index])
+            pieces += [raw[at:start], stub]
+            size += start - at + len(stub)
+            at = end
+            ends.append((at, size))
+        pieces.append(raw[at:])
+        out = b"".join(pieces)
+        self._raw, self._out, self._order, self._texts, self._ends = raw, out, order, stubs, ends
+        return Spliced(out, True)
+
+
+def common_prefix(a: bytes, b: bytes) -> int:
+    """How many leading bytes ``a`` and ``b`` share (compared a chunk at a time, in C)."""
+    n = min(len(a), len(b))
+    lo = 0
+    chunk = 65_536
+    while lo + chunk <= n and a[lo : lo + chunk] == b[lo : lo + chunk]:
+        lo += chunk
+    hi = min(lo + chunk, n)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
 
 
 NEAR = 256
@@ -335,25 +257,28 @@ NEAR = 256
 ``is_error``, ``cache_control``); a content further away is not this result's."""
 
 
-def _span(api: Api, raw: bytes, result: Result, after: int) -> tuple[int, int] | None:
-    """Where ``result``'s content value is in ``raw`` (at or after ``after``): in the same
-    object as its call id, just after it or just before it."""
+def span_of(
+    api: Api, raw: bytes, result: Result, after: int, before: int | None = None
+) -> tuple[int, int] | None:
+    """Where ``result``'s content value is in ``raw`` (at or after ``after``, ending by
+    ``before``): in the same object as its call id, just after it or just before it."""
     call = _CALL_KEY[api] + dumps(result.call_id)
-    value = dumps(result.value)
+    value = result.encoded if result.encoded is not None else dumps(result.value)
     key = b'"' + result.field.encode() + b'":'
     needle = key + value
-    anchor = raw.find(call, after)
+    limit = len(raw) if before is None else before
+    anchor = raw.find(call, after, limit)
     while anchor >= 0:
         end = anchor + len(call)
-        forward = raw.find(key, end, end + NEAR + len(key))
-        if forward >= 0 and raw.startswith(needle, forward):
+        forward = raw.find(key, end, min(limit, end + NEAR + len(key)))
+        if forward >= 0 and raw.startswith(needle, forward) and forward + len(needle) <= limit:
             start = forward + len(key)
             return start, start + len(value)
         back = raw.rfind(needle, max(after, anchor - len(needle) - NEAR), anchor)
         if back >= 0 and anchor - (back + len(needle)) <= NEAR:
             start = back + len(key)
             return start, start + len(value)
-        anchor = raw.find(call, end)
+        anchor = raw.find(call, end, limit)
     return None
 
 

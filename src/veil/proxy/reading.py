@@ -1,0 +1,429 @@
+"""Reading a request's conversation, incrementally.
+
+An agent sends its whole conversation again with every request, and the conversation only
+grows: between two requests of one conversation the bytes are the same up to the last few
+messages (where the client moves its ``cache_control`` marker) and then new messages follow.
+Decoding a 200k-token body as JSON takes longer than everything else the proxy does, so the
+:class:`Reader` keeps, per conversation, the last body's bytes, its decoded messages and where
+each message ends, and for the next request decodes only what follows the longest byte prefix
+the two share: the messages inside that prefix are the same values, read once (their
+:class:`~veil.context.transcript.Found` objects are the same ones, which lets the transcript
+and the renderer skip them too).
+
+Where each message ends is known by encoding it again and finding those exact bytes where it
+should be (clients write compact JSON, as :func:`~veil.proxy.wire.dumps` does); a message
+written otherwise is simply not tracked, and what follows it is decoded every time. A body
+whose conversation cannot be located in its bytes is decoded whole. Every path gives the same
+messages: only the work differs.
+"""
+
+from __future__ import annotations
+
+import bisect
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import orjson
+
+from veil.context.transcript import Call, Found
+from veil.proxy.wire import (
+    Api,
+    Request,
+    Result,
+    WireError,
+    arguments_of,
+    common_prefix,
+    conversation_key,
+    dumps,
+    json_array,
+    json_object,
+    loads,
+    span_of,
+    text_of,
+)
+
+TAIL_KEY = "\u0000veil-tail"
+"""The key under which the part after the shared prefix is decoded (no client sends it)."""
+
+
+def parse(
+    api: Api, raw: bytes, headers: Mapping[str, str], reader: Reader | None = None
+) -> Request:
+    """The request's conversation as found (with :class:`Reader`, the process-wide one by
+    default). Raises :class:`~veil.proxy.wire.WireError` for a body that is not the API's
+    request."""
+    body, found, results = (reader or READER).read(api, raw)
+    return Request(
+        api,
+        body,
+        tuple(found),
+        tuple(results),
+        conversation_key(api, body, headers, found),
+        str(body.get("model") or ""),
+        body.get("stream") is True,
+    )
+
+
+@dataclass(frozen=True)
+class _State:
+    """One conversation's last request: its bytes, the body's keys before the conversation's
+    array, where that array starts, its items, where each tracked item ends (the first
+    ``len(ends)`` items), what each item gave and its results."""
+
+    raw: bytes
+    field: str
+    before: dict[str, Any]
+    start: int
+    items: list[Any]
+    ends: list[int]
+    pieces: list[_Piece]
+    assembled: _Assembled
+
+    @property
+    def found(self) -> list[Found]:
+        return self.assembled.found
+
+    @property
+    def found_before(self) -> list[int]:
+        return self.assembled.found_before
+
+    @property
+    def results(self) -> list[Result]:
+        return self.assembled.results
+
+    @property
+    def results_before(self) -> list[int]:
+        return self.assembled.results_before
+
+
+class Reader:
+    """Reads requests (see the module docstring); remembers the newest ``keep``
+    conversations. Thread-safe."""
+
+    def __init__(self, keep: int = 16) -> None:
+        self.keep = keep
+        self._states: list[_State] = []
+        self._lock = threading.Lock()
+
+    def read(self, api: Api, raw: bytes) -> tuple[dict[str, Any], list[Found], list[Result]]:
+        field = "input" if api == "responses" else "messages"
+        state = self._known(raw, field)
+        decoded = self._after(state, raw) if state is not None else None
+        if decoded is None:
+            state = None
+            body = loads(raw)
+            value = body.get(field)
+            if api == "responses" and isinstance(value, str):
+                return body, [Found("user", value)], []
+            if not isinstance(value, list):
+                if api == "responses" or field not in body:
+                    raise WireError(f"no {field} in the request")
+                return body, [], []
+            items = cast(list[Any], value)
+            start = _locate(raw, field, items)
+            before = _keys_before(body, field)
+            k = 0
+        else:
+            assert state is not None
+            body, k = decoded
+            items = cast(list[Any], body[field])
+            start, before = state.start, state.before
+        piece_of = _PIECES[api]
+        pieces = [*(state.pieces[:k] if state else ()), *(piece_of(i) for i in items[k:])]
+        ends = list(state.ends[:k]) if state else []
+        if start >= 0:
+            _track(raw, items, ends, start)
+        assembled = _assemble(api, raw, items, pieces, ends, start, state, k)
+        if start >= 0:
+            self._remember(_State(raw, field, before, start, items, ends, pieces, assembled))
+        return body, assembled.found, assembled.results
+
+    def _known(self, raw: bytes, field: str) -> _State | None:
+        """The newest remembered conversation this request continues: the same bytes up to
+        and including its first item."""
+        with self._lock:
+            states = list(self._states)
+        for state in reversed(states):
+            if state.field != field or not state.ends:
+                continue
+            first = state.ends[0]
+            if len(raw) >= first and raw[:first] == state.raw[:first]:
+                return state
+        return None
+
+    def _after(self, state: _State, raw: bytes) -> tuple[dict[str, Any], int] | None:
+        """The body, decoding only what follows the prefix shared with ``state``, and how many
+        items came from ``state``; None when that cannot be done."""
+        shared = common_prefix(raw, state.raw)
+        k = bisect.bisect_right(state.ends, shared)
+        if k == 0:
+            return None
+        tail = b'{"\\u0000veil-tail":[null' + raw[state.ends[k - 1] :]
+        try:
+            rest: object = orjson.loads(tail)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(rest, dict):
+            return None
+        after = cast(dict[str, Any], rest)
+        new = after.pop(TAIL_KEY, None)
+        if not isinstance(new, list) or not new:
+            return None
+        items = state.items[:k] + cast(list[Any], new)[1:]
+        return {**state.before, state.field: items, **after}, k
+
+    def _remember(self, state: _State) -> None:
+        """Keep ``state`` in place of the conversation's previous one."""
+        first = state.raw[: state.ends[0]] if state.ends else state.raw
+        with self._lock:
+            others = [s for s in self._states if not (s.ends and s.raw[: s.ends[0]] == first)]
+            self._states = [*others[-(self.keep - 1) :], state]
+
+
+READER = Reader()
+"""The proxy's reader (one per process)."""
+
+
+def _keys_before(body: Mapping[str, Any], field: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in body.items():
+        if key == field:
+            break
+        out[key] = value
+    return out
+
+
+def _locate(raw: bytes, field: str, items: Sequence[Any]) -> int:
+    """Where the first item of the top-level ``field`` array starts in ``raw`` (-1: not
+    found as compact JSON)."""
+    key = b'"' + field.encode() + b'":['
+    first = dumps(items[0]) if items else b"]"
+    at = raw.find(key)
+    while at >= 0:
+        start = at + len(key)
+        if raw.startswith(first, start):
+            return start
+        at = raw.find(key, start)
+    return -1
+
+
+def _track(raw: bytes, items: Sequence[Any], ends: list[int], start: int) -> None:
+    """Extend ``ends`` with the items that follow, as long as each is where its compact JSON
+    says it is."""
+    at = ends[-1] if ends else start
+    for index in range(len(ends), len(items)):
+        if index:
+            if raw[at : at + 1] != b",":
+                return
+            at += 1
+        encoded = dumps(items[index])
+        if not raw.startswith(encoded, at):
+            return
+        at += len(encoded)
+        ends.append(at)
+
+
+@dataclass(frozen=True)
+class _Assembled:
+    found: list[Found]
+    results: list[Result]
+    results_before: list[int]
+    """``results_before[i]``: how many results the items before item ``i`` hold."""
+    found_before: list[int]
+    """``found_before[i]``: how many messages the items before item ``i`` gave."""
+
+
+def _assemble(
+    api: Api,
+    raw: bytes,
+    items: Sequence[Any],
+    pieces: Sequence[_Piece],
+    ends: Sequence[int],
+    start: int,
+    state: _State | None,
+    k: int,
+) -> _Assembled:
+    """The messages and results of ``items``: those of the first ``k`` from ``state`` (less
+    the calls at their end that wait for their assistant message), the rest built (a result
+    in a tracked item knows its bytes)."""
+    while k > 0 and pieces[k - 1].calls:
+        k -= 1
+    if state is None:
+        k = 0
+    found: list[Found] = list(state.found[: state.found_before[k]]) if state else []
+    results: list[Result] = list(state.results[: state.results_before[k]]) if state else []
+    results_before: list[int] = list(state.results_before[:k]) if state else []
+    found_before: list[int] = list(state.found_before[:k]) if state else []
+    pending: list[Call] = []
+    for index in range(k, len(items)):
+        item, piece = items[index], pieces[index]
+        results_before.append(len(results))
+        found_before.append(len(found))
+        if piece.calls:
+            pending += piece.calls
+            continue
+        if pending:
+            found.append(_assistant_of(pending))
+            pending = []
+        base = len(found)
+        found += piece.found
+        tools = [i for i, f in enumerate(piece.found) if f.role == "tool"]
+        low = (ends[index - 1] + 1 if index else start) if index < len(ends) else -1
+        for (block, call_id, key, encoded), position in zip(piece.results, tools, strict=True):
+            holder = (
+                json_object(item)
+                if block < 0
+                else json_object(json_array(json_object(item).get("content"))[block])
+            )
+            result = Result(len(results), call_id, holder.get(key, ""), key, encoded)
+            span = span_of(api, raw, result, low, ends[index]) if low >= 0 else None
+            if span is not None:
+                low = span[1]
+            results.append(
+                Result(result.index, call_id, result.value, key, encoded, span, base + position)
+            )
+    results_before.append(len(results))
+    found_before.append(len(found))
+    if pending:
+        found.append(_assistant_of(pending))
+    return _Assembled(found, results, results_before, found_before)
+
+
+_merged: dict[tuple[int, ...], tuple[tuple[Call, ...], Found]] = {}
+_merged_lock = threading.Lock()
+
+
+def _assistant_of(calls: list[Call]) -> Found:
+    """The assistant message of consecutive Responses calls: the same object for the same
+    call objects (kept with them; cleared past 100,000)."""
+    key = tuple(id(c) for c in calls)
+    with _merged_lock:
+        known = _merged.get(key)
+        if known is not None:
+            return known[1]
+        found = Found("assistant", "", tuple(calls))
+        if len(_merged) > 100_000:
+            _merged.clear()
+        _merged[key] = (tuple(calls), found)
+        return found
+
+
+@dataclass(frozen=True)
+class _Piece:
+    """What one message (Anthropic, Chat) or input item (Responses) gives: the messages found
+    in it, the calls it adds to the next assistant message (a Responses ``function_call``),
+    and where its results are: (block index, or -1 for the item itself; call id; the key
+    holding the value; the value as compact JSON)."""
+
+    found: tuple[Found, ...] = ()
+    calls: tuple[Call, ...] = ()
+    results: tuple[tuple[int, str, str, bytes], ...] = ()
+
+
+def _anthropic_piece(message: object) -> _Piece:
+    m = json_object(message)
+    role = m.get("role")
+    content = m.get("content")
+    if role == "assistant":
+        texts: list[str] = []
+        calls: list[Call] = []
+        for block in json_array(content) if not isinstance(content, str) else []:
+            b = json_object(block)
+            if b.get("type") == "tool_use":
+                calls.append(
+                    Call(
+                        str(b.get("id") or ""),
+                        str(b.get("name") or ""),
+                        json_object(b.get("input")),
+                    )
+                )
+            elif isinstance(b.get("text"), str):
+                texts.append(str(b["text"]))
+            elif isinstance(b.get("thinking"), str):
+                texts.append(str(b["thinking"]))
+        text = content if isinstance(content, str) else "\n".join(texts)
+        return _Piece((Found("assistant", text, tuple(calls)),))
+    if isinstance(content, str):
+        return _Piece((Found("user", content),))
+    found: list[Found] = []
+    results: list[tuple[int, str, str, bytes]] = []
+    texts = []
+    for index, block in enumerate(json_array(content)):
+        b = json_object(block)
+        if b.get("type") == "tool_result":
+            call_id = str(b.get("tool_use_id") or "")
+            value = b.get("content", "")
+            results.append((index, call_id, "content", dumps(value)))
+            found.append(
+                Found("tool", text_of(value), call_id=call_id, is_error=b.get("is_error") is True)
+            )
+        elif isinstance(b.get("text"), str):
+            texts.append(str(b["text"]))
+    if texts:
+        found.append(Found("user", "\n".join(texts)))
+    return _Piece(tuple(found), (), tuple(results))
+
+
+def _responses_piece(item: object) -> _Piece:
+    it = json_object(item)
+    kind = it.get("type") or ("message" if "role" in it else "")
+    if kind in ("function_call", "custom_tool_call", "local_shell_call"):
+        name = str(it.get("name") or kind)
+        if it.get("namespace"):
+            name = f"{it['namespace']}.{name}"
+        args = arguments_of(it.get("arguments") if kind == "function_call" else it.get("input"))
+        if kind == "local_shell_call":
+            args = json_object(it.get("action"))
+        return _Piece(calls=(Call(str(it.get("call_id") or ""), name, args),))
+    if kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
+        call_id = str(it.get("call_id") or "")
+        value = it.get("output", "")
+        return _Piece(
+            (Found("tool", text_of(value), call_id=call_id),),
+            (),
+            ((-1, call_id, "output", dumps(value)),),
+        )
+    role = str(it.get("role") or "")
+    if kind == "reasoning":
+        return _Piece()
+    text = text_of(it.get("content"))
+    if role == "assistant":
+        return _Piece((Found("assistant", text),))
+    if role in ("user", "developer", "system"):
+        return _Piece((Found("user" if role == "user" else "system", text),))
+    return _Piece()
+
+
+def _chat_piece(message: object) -> _Piece:
+    m = json_object(message)
+    role = m.get("role")
+    if role == "tool":
+        call_id = str(m.get("tool_call_id") or "")
+        value = m.get("content", "")
+        return _Piece(
+            (Found("tool", text_of(value), call_id=call_id),),
+            (),
+            ((-1, call_id, "content", dumps(value)),),
+        )
+    if role == "assistant":
+        calls = tuple(
+            Call(
+                str(json_object(c).get("id") or ""),
+                str(json_object(json_object(c).get("function")).get("name") or ""),
+                arguments_of(json_object(json_object(c).get("function")).get("arguments")),
+            )
+            for c in json_array(m.get("tool_calls"))
+        )
+        return _Piece((Found("assistant", text_of(m.get("content")), calls),))
+    if role in ("user", "system", "developer"):
+        return _Piece((Found("user" if role == "user" else "system", text_of(m.get("content"))),))
+    return _Piece()
+
+
+_PIECES: Mapping[Api, Callable[[object], _Piece]] = {
+    "anthropic": _anthropic_piece,
+    "responses": _responses_piece,
+    "chat": _chat_piece,
+}
