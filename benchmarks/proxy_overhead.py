@@ -370,7 +370,7 @@ def table(data: Json) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(description="The latency Veil's proxy adds to a request.")
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS} results")
     args = parser.parse_args(argv)
     data = run(quick=args.quick)
