@@ -19,8 +19,9 @@ during the run and are in the figures.
 
 Reported per request: p50 / p95 / max milliseconds over the newest tenth of the run (the
 largest conversations: 1,800–2,000 results, 180–200k tokens in the full run) and over the
-whole run, and, measured in the same run on the same bodies, a floor: ``orjson`` decoding and
-encoding the body (what any proxy that reads the request pays).
+whole run, and, measured in the same run on the same bodies, a baseline: ``orjson`` decoding
+and encoding the whole body (what a proxy that reads every request in full pays; Veil's reads
+only what follows the bytes the conversation's last request shares, :mod:`veil.proxy.reading`).
 
 The end-to-end figure: the newest 50 requests sent over HTTP on 127.0.0.1 to an upstream that
 answers at once, directly and through a :class:`veil.proxy.server.ProxyServer` (requests run
@@ -356,7 +357,7 @@ def table(data: Json) -> str:
             "| per request, ms | n | p50 | p95 | max |",
             "| --- | ---: | ---: | ---: | ---: |",
             _row("proxy (parse + prepare), newest tenth", tail["proxy_ms"]),
-            _row("floor: orjson decode + encode, newest tenth", tail["floor_ms"]),
+            _row("baseline: decode + encode the whole body, newest tenth", tail["floor_ms"]),
             _row("proxy, whole run", data["all"]["proxy_ms"]),
             _row("HTTP, direct to an instant upstream", e2e["direct_ms"]),
             _row("HTTP, through the proxy", e2e["proxy_ms"]),

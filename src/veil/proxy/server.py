@@ -1,8 +1,9 @@
 """``veil proxy``: an HTTP server on 127.0.0.1 between a coding agent and its model provider,
 applying Veil's working memory to every request (:mod:`veil.proxy.session`).
 
-- **Routes.** ``POST /v1/messages`` (and ``/v1/messages/count_tokens``: counted as the request
-  would be forwarded), ``/v1/responses`` and ``/v1/chat/completions`` are rewritten; anything
+- **Routes.** ``POST /v1/messages`` (and ``/v1/messages/count_tokens``: the count of the
+  request as it would be forwarded, for a conversation the proxy keeps — a count never starts
+  one), ``/v1/responses`` and ``/v1/chat/completions`` are rewritten; anything
   else is forwarded as it is. The upstream gets the client's headers — its credentials
   included, never stored or logged — and the path as the client sent it, on the upstream's
   origin (the client's base URL carries the upstream's path: :func:`client_base`).
@@ -180,7 +181,8 @@ class ProxyHandler(BaseHTTPRequestHandler):
     def _forward(self, raw: bytes) -> None:
         path = self.path
         route = path.split("?", 1)[0]
-        if route.endswith("/count_tokens"):
+        counting = route.endswith("/count_tokens")
+        if counting:
             route = route[: -len("/count_tokens")]
         api: Api | None = next((a for suffix, a in ROUTES.items() if route.endswith(suffix)), None)
         body, encoded = _decoded(raw, self.headers.get("content-encoding", ""))
@@ -190,10 +192,15 @@ class ProxyHandler(BaseHTTPRequestHandler):
         if api is not None and self.command == "POST" and self.server.conversations is not None:
             try:
                 request = parse(api, body, _lower(self.headers))
-                prepared = self.server.conversations.prepare(request, body)
-                body, encoded = prepared.body, False
-                if self.server.on_prepared is not None:
-                    self.server.on_prepared(prepared)
+                conversations = self.server.conversations
+                # a count is of the request as it would be sent: a conversation the proxy
+                # keeps is rendered as it is; a count never starts one
+                known = conversations.known(request) if counting else None
+                if not counting or known is not None:
+                    prepared = conversations.prepare(request, body, conversation=known)
+                    body, encoded = prepared.body, False
+                    if self.server.on_prepared is not None:
+                        self.server.on_prepared(prepared)
             except WireError as exc:
                 self.server.log.once("wire", f"{exc}; forwarded as it is")
             except Exception as exc:

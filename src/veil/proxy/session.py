@@ -143,6 +143,17 @@ class Conversations:
         self._lock = threading.Lock()
         self._recorder = Recorder(store, scope=scope, actor="veil-proxy", clock=self.clock)
 
+    def known(self, request: Request) -> Conversation | None:
+        """The conversation ``request`` continues, if the proxy has seen it: by its key, or
+        (a ``count_tokens`` request carries no session) by its first message alone."""
+        with self._lock:
+            found = self._by_key.get(request.key)
+            if found is not None:
+                return found
+            digest = request.key.rsplit(":", 1)[-1]
+            matches = [c for k, c in self._by_key.items() if k.rsplit(":", 1)[-1] == digest]
+            return matches[-1] if matches else None
+
     def conversation(self, request: Request) -> Conversation:
         with self._lock:
             known = self._by_key.get(request.key)
@@ -165,11 +176,19 @@ class Conversations:
             conversation = self._by_key[request.key] = Conversation(engine)
             return conversation
 
-    def prepare(self, request: Request, raw: bytes, *, squeeze: float = 1.0) -> Prepared:
+    def prepare(
+        self,
+        request: Request,
+        raw: bytes,
+        *,
+        squeeze: float = 1.0,
+        conversation: Conversation | None = None,
+    ) -> Prepared:
         """The request to forward (see the module docstring). ``squeeze`` < 1: the provider
-        refused the request as too long — a boundary at that share of the budget, now."""
+        refused the request as too long — a boundary at that share of the budget, now.
+        ``conversation``: the one to use (default: the request's own, made if new)."""
         start = time.perf_counter()
-        conversation = self.conversation(request)
+        conversation = conversation or self.conversation(request)
         with conversation.lock:
             engine = conversation.engine
             entries = conversation.transcript.entries(request.found)

@@ -1,0 +1,250 @@
+"""``veil proxy`` as a server on 127.0.0.1, in front of a recording upstream: the stream comes
+back byte for byte, the client's credentials go upstream and nowhere else, a context overflow
+is evicted harder and retried once, a body Veil cannot read is forwarded as it is, a count is
+of the request as it would be sent, and concurrent conversations stay apart."""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import threading
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from veil.clock import FakeClock
+from veil.embed import default_embedder
+from veil.proxy.server import Log, ProxyServer, Upstream
+from veil.proxy.session import Conversations
+from veil.tape import open_store
+
+SSE = (
+    b'event: message_start\ndata: {"type":"message_start","message":{"usage":'
+    b'{"input_tokens":%d,"cache_read_input_tokens":0,"cache_creation_input_tokens":0}}}\n\n'
+    b'event: content_block_delta\ndata: {"type":"content_block_delta","delta":{"text":"ok"}}\n\n'
+    b'event: message_delta\ndata: {"type":"message_delta","usage":{"output_tokens":3}}\n\n'
+    b'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+)
+KEY = "sk-ant-canary-0123456789abcdef"
+
+
+@dataclass
+class Upstream_:
+    """What the recording upstream saw, and how it answers."""
+
+    bodies: list[bytes] = field(default_factory=lambda: [])
+    paths: list[str] = field(default_factory=lambda: [])
+    keys: list[str] = field(default_factory=lambda: [])
+    answers: list[bytes] = field(default_factory=lambda: [])
+    overflow_once: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+def recording(state: Upstream_) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            return None
+
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length") or 0))
+            with state.lock:
+                state.bodies.append(body)
+                state.paths.append(self.path)
+                state.keys.append(self.headers.get("x-api-key", ""))
+                overflow = state.overflow_once
+                state.overflow_once = False
+            if overflow:
+                data = b'{"type":"error","error":{"type":"invalid_request_error",'
+                data += b'"message":"prompt is too long: 250000 tokens > 200000 maximum"}}'
+                self.send_response(400)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            if self.path.endswith("/count_tokens"):
+                data = json.dumps({"input_tokens": len(body) // 4}).encode()
+                self.send_response(200)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+                return
+            answer = SSE % (len(body) // 4)  # the request's size, as a provider reports it
+            state.answers.append(answer)
+            self.send_response(200)
+            self.send_header("content-type", "text/event-stream")
+            self.send_header("transfer-encoding", "chunked")
+            self.end_headers()
+            for part in (answer[:70], answer[70:]):  # two chunks, split inside an event
+                self.wfile.write(b"%x\r\n%s\r\n" % (len(part), part))
+                self.wfile.flush()
+            self.wfile.write(b"0\r\n\r\n")
+
+    return Handler
+
+
+@dataclass
+class Rig:
+    upstream: Upstream_
+    proxy: ProxyServer
+    conversations: Conversations
+    log: io.StringIO
+    root: Path
+
+    def post(self, path: str, body: bytes | dict[str, Any]) -> tuple[int, bytes]:
+        raw = body if isinstance(body, bytes) else json.dumps(body, separators=(",", ":")).encode()
+        conn = http.client.HTTPConnection("127.0.0.1", self.proxy.port, timeout=30)
+        conn.request("POST", path, raw, {"content-type": "application/json", "x-api-key": KEY})
+        response = conn.getresponse()
+        data = response.read()
+        conn.close()
+        return response.status, data
+
+
+@pytest.fixture
+def rig(tmp_path: Path) -> Iterator[Rig]:
+    state = Upstream_()
+    upstream = ThreadingHTTPServer(("127.0.0.1", 0), recording(state))
+    threading.Thread(target=upstream.serve_forever, daemon=True).start()
+    (tmp_path / ".veil").mkdir()
+    embedder = default_embedder()
+    store = open_store(f"sqlite:///{tmp_path / '.veil' / 'context.db'}", embedder=embedder)
+    conversations = Conversations(
+        store,
+        scope="project:test",
+        root=tmp_path,
+        window=12_000,
+        clock=FakeClock(),
+        embedder=embedder,
+    )
+    log = io.StringIO()
+    proxy = ProxyServer(
+        Upstream.parse(f"http://127.0.0.1:{upstream.server_address[1]}"),
+        conversations,
+        log=Log(log),
+    )
+    proxy.serve_in_background()
+    yield Rig(state, proxy, conversations, log, tmp_path)
+    proxy.shutdown()
+    proxy.server_close()
+    conversations.close()
+    upstream.shutdown()
+    upstream.server_close()
+    store.close()
+
+
+def conversation(
+    steps: int, *, session: str = "s1", task: str = "read the files"
+) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": task}]
+    for k in range(steps):
+        messages.append({"role": "assistant", "content": [
+            {"type": "tool_use", "id": f"toolu_{session}_{k}", "name": "Read",
+             "input": {"file_path": f"/repo/f{k}.py"}}]})  # fmt: skip
+        text = "\n".join(f"line {j} of file {k}: value = {j * k}" for j in range(120))
+        result = {"type": "tool_result", "tool_use_id": f"toolu_{session}_{k}", "content": text}
+        messages.append({"role": "user", "content": [result]})
+    return {
+        "model": "claude-x",
+        "max_tokens": 1000,
+        "stream": True,
+        "system": [{"type": "text", "text": "You are a coding agent."}],
+        "messages": messages,
+        "metadata": {"user_id": json.dumps({"session_id": session})},
+    }
+
+
+def stubs(body: bytes) -> list[str]:
+    """The results sent with a ``veil://`` pointer: one-line stubs, and the head and tail of
+    results the model has not read yet."""
+    out: list[str] = []
+    for message in json.loads(body)["messages"]:
+        for block in message["content"] if isinstance(message["content"], list) else []:
+            if block.get("type") == "tool_result" and "veil://" in block["content"]:
+                out.append(block["content"])
+    return out
+
+
+def test_the_stream_comes_back_byte_for_byte_and_the_key_goes_only_upstream(rig: Rig) -> None:
+    status, data = rig.post("/v1/messages", conversation(3))
+    assert status == 200 and data == rig.upstream.answers[-1]
+    assert rig.upstream.keys == [KEY]
+    stored = b"".join(p.read_bytes() for p in (rig.root / ".veil").iterdir() if p.is_file())
+    assert KEY.encode() not in stored and KEY not in rig.log.getvalue()
+
+
+def test_a_long_conversation_is_sent_with_stubs_and_the_rest_unchanged(rig: Rig) -> None:
+    for steps in range(1, 25):
+        status, _ = rig.post("/v1/messages", conversation(steps))
+        assert status == 200
+    sent = rig.upstream.bodies[-1]
+    original = json.dumps(conversation(24), separators=(",", ":")).encode()
+    assert len(sent) < len(original) // 2
+    shown = stubs(sent)
+    assert sum(s.startswith("[veil: Read /repo/f") for s in shown) >= 10
+    # everything but the stubbed results is as the client sent it
+    a, b = json.loads(sent), json.loads(original)
+    for m_sent, m_orig in zip(a["messages"], b["messages"], strict=True):
+        if m_sent != m_orig:  # a stub, or the head and tail of an unread result: a pointer
+            assert "veil://" in m_sent["content"][0]["content"]
+            m_sent["content"][0]["content"] = m_orig["content"][0]["content"]
+            assert m_sent == m_orig
+    assert {k: v for k, v in a.items() if k != "messages"} == {
+        k: v for k, v in b.items() if k != "messages"
+    }
+
+
+def test_an_overflow_is_evicted_harder_and_retried_once(rig: Rig) -> None:
+    for steps in range(1, 9):  # within the budget: nothing evicted
+        rig.post("/v1/messages", conversation(steps))
+    assert not stubs(rig.upstream.bodies[-1])
+    rig.upstream.overflow_once = True  # the provider counts more than Veil did
+    status, data = rig.post("/v1/messages", conversation(9))
+    assert status == 200 and data == rig.upstream.answers[-1]
+    refused, retried = rig.upstream.bodies[-2:]
+    assert len(stubs(retried)) > len(stubs(refused))
+
+
+def test_a_body_veil_cannot_read_is_forwarded_as_it_is(rig: Rig) -> None:
+    status, _ = rig.post("/v1/messages", b'{"model": "claude-x", "messages": "not a list"')
+    assert status == 200
+    assert rig.upstream.bodies[-1] == b'{"model": "claude-x", "messages": "not a list"'
+    assert "forwarded as it is" in rig.log.getvalue()
+
+
+def test_a_count_is_of_the_request_as_sent_and_never_starts_a_conversation(rig: Rig) -> None:
+    count = conversation(24)
+    del count["metadata"]  # Claude Code's count requests carry no session
+    rig.post("/v1/messages/count_tokens", count)
+    assert json.loads(rig.upstream.bodies[-1]) == count  # unknown: forwarded as it is
+    for steps in range(1, 25):
+        rig.post("/v1/messages", conversation(steps))
+    rig.post("/v1/messages/count_tokens", count)
+    assert stubs(rig.upstream.bodies[-1]) == stubs(rig.upstream.bodies[-2])
+
+
+def test_concurrent_conversations_stay_apart(rig: Rig) -> None:
+    def run(session: str) -> list[bytes]:
+        for steps in range(1, 16):
+            body = conversation(steps, session=session, task=f"task of {session}")
+            status, _ = rig.post("/v1/messages", body)
+            assert status == 200
+        return []
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(run, ["a", "b", "c", "d"]))
+    for body in rig.upstream.bodies:
+        session = json.loads(json.loads(body)["metadata"]["user_id"])["session_id"]
+        for message in json.loads(body)["messages"]:
+            for block in message["content"] if isinstance(message["content"], list) else []:
+                if block.get("type") == "tool_use":
+                    assert block["id"].startswith(f"toolu_{session}_")
+    assert "failed" not in rig.log.getvalue()
