@@ -245,12 +245,25 @@ class WorkingSet:
         self._version += 1
 
     def retask(self, task: Task) -> None:
-        self.task = task
+        """A new task: each item's relevance (when the tags changed) and structure signal
+        (for the items that point at a file whose place in the task changed) again. A session
+        touches a new file every few calls, and a touch changes no tag: only the rows that
+        changed are recomputed and rescored."""
+        before, self.task = self.task, task
+        relevance, structure_of = self.cols.f["relevance"], self.cols.f["structure"]
+        tags_changed = task.tags != before.tags
+        moved = (task.touched ^ before.touched) | (task.neighbours ^ before.neighbours)
+        changed: list[int] = []
         for item in self.items.values():
+            refs = item.code_refs
+            if not tags_changed and not (refs and moved.intersection(refs)):
+                continue
             row = self._row[item.id]
-            self.cols.f["relevance"][row] = jaccard(item.tags, task.tags)
-            self.cols.f["structure"][row] = structure(item.code_refs, task.touched, task.neighbours)
-        self._dirty = list(range(self.cols.size))
+            if tags_changed:
+                relevance[row] = jaccard(item.tags, task.tags)
+            structure_of[row] = structure(refs, task.touched, task.neighbours)
+            changed.append(row)
+        self._dirty = list(range(self.cols.size)) if tags_changed else self._dirty + changed
         self._version += 1
 
     # ---- scoring --------------------------------------------------------------------
