@@ -372,3 +372,33 @@ def test_veil_dir_ignores_itself_and_scripted_runs_say_memory_is_off(
     )
     assert ".veil" not in status.stdout
     assert (repo / ".veil" / ".gitignore").read_text().splitlines()[-1] == "*"
+
+
+def test_the_task_can_come_from_stdin(repo: Path, tmp_path: Path) -> None:
+    # issue 28: `echo task | veil -p -` ran the literal task "-"
+    model = script(tmp_path / "s.json", [{"content": "Read the task."}])
+    done = subprocess.run(
+        [sys.executable, "-m", "veil.cli.main", "-p", "-", "--model", model],
+        cwd=repo, input="fix the add function\n", capture_output=True, text=True, env=env(),
+        timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    listed = veil(repo, "sessions")
+    assert "fix the add function" in listed.stdout and "  -  " not in listed.stdout
+
+
+def test_a_closed_pipe_ends_quietly(repo: Path, tmp_path: Path) -> None:
+    # issue 28: `veil sessions | head -3` printed a BrokenPipeError traceback
+    model = script(tmp_path / "s.json", [{"content": "Done."}])
+    for k in range(3):
+        assert veil(repo, "-p", f"task {k}", "--model", model).returncode == 0
+    reader, writer = os.pipe()
+    os.close(reader)  # the reader is gone before veil writes
+    done = subprocess.run(
+        [sys.executable, "-m", "veil.cli.main", "sessions"],
+        cwd=repo, stdout=writer, stderr=subprocess.PIPE, text=True, env=env(), timeout=120,
+        check=False,
+    )  # fmt: skip
+    os.close(writer)
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr, done.stderr
+    assert done.returncode == 141

@@ -9,6 +9,7 @@ on stderr and a non-zero status; an unexpected failure too, with the traceback o
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from collections.abc import Sequence
@@ -576,6 +577,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(given)
     run = getattr(args, "run", None)
+    if run is None and args.task == "-":  # veil -p - : the task is on stdin
+        if _isatty(sys.stdin):
+            print("veil: -p - reads the task from stdin: pipe it in (echo TASK | veil -p -)",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        args.task = sys.stdin.read()
     if run is None:
         problem = _usage_problem(args)
         if problem is not None:
@@ -584,6 +591,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         run = _run_print if args.task is not None else _run_tui
     try:
         return int(run(args))
+    except BrokenPipeError:  # `veil sessions | head`: the reader has what it wanted
+        with contextlib.suppress(OSError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # as a process the pipe killed (128 + SIGPIPE)
     except KeyboardInterrupt:
         print("veil: interrupted", file=sys.stderr)
         return 130
