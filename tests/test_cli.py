@@ -151,7 +151,8 @@ def test_demo_runs_offline() -> None:
     assert result.returncode == 0, result.stderr
     out = result.stdout
     assert "SCRIPTED: the model's replies and the tool outputs are the recording." in out
-    assert "→ warm (stage" in out and "byte-identical" in out
+    assert "↳ to warm ×" in out and "byte-identical" in out
+    assert "attempt log: 18 attempts" in out
     assert "<veil-manifest>" in out
     assert "emacs" in out and "[superseded]" in out
     assert "Unverified third-party claims" in out
