@@ -76,6 +76,7 @@ from benchmarks.replay import host_policies as H
 from benchmarks.replay import policies as P
 from benchmarks.replay.load import DATA, REPO, Trajectory, load
 from benchmarks.replay.needs import RULES, Need, copied_lines, detect_needs, misses
+from benchmarks.replay.proxy_policy import veil_proxy
 from veil.context import ContextConfig
 
 RESULTS = REPO / "benchmarks" / "results"
@@ -106,6 +107,9 @@ HOST_POLICIES: dict[str, Callable[[Trajectory, int], P.Run]] = {
     "pi": H.pi,
 }
 """The host agents' own policies (:mod:`benchmarks.replay.host_policies`), at every budget."""
+PROXY = "Veil proxy (veil claude)"
+"""Veil as its proxy runs it inside Claude Code and Codex (:mod:`benchmarks.replay.proxy_policy`:
+tool results only, evictions in batches when over budget), at every budget."""
 
 
 def _cfg(**kw: Any) -> ContextConfig:
@@ -284,6 +288,8 @@ def replay_one(job: Job) -> tuple[dict[str, Point], list[Need]]:
             for name, policy in HOST_POLICIES.items():
                 record(f"{name}@{f}", policy(t, b))
     embedder = default_embedder()
+    for f in job.veil_budgets:
+        record(f"{PROXY}@{f}", veil_proxy(t, budget_for(t, f), embedder))
     for name in job.veil_configs:
         # The chosen config is drawn over every budget; the others (ablations) at the goals'.
         budgets = [f for f in job.veil_budgets if name == CHOSEN or f in GOAL_BUDGETS]
@@ -597,8 +603,9 @@ def _label(key: str, chosen: str) -> str:
 
 
 def is_host(key: str) -> bool:
-    """A host agent's own policy (:data:`HOST_POLICIES`)?"""
-    return family(key)[0] in HOST_POLICIES
+    """A row of the host table: a host agent's own policy (:data:`HOST_POLICIES`) or Veil's
+    proxy inside them (:data:`PROXY`)?"""
+    return family(key)[0] in HOST_POLICIES or family(key)[0] == PROXY
 
 
 def table(rows: dict[str, dict[str, Any]], chosen: str) -> str:
@@ -700,6 +707,8 @@ def render_section(data: dict[str, Any]) -> str:
                 "",
                 host_comparison(name, rows, chosen),
                 "",
+                host_comparison(name, rows, chosen, PROXY),
+                "",
             ]
         lines += [
             f"![tokens kept vs miss rate, set {name}](img/eviction_replay_{name}.png)",
@@ -757,7 +766,7 @@ def host_rows(rows: dict[str, dict[str, Any]], chosen: str) -> dict[str, dict[st
     }
     if not host:
         return {}
-    veil = {k: r for k, r in rows.items() if family(k)[0] == f"veil[{chosen}]"}
+    veil = {k: r for k, r in rows.items() if family(k)[0] in (f"veil[{chosen}]", PROXY)}
     keep = {k: r for k, r in rows.items() if k == "keep-all"}
     return keep | host | veil
 
@@ -769,10 +778,13 @@ HOST_METRICS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def host_comparison(name: str, rows: dict[str, dict[str, Any]], chosen: str) -> str:
-    """Where the chosen Veil wins and loses against each host policy at the same budgets, on
-    miss rate, tokens and cost with caching (lower is better on each), from the rows."""
-    veil = f"veil[{chosen}]"
+def host_comparison(
+    name: str, rows: dict[str, dict[str, Any]], chosen: str, veil: str | None = None
+) -> str:
+    """Where a Veil row family (default: the chosen configuration in the harness) wins and
+    loses against each host policy at the same budgets, on miss rate, tokens and cost with
+    caching (lower is better on each), from the rows."""
+    veil = veil or f"veil[{chosen}]"
     hosts = [fam for fam in HOST_POLICIES if any(f"{fam}@{f}" in rows for f in BUDGETS)]
     budgets = [f for f in BUDGETS if f"{veil}@{f}" in rows]
     if not hosts or not budgets:
@@ -844,10 +856,10 @@ def plot(name: str, rows: dict[str, dict[str, Any]], chosen: str, path: Path) ->
     import matplotlib.pyplot as plt
 
     panels = [
-        ("baselines", _curves(rows, lambda fam: fam not in HOST_POLICIES)),
+        ("baselines", _curves(rows, lambda fam: fam not in HOST_POLICIES and fam != PROXY)),
         (
             "host agents' policies",
-            _curves(rows, lambda fam: fam in HOST_POLICIES or fam == f"veil[{chosen}]"),
+            _curves(rows, lambda fam: fam in HOST_POLICIES or fam in (f"veil[{chosen}]", PROXY)),
         ),
     ]
     panels = [(title, curves) for title, curves in panels if curves]

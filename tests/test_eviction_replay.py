@@ -475,6 +475,9 @@ def test_quick_run_end_to_end(tmp_path: Path) -> None:
         assert rows["keep-all"]["cost_vs_keep_all"] == 1.0
         for host in eviction_replay.HOST_POLICIES:
             assert rows[f"{host}@0.5"]["cost_vs_keep_all"] > 0
+        # Veil as its proxy runs it, at every budget, with fewer tokens than keeping all
+        proxy = [rows[f"{eviction_replay.PROXY}@{f}"] for f in eviction_replay.BUDGETS]
+        assert all(0 < r["tokens_vs_keep_all"] <= 1.0 for r in proxy)
         assert data["sets"][name]["needs"] > 0
     section = eviction_replay.render_section(data)
     assert not section.startswith("#") and "keep-all" in section
