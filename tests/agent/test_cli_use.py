@@ -348,7 +348,7 @@ def test_script_mistakes_are_one_line_naming_what_is_wrong(repo: Path, tmp_path:
 def test_option_mistakes_are_refused_clearly(repo: Path, tmp_path: Path) -> None:
     model = script(tmp_path / "s.json", [{"content": "ok"}])
     small = veil(repo, "-p", "x", "--model", model, "--window", "500")
-    assert small.returncode == 1 and "--window 500 is too small" in small.stderr
+    assert small.returncode == 2 and "--window 500 is too small" in small.stderr  # usage
     zero = veil(repo, "-p", "x", "--model", model, "--window", "0")
     assert zero.returncode == 2 and "must be greater than 0" in zero.stderr
     fork = veil(repo, "-p", "x", "--model", model, "--fork")

@@ -209,7 +209,7 @@ def test_requests_shrink_stubs_resolve_and_memory_rides_along(repo: Path, tmp_pa
             trace2,
             "-c",
             "--window",
-            "3800",
+            "4100",  # about 1,000 tokens of conversation beside the prompt and the tool schemas
         )
     assert resumed.returncode == 0, resumed.stderr
     for r in read_trace(trace2):

@@ -133,14 +133,16 @@ def test_every_memory_tool_through_the_loop(tmp_path: Path) -> None:
     memory.close()
 
 
-def test_docs_list_every_tool() -> None:
+def test_docs_list_every_tool(tmp_path: Path) -> None:
     text = DOCS.read_text()
     store = SQLiteStore(":memory:", embedder=HashEmbedder())
-    harness = VeilHarness(store=store, embedder=HashEmbedder())
+    memory = Memory(tmp_path / "m.db", complete=ScriptedModel([]), embedder=HashEmbedder())
+    harness = VeilHarness(store=store, memory=memory, embedder=HashEmbedder())
     names = [t.spec.name for t in (*coding_tools(), *harness.tools())]
-    assert len(names) == 19
+    assert len(names) == 19  # long-term memory on: every tool is offered
     for name in names:
         assert f"### `{name}`" in text
+    memory.close()
 
 
 def test_recall_lists_earlier_context_only_when_it_is_relevant(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ Call = Callable[[httpx.Client, str], httpx.Response]
 
 ENDPOINTS: dict[str, Call] = {
     "remember": lambda c, s: c.post(f"/v1/scopes/{s}/remember", json={"text": "I prefer vim"}),
-    "recall": lambda c, s: c.post(f"/v1/scopes/{s}/recall", json={"query": "editor"}),
+    "recall": lambda c, s: c.post(f"/v1/scopes/{s}/recall", json={"query": "what do I work on"}),
     "facts": lambda c, s: c.get(f"/v1/scopes/{s}/facts"),
     "facts_history": lambda c, s: c.get(f"/v1/scopes/{s}/facts?include_history=true"),
     "history": lambda c, s: c.get(

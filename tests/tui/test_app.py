@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import cast
 
 import pytest
-from textual.widgets import Input
+from textual.app import App
+from textual.pilot import Pilot
 
 from tests.tui.conftest import (
     READ_ALL,
@@ -30,6 +31,8 @@ from veil.llm.messages import AssistantMessage, Response, ToolCall, UserMessage
 from veil.llm.scripted import ScriptedProvider
 from veil.tui.app import VeilApp, run_tui
 from veil.tui.approval import ApprovalScreen, OutputScreen
+from veil.tui.prompt import PromptArea
+from veil.tui.render import count
 
 SNAPSHOT = Path(__file__).parent / "snapshots" / "dimmed_tool_call.svg"
 
@@ -117,8 +120,12 @@ def test_status_line_context_pin_memory_and_quit(repo: Path, tmp_path: Path) -> 
 
     async def scenario() -> None:
         async with app.run_test(size=(100, 30)) as pilot:
+            welcome = texts(app)[0]
+            assert welcome.startswith(f"veil in {repo.resolve()} with scripted:")
+            assert "/help" in welcome
             status = str(app.query_one("#status").render())
             assert "T —" in status and "session new" in status
+            assert "0 in / 0 out" in status and "memory off" in status
             await submit(pilot, "/context")
             assert texts(app)[-1] == "/context: no session yet; send a message first."
 
@@ -129,7 +136,10 @@ def test_status_line_context_pin_memory_and_quit(repo: Path, tmp_path: Path) -> 
             assert f"T {s.harness.engine.threshold:.2f}" in status
             assert "level 0" in status
             assert f"/{s.harness.engine.config.window_tokens:,} (" in status  # the real window
+            assert f"window {s.harness.sent_tokens:,}/" in status  # the calibrated count
             assert s.session_id[-8:] in status
+            assert f"{count(app.tokens_in)} in / {count(app.tokens_out)} out" in status
+            assert "memory off" in status  # a scripted model has no extraction model
 
             await submit(pilot, "/context")
             manifest = texts(app)[-1]
@@ -179,8 +189,8 @@ def test_ask_policy_shows_a_modal_and_obeys_it(repo: Path, tmp_path: Path) -> No
             screen = cast(ApprovalScreen, app.screen)
             assert (screen.tool_name, screen.arguments["path"]) == ("write", "yes.txt")
             # Typing while the agent runs queues the message for its next model call.
-            prompt = app.query_one("#prompt", Input)
-            app.on_input_submitted(Input.Submitted(prompt, "and keep it short"))
+            prompt = app.query_one("#prompt", PromptArea)
+            app.on_prompt_area_submitted(PromptArea.Submitted(prompt, "and keep it short"))
             assert texts(app)[-1] == "(queued for the running agent)"
             await pilot.click("#allow")
             await wait_until(
@@ -250,9 +260,17 @@ def test_session_is_persisted_and_resumed(repo: Path, tmp_path: Path) -> None:
 
     async def run_second() -> None:
         async with second.run_test(size=(100, 30)) as pilot:
+            # The continued conversation and its session are there before any message.
+            assert second.driver.setup is None
+            lines = texts(second)
+            assert f"Continuing session {s.session_id}: {len(s.messages)} earlier messages" in lines
+            assert "> look at the files" in lines and "Done reading." in lines
+            assert second.tool_line("call_4_1") is not None
+            assert s.session_id[-8:] in str(second.query_one("#status").render())
+
             await run_turns(pilot, second, "and now?")
             lines = texts(second)
-            assert "> look at the files" in lines
+            assert lines.count("> look at the files") == 1  # not shown a second time
             assert lines[-2:] == ["> and now?", "Resumed."]
             assert second.tool_line("call_1_1") is not None
             resumed = second.driver.setup
@@ -260,6 +278,74 @@ def test_session_is_persisted_and_resumed(repo: Path, tmp_path: Path) -> None:
             assert len(resumed.sessions.messages(s.session_id)) == len(s.messages) + 2
 
     run(run_second())
+
+
+def test_status_counts_the_tokens_the_provider_reported(repo: Path, tmp_path: Path) -> None:
+    usage = [
+        {"input_tokens": 1200, "output_tokens": 34},
+        {"input_tokens": 1300, "output_tokens": 5},
+    ]
+    model = write_script(
+        tmp_path / "usage.json",
+        [
+            {
+                "content": "Looking.",
+                "tool_calls": [{"name": "ls", "arguments": {}}],
+                "usage": usage[0],
+            },
+            {"content": "Done.", "usage": usage[1]},
+        ],
+    )
+    app = make_app(repo, model)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(120, 30)) as pilot:
+            await run_turns(pilot, app, "look")
+            status = str(app.query_one("#status").render())
+            assert "│ 2,500 in / 39 out │" in status
+
+    run(scenario())
+
+
+def test_continuing_without_a_session_says_so_at_once(repo: Path, tmp_path: Path) -> None:
+    app = make_app(repo, write_script(tmp_path / "s.json", [{"content": "Hi."}]), resume=True)
+
+    async def scenario() -> None:
+        async with app.run_test(size=(100, 30)):
+            assert texts(app)[-1] == (
+                "veil: there is no earlier session in this project to continue "
+                "(see `veil sessions`)"
+            )
+
+    run(scenario())
+
+
+def test_run_tui_prints_the_session_to_continue_when_it_closes(
+    repo: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    apps: list[VeilApp] = []
+
+    def headless(self: VeilApp) -> None:
+        async def drive(pilot: Pilot[object]) -> None:
+            await run_turns(cast(Pilot[int], pilot), self, "hello")
+            await pilot.press("ctrl+q")
+
+        apps.append(self)
+        App.run(self, headless=True, size=(100, 30), auto_pilot=drive)
+
+    monkeypatch.setattr(VeilApp, "run", headless)
+    model = write_script(tmp_path / "hi.json", [{"content": "Hi."}])
+    assert run_tui(RunOptions(model=model, approve="auto", window=5000, cwd=repo)) == 0
+    s = apps[0].driver.setup
+    assert s is not None
+    err = capsys.readouterr().err
+    assert err.strip() == (
+        f"veil: session {s.session_id}. `veil -c` continues it "
+        f"(or `veil --session {s.session_id}`)."
+    )
 
 
 def test_run_tui_without_a_model_explains_and_returns_1(
@@ -313,3 +399,37 @@ def test_exit_codes_output_viewer_always_allow_and_unknown_commands(
             assert isinstance(app.screen, OutputScreen) and "fine" in app.screen.text
 
     run(scenario())
+
+
+def test_a_call_left_without_result_gets_its_recorded_one_on_continue(
+    repo: Path, tmp_path: Path
+) -> None:
+    """A session that stopped between a call and its result (a crash, a kill): the preview
+    shows the call as unknown; once the session is set up it has its recorded result."""
+    first = make_app(repo, write_script(tmp_path / "hi.json", [{"content": "Hi."}]))
+
+    async def run_first() -> None:
+        async with first.run_test(size=(100, 30)) as pilot:
+            await run_turns(pilot, first, "hello")
+
+    run(run_first())
+    s = first.driver.setup
+    assert s is not None
+    pending = AssistantMessage("Running.", (ToolCall("call_z_1", "bash", {"command": "true"}),))
+    s.sessions.append(s.session_id, len(s.messages), [pending])
+
+    second = make_app(
+        repo, write_script(tmp_path / "again.json", [{"content": "Back."}]), resume=True
+    )
+
+    async def run_second() -> None:
+        async with second.run_test(size=(100, 30)) as pilot:
+            line = second.tool_line("call_z_1")
+            assert line is not None and line.status == "?"
+            await run_turns(pilot, second, "go on")
+            assert line.status == "error"
+            await submit(pilot, "/output call_z_1")
+            assert isinstance(second.screen, OutputScreen)
+            assert "interrupted" in second.screen.text
+
+    run(run_second())

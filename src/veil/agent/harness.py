@@ -55,6 +55,7 @@ from veil.llm.messages import (
     spec_text,
 )
 from veil.memory import Memory
+from veil.memory.briefing import brief
 from veil.tape import JSONValue, Store, new_id, open_store
 
 BRIEFING_TOKENS = 600
@@ -128,7 +129,7 @@ class VeilHarness:
         item, and the query of the long-term memory briefing."""
         self.outcomes.begin(task)
         if self.memory is not None:
-            briefing = self.memory.recall(task, user_id=self.scope, token_budget=BRIEFING_TOKENS)
+            briefing = brief(self.memory, task, user_id=self.scope, token_budget=BRIEFING_TOKENS)
             self._briefing = briefing.text
             self.outcomes.note_recalled(briefing.facts)
         if messages is not None:

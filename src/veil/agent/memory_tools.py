@@ -1,4 +1,10 @@
-"""The twelve memory tools the model can call (names prefixed ``veil_``; see docs/tools.md).
+"""The memory tools the model can call (names prefixed ``veil_``; see docs/tools.md).
+
+Twelve when long-term memory is on. Only tools that can work are offered: without a long-term
+memory (``Layers.memory`` is None) there is no ``veil_remember`` nor ``veil_history``, and
+``veil_recall`` searches earlier context only; with a memory that has no extraction model (a
+scripted run) there is no ``veil_remember``. Every parameter of every tool has a
+``description`` in its JSON schema.
 
 Each is a small :class:`MemoryTool` with a JSON schema and a function over :class:`Layers`,
 the memory layers it needs: the context engine (manifest, load, pin, evict, expand, conflicts,
@@ -72,7 +78,15 @@ def _obj(props: dict[str, Any], required: list[str] | None = None) -> dict[str, 
     }
 
 
-_STR = {"type": "string"}
+def _str(description: str) -> dict[str, Any]:
+    return {"type": "string", "description": description}
+
+
+_ITEM_ID = _str(
+    "An item's id (ci_…) as the manifest or a stub shows it, or the id of the tool call whose "
+    "result it is (call_…)."
+)
+_POINTER = _str("A pointer from a stub, veil://warm/… or veil://cold/…, or an item's id.")
 
 
 def _recall(h: Layers, a: dict[str, Any]) -> str:
@@ -202,30 +216,56 @@ def _mark_turn(h: Layers, a: dict[str, Any]) -> str:
 
 
 def memory_tools(layers: Layers) -> list[MemoryTool]:
+    """The tools that can work over ``layers`` (see the module docstring)."""
+
     def tool(
         name: str, description: str, parameters: dict[str, Any], fn: Run, *, mutates: bool = False
     ) -> MemoryTool:
         return MemoryTool(ToolSpec(name, description, parameters), layers, fn, mutates)
 
+    long_term = layers.memory is not None
+    extracts = layers.memory is not None and layers.memory.complete is not None
+    recall = tool(
+        "veil_recall",
+        "Search long-term memory and earlier (evicted) context."
+        if long_term
+        else "Search earlier (evicted) context.",
+        _obj(
+            {
+                "query": _str("What to look for, in plain words."),
+                "token_budget": {
+                    "type": "integer",
+                    "description": "At most this many tokens of long-term memory (default 800).",
+                },
+            }
+            if long_term
+            else {"query": _str("What to look for, in plain words.")},
+            ["query"],
+        ),
+        _recall,
+    )
+    remember = tool(
+        "veil_remember",
+        "Remember a durable fact or decision about this project.",
+        _obj({"text": _str("The fact or decision, as a full sentence.")}, ["text"]),
+        _remember,
+    )
+    history = tool(
+        "veil_history",
+        "Every value a fact has had, oldest first, with validity windows.",
+        _obj(
+            {
+                "subject": _str("Whose fact: 'user', or an entity's name (a tool, a file…)."),
+                "relation": _str("Which fact, e.g. prefers, uses_tool, located_at."),
+            },
+            ["subject", "relation"],
+        ),
+        _history,
+    )
     return [
-        tool(
-            "veil_recall",
-            "Search long-term memory and earlier (evicted) context.",
-            _obj({"query": _STR, "token_budget": {"type": "integer"}}, ["query"]),
-            _recall,
-        ),
-        tool(
-            "veil_remember",
-            "Remember a durable fact or decision about this project.",
-            _obj({"text": _STR}, ["text"]),
-            _remember,
-        ),
-        tool(
-            "veil_history",
-            "Every value a fact has had, oldest first, with validity windows.",
-            _obj({"subject": _STR, "relation": _STR}, ["subject", "relation"]),
-            _history,
-        ),
+        recall,
+        *([remember] if extracts else []),
+        *([history] if long_term else []),
         tool(
             "veil_manifest",
             "What is loaded in the context window now, with scores.",
@@ -235,26 +275,35 @@ def memory_tools(layers: Layers) -> list[MemoryTool]:
         tool(
             "veil_load",
             "Load an item (pointer or id) back into the context by hand.",
-            _obj({"pointer": _STR}, ["pointer"]),
+            _obj({"pointer": _POINTER}, ["pointer"]),
             _load,
         ),
         tool(
             "veil_pin",
             "Pin an item so it is never evicted (pinned=false unpins).",
-            _obj({"id": _STR, "pinned": {"type": "boolean"}}, ["id"]),
+            _obj(
+                {
+                    "id": _ITEM_ID,
+                    "pinned": {
+                        "type": "boolean",
+                        "description": "true pins (the default), false unpins.",
+                    },
+                },
+                ["id"],
+            ),
             _pin,
         ),
         tool(
             "veil_evict",
             "Move an item out of the context to warm memory.",
-            _obj({"id": _STR}, ["id"]),
+            _obj({"id": _ITEM_ID}, ["id"]),
             _evict,
         ),
         tool(
             "veil_expand",
             "Restore an evicted item from its pointer (veil://warm/... or "
             "veil://cold/...), byte-identical.",
-            _obj({"pointer": _STR}, ["pointer"]),
+            _obj({"pointer": _POINTER}, ["pointer"]),
             _expand,
         ),
         tool(
@@ -273,7 +322,11 @@ def memory_tools(layers: Layers) -> list[MemoryTool]:
             "veil_resolve",
             "Settle a contradiction: which item to keep and why.",
             _obj(
-                {"conflict_id": _STR, "keep": _STR, "reason": _STR},
+                {
+                    "conflict_id": _str("The contradiction's id, as veil_conflicts lists it."),
+                    "keep": _str("The id of the item that is right."),
+                    "reason": _str("Why, in a sentence."),
+                },
                 ["conflict_id", "keep", "reason"],
             ),
             _resolve,
@@ -282,7 +335,15 @@ def memory_tools(layers: Layers) -> list[MemoryTool]:
             "veil_mark_turn",
             "Reclassify a turn (intent, correction, decision, action, status, exploration).",
             _obj(
-                {"id": _STR, "kind": {"type": "string", "enum": list(TURN_KINDS)}}, ["id", "kind"]
+                {
+                    "id": _str("The turn's item id, as the manifest shows it."),
+                    "kind": {
+                        "type": "string",
+                        "enum": list(TURN_KINDS),
+                        "description": "What the turn is.",
+                    },
+                },
+                ["id", "kind"],
             ),
             _mark_turn,
         ),

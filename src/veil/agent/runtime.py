@@ -23,12 +23,22 @@ import json
 import os
 import queue
 import re
-from collections.abc import Callable, Generator
+import threading
+import time
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
-from veil.agent.events import AgentEnd, AgentEvent, MessageEnd, RequestSent, ToolEnd
+from veil.agent.events import (
+    AgentEnd,
+    AgentEvent,
+    MessageEnd,
+    MessageUpdate,
+    RequestSent,
+    ToolEnd,
+)
 from veil.agent.harness import VeilHarness
 from veil.agent.instructions import project_instructions
 from veil.agent.loop import INTERRUPTED, AgentLoopConfig, run_agent
@@ -38,8 +48,9 @@ from veil.agent.sessions import Sessions
 from veil.agent.tool import Tool, ToolContext, ToolResult, Touches, touches_of
 from veil.agent.tools import coding_tools
 from veil.agent.transcript import repair, trace_record
+from veil.clock import format_time
 from veil.context import ContextConfig
-from veil.llm.messages import Message, ToolSpec, UserMessage
+from veil.llm.messages import Done, Message, Request, StreamEvent, ToolSpec, UserMessage
 from veil.llm.provider import Provider
 from veil.memory import MemoryConfig
 from veil.tape import new_id
@@ -105,14 +116,31 @@ def worth_remembering(task: str) -> bool:
     return bool(_REMEMBERABLE.search(task))
 
 
+def long_term_memory_on(model: str) -> bool:
+    """Whether a session on ``model`` extracts facts into long-term memory: it needs a real
+    model (a scripted one has no extraction model)."""
+    return not model.startswith("scripted")
+
+
 MIN_ITEM_TOKENS = 1024
 """``--window`` must leave at least this many tokens for the conversation itself, after the
 system prompt, the tool schemas and the reply's reserve."""
 
 
+def reply_reserve(window: int) -> int:
+    """The tokens of a ``window`` kept for the model's reply: a fifth, 256 to 16,000."""
+    return min(max(window // 5, 256), 16_000)
+
+
 class SetupFailed(Exception):
     """A run could not be set up (no model, an unknown session, a window too small…); the
     message says what was wrong and how to fix it, in one line."""
+
+
+class UsageProblem(SetupFailed):
+    """A setup failure that is a mistake in the run's options (``--window`` too small for the
+    prompt, ``--fork`` with nothing to branch from): ``veil -p`` exits 2 with its message, as
+    for every other usage error."""
 
 
 @dataclass(frozen=True)
@@ -168,7 +196,7 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
     from veil.tape import open_store
 
     if options.fork and not (options.resume or options.session):
-        raise SetupFailed("--fork needs -c/--continue or --session ID to branch from")
+        raise UsageProblem("--fork needs -c/--continue or --session ID to branch from")
     profile = options.settings()
     try:
         provider = provider_from_spec(options.model, timeout=profile.timeout_s)
@@ -200,14 +228,14 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
         if repair(messages, INTERRUPTED) and resumed:
             sessions.append(previous.id, stored, messages[stored:])
     session_id = previous.id if previous is not None and resumed else new_id("s")
-    memory_on = not provider.model.startswith("scripted")
+    memory_on = long_term_memory_on(provider.model)
     memory = Memory(
         home / "memory.db",
         embedder=embedder,
         complete=extraction_complete_from_provider(provider) if memory_on else None,
         config=MemoryConfig(llm_timeout_s=profile.timeout_s),
     )
-    reserve = min(max(window // 5, 256), 16_000)
+    reserve = reply_reserve(window)
     harness = VeilHarness(
         store=store,
         scope=scope,
@@ -228,8 +256,10 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
     ]
     frame = harness.use_tools(tools, system_prompt=system) + harness.engine.count_tokens(system)
     needed = frame + reserve + MIN_ITEM_TOKENS
+    while needed < frame + reply_reserve(needed) + MIN_ITEM_TOKENS:  # a larger window, a
+        needed = frame + reply_reserve(needed) + MIN_ITEM_TOKENS  # larger reserve: the least
     if window < needed:
-        raise SetupFailed(
+        raise UsageProblem(
             f"--window {window} is too small: the system prompt and tool schemas take {frame} "
             f"tokens and the reply's reserve {reserve}; use at least {needed}"
         )
@@ -304,6 +334,9 @@ class AgentSession:
         self.setup: Setup | None = None
         self._persisted = 0
         self._steering: queue.SimpleQueue[str] = queue.SimpleQueue()
+        self._abort = threading.Event()
+        """An abort asked for before the run's config exists (during setup); cleared when a
+        run ends."""
 
     # ---- any thread --------------------------------------------------------------------
 
@@ -320,7 +353,12 @@ class AgentSession:
         return out
 
     def abort(self) -> None:
-        """Stop the current run at the next turn boundary (the loop checks before each turn)."""
+        """Stop the current run now: the flag is the loop's and the tools' (the bash tool kills
+        a running command's process group and returns its result at once), a streaming reply
+        stops at its next chunk (:meth:`run`), and the loop ends the run before the next model
+        call. Every tool call keeps a result, so the session stays resumable. Asked while the
+        session is being set up, the run ends before its first model call."""
+        self._abort.set()
         if self.setup is not None:
             self.setup.config.abort.set()
 
@@ -350,12 +388,15 @@ class AgentSession:
         try:
             s = self.ensure_setup(text, on_ready)
         except SetupFailed as exc:
+            self._abort.clear()
             return AgentEnd("error", str(exc), 0)
         harness = s.harness
         s.config.abort.clear()
+        if self._abort.is_set():  # asked during setup (abort() sets this one first)
+            s.config.abort.set()
         s.messages.append(UserMessage(text))
         end: AgentEnd | None = None
-        trace = self.options.trace.open("a", encoding="utf-8") if self.options.trace else None
+        trace = Trace.open(self.options.trace, s) if self.options.trace else None
         try:
             if (
                 s.memory_on
@@ -370,12 +411,18 @@ class AgentSession:
             try:
                 for event in events:
                     if isinstance(event, RequestSent) and trace is not None:
-                        _write_trace(trace, event, harness)
+                        trace.write(event, harness)
                     if isinstance(event, ToolEnd | MessageEnd):
                         self._persist(s)
                     if isinstance(event, AgentEnd):
                         end = event
                     emit(event)
+                    if isinstance(event, MessageUpdate) and s.config.abort.is_set():
+                        # Aborted while the reply streams: drop it (it is not in the
+                        # transcript yet) rather than wait for the rest.
+                        end = AgentEnd("aborted", "aborted by the user", event.turn)
+                        emit(end)
+                        break
             finally:
                 events.close()  # a pending call gets its recorded result (the loop's finally)
         except KeyboardInterrupt:
@@ -387,6 +434,7 @@ class AgentSession:
             if trace is not None:
                 trace.close()
         self._persist(s)
+        self._abort.clear()
         if end is None:
             end = AgentEnd("error", "the run ended without a result", 0)
         s.sessions.end(s.session_id, status=end.reason, summary=end.message)
@@ -405,11 +453,80 @@ class AgentSession:
         return [UserMessage(t) for t in self.take_queued()]
 
 
-def _write_trace(out: TextIO, event: RequestSent, harness: VeilHarness) -> None:
-    """One trace line: the request as sent, except that secrets are replaced as everywhere
-    Veil writes (a trace is a file people attach to bug reports)."""
-    record = trace_record(event.request, event.response)
-    record["veil"] = harness.request_figures()
-    clean = harness.store.redactor.redact_json(record).value
-    out.write(json.dumps(clean, ensure_ascii=False) + "\n")
-    out.flush()
+class Trace:
+    """``--trace``: one JSON line per provider request, appended to the file: ``at`` (when the
+    request went out, ISO-8601 UTC), ``session``, ``turn``, ``latency_ms`` (from the request to
+    the complete response, the reply's streaming included) and ``first_chunk_ms`` (to its first
+    streamed event; null when the provider sent none before the end), then the request as sent,
+    the response and Veil's figures (``veil``). Secrets are replaced as everywhere Veil writes
+    (a trace is a file people attach to bug reports).
+
+    The timing comes from wrapping the run's provider for the life of the trace: :meth:`open`
+    installs the wrapper, :meth:`close` puts the provider back."""
+
+    def __init__(self, out: TextIO, setup: Setup) -> None:
+        self.out = out
+        self.setup = setup
+        self.provider = setup.config.provider
+        self.sent_at: datetime | None = None
+        self.started = 0.0
+        self.first_chunk: float | None = None
+        self.done: float | None = None
+
+    @classmethod
+    def open(cls, path: Path, setup: Setup) -> Trace:
+        trace = cls(path.open("a", encoding="utf-8"), setup)
+        setup.config.provider = _TimedProvider(trace)
+        return trace
+
+    def stream(self, request: Request) -> Iterator[StreamEvent]:
+        """The wrapped provider's stream, timed (the last call is the one a response ends)."""
+        self.sent_at = datetime.now(UTC)
+        self.started = time.monotonic()
+        self.first_chunk = self.done = None
+        for event in self.provider.stream(request):
+            now = time.monotonic()
+            if isinstance(event, Done):
+                self.done = now
+            elif self.first_chunk is None:
+                self.first_chunk = now
+            yield event
+
+    def write(self, event: RequestSent, harness: VeilHarness) -> None:
+        def ms(moment: float | None) -> float | None:
+            return None if moment is None else round((moment - self.started) * 1000, 1)
+
+        record: dict[str, Any] = {
+            "at": format_time(self.sent_at) if self.sent_at is not None else None,
+            "session": self.setup.session_id,
+            "turn": event.turn,
+            "latency_ms": ms(self.done),
+            "first_chunk_ms": ms(self.first_chunk),
+            **trace_record(event.request, event.response),
+            "veil": harness.request_figures(),
+        }
+        clean = harness.store.redactor.redact_json(record).value
+        self.out.write(json.dumps(clean, ensure_ascii=False) + "\n")
+        self.out.flush()
+
+    def close(self) -> None:
+        self.setup.config.provider = self.provider
+        self.out.close()
+
+
+@dataclass(frozen=True)
+class _TimedProvider:
+    """The run's provider as :class:`Trace` times it."""
+
+    trace: Trace
+
+    @property
+    def model(self) -> str:
+        return self.trace.provider.model
+
+    @property
+    def context_window(self) -> int:
+        return self.trace.provider.context_window
+
+    def stream(self, request: Request) -> Iterator[StreamEvent]:
+        return self.trace.stream(request)

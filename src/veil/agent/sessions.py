@@ -173,6 +173,9 @@ class Sessions:
             )
 
     def end(self, session_id: str, *, status: str, summary: str) -> None:
+        """How the session ended: ``status`` is the run's end reason (``done``, ``error``,
+        ``max_turns``…) or ``refused`` (done, but calls were refused for lack of approval).
+        Recorded again, it amends the ending: the last one is the session's status."""
         self._recorder.record(
             "session.ended",
             {"session_id": session_id, "status": status, "summary": summary[:4000]},
@@ -203,6 +206,13 @@ class Sessions:
 
     def get(self, session_id: str) -> SessionInfo | None:
         return next((s for s in self.list(limit=10_000) if s.id == session_id), None)
+
+    def find(self, prefix: str) -> list[SessionInfo]:
+        """The session ``prefix`` names: the one with that id, else every session whose id
+        starts with it (none, one, or several for an ambiguous prefix)."""
+        found = self.list(limit=10_000)
+        exact = [s for s in found if s.id == prefix]
+        return exact or ([s for s in found if s.id.startswith(prefix)] if prefix else [])
 
     def latest(self) -> SessionInfo | None:
         found = self.list(limit=1)

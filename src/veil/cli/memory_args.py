@@ -2,6 +2,11 @@
 
 Kept apart so that building ``veil``'s parser imports nothing of the memory layer: ``veil -p``
 and the hooks start quickly.
+
+The options every action shares (``--db``, ``--user``/``--scope``, ``--json``, ``--embedder``,
+``--model``) are accepted before the action or after it: ``veil memory --db X remember TEXT``
+and ``veil memory remember TEXT --db X`` are the same. Given in both places, the one after the
+action wins.
 """
 
 from __future__ import annotations
@@ -24,35 +29,14 @@ def add_parser(
         "import, forget",
         description="The project's long-term memory (or --db's, --user's) from the shell.",
     )
+    _shared(memory, default=True)
+    _model(memory, default=True)
     actions = memory.add_subparsers(dest="memory_action", metavar="ACTION", required=True)
+    # After the action, the same options; unset there, they leave the ones given before it.
     common = argparse.ArgumentParser(add_help=False)
-    common.add_argument(
-        "--db",
-        default=None,
-        help="store path or URL (default: this project's .veil/memory.db)",
-    )
-    common.add_argument(
-        "--user",
-        "--scope",
-        dest="scope",
-        default=None,
-        metavar="ID",
-        help="whose memory (default: this project's scope)",
-    )
-    common.add_argument("--json", dest="memory_json", action="store_true", help="print JSON")
-    common.add_argument(
-        "--embedder",
-        default="static",
-        help="embedder spec: static (default), minilm, hash, ollama:MODEL",
-    )
+    _shared(common, default=False)
     model = argparse.ArgumentParser(add_help=False)
-    model.add_argument(
-        "--model",
-        dest="memory_model",
-        default=None,
-        help="extraction model, provider:model (default $VEIL_MODEL); scripted:FILE replays "
-        "a script",
-    )
+    _model(model, default=False)
     model.add_argument(
         "--author",
         choices=AUTHORS,
@@ -127,6 +111,49 @@ def add_parser(
     )
     forget.add_argument("--yes", action="store_true", help="yes, erase it")
     memory.set_defaults(run=run)
+
+
+def _shared(parser: argparse.ArgumentParser, *, default: bool) -> None:
+    """The options of every action, on ``veil memory`` itself (``default``: with their
+    defaults) or on an action (without: an option not given there keeps its value from before
+    the action)."""
+
+    def given(value: object) -> object:
+        return value if default else argparse.SUPPRESS
+
+    parser.add_argument(
+        "--db",
+        default=given(None),
+        help="store path or URL (default: this project's .veil/memory.db)",
+    )
+    parser.add_argument(
+        "--user",
+        "--scope",
+        dest="scope",
+        default=given(None),
+        metavar="ID",
+        help="whose memory (default: this project's scope)",
+    )
+    parser.add_argument(
+        "--json", dest="memory_json", action="store_true", default=given(False), help="print JSON"
+    )
+    parser.add_argument(
+        "--embedder",
+        default=given("static"),
+        help="embedder spec: static (default), minilm, hash, ollama:MODEL",
+    )
+
+
+def _model(parser: argparse.ArgumentParser, *, default: bool) -> None:
+    """``--model``, for the actions that call one (remember, import of a chat history)."""
+    parser.add_argument(
+        "--model",
+        dest="memory_model",
+        metavar="PROVIDER:MODEL",
+        default=None if default else argparse.SUPPRESS,
+        help="extraction model, provider:model (default $VEIL_MODEL); scripted:FILE replays "
+        "a script (remember, import)",
+    )
 
 
 def _count(text: str) -> int:

@@ -10,9 +10,11 @@ Approval (``--approve ask``, the default): with a terminal on stdin each write o
 is put to the person (y / n / a = always for this tool). With none, such calls are refused, each
 refusal is a line on stderr naming ``--approve auto``, and the run exits 6.
 
-Exit status: 0 done, 1 error (including a model that is not configured), 3 stopped by the
-convergence monitor (level 3: see the summary), 4 the scripted model ran out of turns, 5 max
-turns reached, 6 done but calls were refused for lack of approval, 130 aborted.
+Exit status: 0 done, 1 error (including a model that is not configured), 2 a usage mistake
+found while setting up (``--window`` too small for the prompt), 3 stopped by the convergence
+monitor (level 3: see the summary), 4 the scripted model ran out of turns, 5 max turns reached,
+6 done but calls were refused for lack of approval (the session is recorded as ``refused``),
+130 aborted.
 """
 
 from __future__ import annotations
@@ -34,12 +36,14 @@ from veil.agent.events import (
 )
 from veil.agent.permissions import Answer, AskCallback
 from veil.agent.report import RunSummary, describe_arguments, needs_tail, output_tail, tool_status
-from veil.agent.runtime import AgentSession, RunOptions, Setup
+from veil.agent.runtime import AgentSession, RunOptions, Setup, SetupFailed, UsageProblem
 from veil.agent.tool import touches_of
 
 EXIT = {"done": 0, "error": 1, "stopped": 3, "script_exhausted": 4, "max_turns": 5, "aborted": 130}
 REFUSED = 6
 """The run finished, but calls that needed approval were refused: nobody could be asked."""
+USAGE = 2
+"""A mistake in the command line (:class:`~veil.agent.runtime.UsageProblem`): nothing ran."""
 
 
 def event_json(event: AgentEvent) -> str:
@@ -141,11 +145,12 @@ def run_print(
     ask = terminal_ask(stdin, err) if options.approve == "ask" and _isatty(stdin) else None
     session = AgentSession(options, ask=ask)
     mode = PrintMode(out, err, as_json=as_json)
-    end: AgentEnd = session.run(task, emit=mode.show, on_ready=mode.ready)
-    setup = session.setup
-    if setup is None:  # setup failed: the reason is the whole story
-        print(f"veil: {end.message}", file=err)
-        return 1
+    try:
+        setup = session.ensure_setup(task, on_ready=mode.ready)
+    except SetupFailed as exc:  # the reason is the whole story; an option's mistake exits 2
+        print(f"veil: {exc}", file=err)
+        return USAGE if isinstance(exc, UsageProblem) else 1
+    end: AgentEnd = session.run(task, emit=mode.show)
     mode.summary.end = end
     if setup.harness.rendered is not None:
         mode.summary.window = (setup.harness.sent_tokens, setup.harness.engine.config.window_tokens)
@@ -157,6 +162,8 @@ def run_print(
     print(f"veil: {mode.summary.line(setup.session_id)}", file=err)
     status = EXIT.get(end.reason, 1)
     if status == 0 and setup.policy.unattended:
+        # how it ended, for `veil sessions`: done, but not everything asked for was done
+        setup.sessions.end(setup.session_id, status="refused", summary=end.message)
         print(
             f"veil: {len(setup.policy.unattended)} call(s) were refused for lack of approval "
             "(exit 6); rerun with --approve auto, or from a terminal to be asked",

@@ -252,24 +252,20 @@ class Hooks:
         with self.memory(self.project) as memory:
             if memory is None:
                 return ""
-            queries = ["", prompt] if first else [prompt]
-            seen: set[str] = set()
-            texts: list[str] = []
-            for query in queries:
+            from veil.memory.briefing import brief, without_empty_sections
+
+            if first:
+                text = brief(
+                    memory, prompt, user_id=self.project.scope, token_budget=BRIEFING_TOKENS
+                ).text
+            else:
                 found = memory.recall(
-                    query, user_id=self.project.scope, token_budget=BRIEFING_TOKENS
+                    prompt, user_id=self.project.scope, token_budget=BRIEFING_TOKENS
                 )
-                if not (found.facts or found.episodes or found.claims or found.contested):
-                    continue
-                lines = [
-                    line
-                    for line in found.text.strip().splitlines()
-                    if line.startswith("#") or line not in seen
-                ]
-                seen.update(lines)
-                texts.append("\n".join(_without_empty_sections(lines)))
-        text = "\n".join(t for t in texts if t.strip())
-        if not text:
+                has = found.facts or found.episodes or found.claims or found.contested
+                lines = found.text.strip().splitlines() if has else []
+                text = "\n".join(without_empty_sections(lines))
+        if not text.strip():
             return ""
         return (
             "<veil-memory>\nWhat Veil's long-term memory holds for this project:\n"
@@ -471,17 +467,6 @@ def _transcript_entries(path: str, start: int) -> tuple[list[JSONValue], str | N
             value = {"unparsed": line}
         out.append(value)
     return out, None
-
-
-def _without_empty_sections(lines: list[str]) -> list[str]:
-    """Markdown ``lines`` without headings that head nothing (their lines were shown above)."""
-    out: list[str] = []
-    for i, line in enumerate(lines):
-        following = lines[i + 1] if i + 1 < len(lines) else "#"
-        if line.startswith("#") and (following.startswith("#") or not following.strip()):
-            continue
-        out.append(line)
-    return out
 
 
 def _cut(text: str) -> str:

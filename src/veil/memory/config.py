@@ -126,6 +126,13 @@ class MemoryConfig:
     Measured and not adopted by the seed (see docs/memory.md); off by default."""
     recall_weights: RecallWeights = field(default_factory=RecallWeights)
     """Fusion of the fact lists (entity graph, full text, vectors)."""
+    fact_min_similarity: float = 0.3
+    """Recall's relevance floor for facts found by embedding alone: a nearest neighbour is
+    always *some* fact, so one is a candidate only when its cosine with the query reaches this
+    (facts the query names an entity or a relation of, and full-text matches, need none). With
+    the default embedder an unrelated query ("zebra giraffe savanna") stays below 0.3 and
+    related ones ("how do we deploy" for "The project deploys to AWS") reach 0.4 to 0.7;
+    -1 turns the floor off."""
     episode_weights: RecallWeights = field(
         default_factory=lambda: RecallWeights(text=1.0, vector=0.4, recency=0.0, k=10)
     )

@@ -9,6 +9,13 @@ their current facts, facts pointing at them, and one hop to the entities their f
 (e) vector search (sqlite-vec, pgvector) — the only semantic signal for queries that name no
 entity, and a fused signal otherwise.
 Ranked lists are fused with weighted reciprocal-rank fusion (``RecallWeights``).
+
+Relevance floor: a fact is a candidate only when something relates it to the query — the query
+names its subject (or its object), asks its relation ("which editor": ``prefers``,
+``uses_tool``, of the user when no one else is named), matches its text, or is close to it by
+embedding (a cosine of at least ``MemoryConfig.fact_min_similarity``). So an unrelated query
+gets no facts, and no notes either (the user's wiki section comes with a query about the user
+or one that found facts). Deterministic: the same store and query give the same result.
 """
 
 from __future__ import annotations
@@ -201,7 +208,9 @@ class Recaller:
         cap = candidate_cap(token_budget)
         entities = self._entities(user_id, query)
         asked = relations_asked(query, self.config.relations)
-        graph = self._graph_facts(user_id, entities, asked, as_of, cap)
+        # A relation asked of no one named ("which editor") is asked of the user.
+        subjects = entities or ([USER] if asked else [])
+        graph = self._graph_facts(user_id, subjects, asked, as_of, cap)
         # Embed the query once for both vector searches.
         vector: str | Vectors = (
             self.embedder.embed([query])[0] if self.embedder is not None else query
@@ -212,11 +221,13 @@ class Recaller:
                 FACTS_TEXT, scope=user_id, query=query, limit=CANDIDATES
             )
         ]
+        floor = self.config.fact_min_similarity
         vector_hits = [
             h.doc_id
             for h in self.store.search_vector(
                 FACTS_VEC, scope=user_id, query=vector, limit=CANDIDATES
             )
+            if h.score >= floor
         ]
         rows = {str(r[FACT_ID]): r for r in graph}
         missing = [i for i in dict.fromkeys((*text_hits, *vector_hits)) if i not in rows]
@@ -267,7 +278,8 @@ class Recaller:
             else []
         )
         episodes = self._episodes(user_id, query, vector, when, as_of)
-        wiki = self._wiki(user_id, entities or [USER]) if as_of is None else []
+        notes_of = entities or ([USER] if facts else [])
+        wiki = self._wiki(user_id, notes_of) if as_of is None and notes_of else []
         commitments = self._commitments(user_id, when)
         return self._render(
             facts, claim_list, episodes, wiki, commitments, token_budget, when, entities, user_id

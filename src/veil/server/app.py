@@ -11,7 +11,19 @@ Order of checks on every scoped route, each before any store work on the scope:
 3. the key's token bucket (429 with ``Retry-After``);
 4. the key holds ``{scope}`` (403). The 403 body is one constant: it is the same whether the
    scope exists, never existed, or is malformed, so a key learns nothing about other tenants;
-5. the request body (422 with a readable message, never a 500).
+5. a route that takes a body: its ``Content-Type`` is JSON (``application/json`` or
+   ``…+json``), else 415 naming the type sent (or its absence);
+6. the request body (422 with a readable message, never a 500): JSON that does not parse (the
+   reason and the character), a body that is not an object (what it is instead), an empty
+   body, then each field.
+
+Bodies that are not JSON are refused in that order too: the key and the scope are checked
+first even when the body cannot be parsed (FastAPI parses before it resolves dependencies).
+
+Access log (``create_app(access_log=…)``; ``veil serve`` writes it on stderr): one line per
+request once it is answered — time, method, path (without the query string), status,
+milliseconds and the id of the key that was verified (``-`` for none). Never a body, a query
+or a key's secret.
 
 Endpoints are plain ``def`` functions: FastAPI runs them on its worker threads, and
 ``Memory`` (thread-safe, one lock per scope for writes) does the blocking store and model I/O.
@@ -20,8 +32,10 @@ Endpoints are plain ``def`` functions: FastAPI runs them on its worker threads, 
 from __future__ import annotations
 
 import tempfile
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
@@ -31,7 +45,9 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.security.utils import get_authorization_scheme_param
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from veil import __version__
 from veil.memory import EvidenceTooLarge, Memory, MemoryError, NoModel, UnknownFact
@@ -99,6 +115,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
         404: "no such fact in this scope",
         409: "the fact is not in a state that allows this operation",
         413: "request body or evidence too large",
+        415: "the body is not sent as JSON (Content-Type: application/json)",
         429: "rate limit exceeded; see Retry-After",
         503: "the server was started without a model: remember is unavailable, reads work",
     }
@@ -110,6 +127,7 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 
 _SCOPED = (401, 403, 413, 429)
+_WITH_BODY = (*_SCOPED, 415)
 
 
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
@@ -123,17 +141,28 @@ class _Context:
     settings: ServerSettings
 
 
+KEY_ID = "veil_key_id"
+"""Where a request's verified key id is kept (``request.state``) for the access log."""
+
+
 def _principal(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> ApiKey:
     """The key behind the request (401 without a valid one), after its rate limit (429)."""
+    if credentials is None:
+        return _authenticate(request, None, None)
+    return _authenticate(request, credentials.scheme, credentials.credentials)
+
+
+def _authenticate(request: Request, scheme: str | None, token: str | None) -> ApiKey:
     ctx = cast(_Context, request.app.state.veil)
-    if credentials is None or credentials.scheme.lower() != "bearer":
+    if token is None or scheme is None or scheme.lower() != "bearer":
         raise ApiError(401, "unauthorized", "send Authorization: Bearer <key>", _CHALLENGE)
-    key = ctx.keys.verify(credentials.credentials)
+    key = ctx.keys.verify(token)
     if key is None:
         raise ApiError(401, "unauthorized", "unknown or revoked API key", _CHALLENGE)
+    setattr(request.state, KEY_ID, key.key_id)
     wait = ctx.limiter.take(key.key_id)
     if wait is not None:
         raise ApiError(
@@ -158,8 +187,81 @@ def _access(
 Scoped = Annotated[Access, Depends(_access)]
 
 
-def create_app(memory: Memory, keys: KeyRing, settings: ServerSettings | None = None) -> FastAPI:
-    """The ASGI app. The caller owns ``memory`` and ``keys`` (and closes them)."""
+def _json_access(request: Request, access: Scoped) -> Access:
+    """:func:`_access`, then 415 unless the body is sent as JSON (check 5)."""
+    problem = _content_type_problem(request.headers.get("content-type"))
+    if problem is not None:
+        raise ApiError(415, "unsupported_media_type", problem)
+    return access
+
+
+JsonScoped = Annotated[Access, Depends(_json_access)]
+"""A scoped route that takes a JSON body."""
+
+
+def _content_type_problem(content_type: str | None) -> str | None:
+    """Why ``content_type`` is not JSON, or None when it is."""
+    media = (content_type or "").split(";")[0].strip().lower()
+    if media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    ):
+        return None
+    sent = f"it was sent as {media}" if media else "it was sent without a Content-Type"
+    return f"send the body as JSON with Content-Type: application/json ({sent})"
+
+
+def _unread_body_refusal(request: Request) -> ApiError | None:
+    """Checks 2-4 for a request whose body did not parse before they ran (FastAPI parses
+    first): the refusal they make, or None when they pass or already ran."""
+    if getattr(request.state, KEY_ID, None) is not None or "scope" not in request.path_params:
+        return None
+    scheme, token = get_authorization_scheme_param(request.headers.get("authorization"))
+    try:
+        key = _authenticate(request, scheme or None, token or None)
+        _access(str(request.path_params["scope"]), key)
+    except ApiError as exc:
+        return exc
+    return None
+
+
+_JSON_KINDS: dict[type, str] = {
+    list: "an array",
+    str: "a string",
+    int: "a number",
+    float: "a number",
+    bool: "true or false",
+    type(None): "null",
+}
+
+
+def _body_problem(error: dict[str, Any]) -> str | None:
+    """One body-level validation error in words, or None for a field's error."""
+    loc = tuple(error.get("loc", ()))
+    kind = error.get("type")
+    if kind == "json_invalid":
+        reason = cast(dict[str, Any], error.get("ctx") or {}).get("error", "JSON decode error")
+        where = f" at character {loc[1]}" if len(loc) > 1 else ""
+        return f"the body is not valid JSON: {reason}{where}"
+    if loc != ("body",):
+        return None
+    if kind == "missing":
+        return "the body is empty: send a JSON object"
+    if kind in ("model_attributes_type", "dict_type", "model_type"):
+        value: object = error.get("input")
+        what = _JSON_KINDS.get(type(value), "something else")
+        return f"the body must be a JSON object, not {what}"
+    return None
+
+
+def create_app(
+    memory: Memory,
+    keys: KeyRing,
+    settings: ServerSettings | None = None,
+    access_log: Callable[[str], None] | None = None,
+) -> FastAPI:
+    """The ASGI app. The caller owns ``memory`` and ``keys`` (and closes them). With
+    ``access_log``, it is called with one line per request once answered (see the module
+    docstring)."""
     settings = settings or ServerSettings()
     limiter = RateLimiter(settings.rate_per_s, settings.burst)
     app = FastAPI(
@@ -171,6 +273,8 @@ def create_app(memory: Memory, keys: KeyRing, settings: ServerSettings | None = 
         ),
     )
     app.add_middleware(BodyLimit, max_bytes=settings.max_body_bytes)
+    if access_log is not None:  # added last: outermost, so it times and sees every answer
+        app.add_middleware(AccessLog, write=access_log)
 
     app.state.veil = _Context(keys, limiter, settings)
 
@@ -180,12 +284,17 @@ def create_app(memory: Memory, keys: KeyRing, settings: ServerSettings | None = 
 
     @app.exception_handler(RequestValidationError)
     def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        errors = [dict(e) for e in exc.errors()]
+        refusal = _unread_body_refusal(request)
+        if refusal is not None:
+            return _api_error(request, refusal)
+        raw = [dict(e) for e in exc.errors()]
+        whole = [p for p in (_body_problem(e) for e in raw) if p is not None]
+        errors = raw
         for e in errors:
             e.pop("input", None)  # never echo (possibly large) input back
             e.pop("ctx", None)
             e.pop("url", None)
-        parts = [
+        parts = whole or [
             f"{'.'.join(str(x) for x in e.get('loc', ()))}: {e.get('msg', 'invalid')}"
             for e in errors
         ]
@@ -224,10 +333,10 @@ def create_app(memory: Memory, keys: KeyRing, settings: ServerSettings | None = 
     @app.post(
         "/v1/scopes/{scope}/remember",
         response_model=WriteReportOut,
-        responses=_errors(*_SCOPED, 503),
+        responses=_errors(*_WITH_BODY, 503),
         tags=["memory"],
     )
-    def remember(access: Scoped, body: RememberBody) -> WriteReportOut:
+    def remember(access: JsonScoped, body: RememberBody) -> WriteReportOut:
         """Record evidence authored by the key's authority; at most one model call. 503 (and
         nothing written) on a server started without a model."""
         if memory.complete is None:
@@ -242,10 +351,10 @@ def create_app(memory: Memory, keys: KeyRing, settings: ServerSettings | None = 
     @app.post(
         "/v1/scopes/{scope}/recall",
         response_model=RecallOut,
-        responses=_errors(*_SCOPED),
+        responses=_errors(*_WITH_BODY),
         tags=["memory"],
     )
-    def recall(access: Scoped, body: RecallBody) -> RecallOut:
+    def recall(access: JsonScoped, body: RecallBody) -> RecallOut:
         """What the memory knows about the query, within the token budget. No model call."""
         result = _guard(
             lambda: memory.recall(
@@ -295,10 +404,10 @@ def create_app(memory: Memory, keys: KeyRing, settings: ServerSettings | None = 
     @app.post(
         "/v1/scopes/{scope}/facts/{fact_id}/dispute",
         response_model=FactOut,
-        responses=_errors(*_SCOPED, 404, 409),
+        responses=_errors(*_WITH_BODY, 404, 409),
         tags=["memory"],
     )
-    def dispute(access: Scoped, fact_id: str, body: DisputeBody) -> FactOut:
+    def dispute(access: JsonScoped, fact_id: str, body: DisputeBody) -> FactOut:
         """Mark a fact disputed (it leaves recall, stays in history with the reason)."""
         fact = _guard(
             lambda: memory.dispute(
@@ -360,3 +469,54 @@ def _guard(call: Callable[[], T]) -> T:
 
 def _invalid_value(message: str) -> RequestValidationError:
     return RequestValidationError([{"loc": ("body",), "msg": message, "type": "value_error"}])
+
+
+class AccessLog:
+    """ASGI middleware: one line per HTTP request once it is answered, given to ``write`` —
+    ``veil serve: TIME METHOD PATH STATUS MS ms key ID`` (TIME: when it was received, UTC,
+    milliseconds). The path is the one sent, without
+    its query string (which may hold content), at most 300 characters; the key id is the
+    verified key's (``-`` when none was), never its secret; the status is ``-`` when the
+    client went away before an answer."""
+
+    def __init__(self, app: ASGIApp, write: Callable[[str], None]) -> None:
+        self.app = app
+        self.write = write
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        received = datetime.now(UTC)
+        started = time.monotonic()
+        status: int | None = None
+
+        async def sent(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sent)
+        except Exception:
+            status = status or 500
+            raise
+        finally:
+            self.write(_access_line(scope, received, status, time.monotonic() - started))
+
+
+def _access_line(scope: Scope, received: datetime, status: int | None, seconds: float) -> str:
+    raw = cast(bytes | None, scope.get("raw_path"))
+    path = raw.decode("ascii", "backslashreplace") if raw else str(scope.get("path", ""))
+    path = path.split("?", 1)[0]
+    if len(path) > 300:
+        path = path[:297] + "..."
+    state = cast(dict[str, Any], scope.get("state") or {})
+    key = state.get(KEY_ID) or "-"
+    at = received.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    shown = "-" if status is None else str(status)
+    return (
+        f"veil serve: {at} {scope.get('method', '-')} {path} {shown} "
+        f"{seconds * 1000:.1f} ms key {key}"
+    )

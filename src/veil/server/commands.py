@@ -3,7 +3,9 @@
 Each opens what it needs, runs, and closes it. Output contract: ``veil keys create`` prints the
 new key alone on stdout (so ``KEY=$(veil keys create …)`` works) and everything else on stderr;
 ``veil mcp`` writes nothing but protocol messages on stdout. ``veil serve`` prints the address it
-listens on (the real port when ``--port 0`` let the system choose) once it accepts connections.
+listens on (the real port when ``--port 0`` let the system choose) once it accepts connections,
+then one access-log line per request on stderr (:class:`veil.server.app.AccessLog`: time,
+method, path, status, milliseconds, key id — never a body, a query string or a key).
 
 Without a model (no ``--model``, no ``$VEIL_MODEL``) both servers start and serve reads; their
 ``remember`` answers that no model is configured (HTTP 503, an MCP error result). A model that
@@ -122,7 +124,7 @@ def run_serve(options: ServeOptions) -> int:
             rate_per_s=options.rate_per_s,
             burst=options.burst,
         )
-        app = create_app(memory, keys, settings)
+        app = create_app(memory, keys, settings, access_log=_log_line)
         try:
             sock = _listen(options.host, options.port)
         except OSError as exc:
@@ -147,6 +149,10 @@ def run_serve(options: ServeOptions) -> int:
     finally:
         memory.close()
     return 0
+
+
+def _log_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 @dataclass(frozen=True)

@@ -1,38 +1,62 @@
 """The interactive ``veil``: a transcript, a status line and an input box (Textual).
 
-Layout, top to bottom: the transcript (user messages, assistant text, one line per tool call:
-name, short arguments, status), the status line (model, window fill, threshold T, convergence
-level, session) and the input. Plain text starts the agent — or, while it runs, is queued for
-it; ``/`` starts a command (``/help`` lists them).
+Layout, top to bottom: the transcript (a welcome line, then user messages, the assistant's
+text rendered as Markdown, one line per tool call: name, short arguments, status), the status
+line (model, window fill,
+tokens in/out, threshold T, convergence level, long-term memory on/off, session) and the
+prompt, a multi-line editor (:mod:`veil.tui.prompt`: enter sends, ctrl+j adds a line, up/down
+recall the project's history). Plain text starts the agent — or, while it runs, is queued for
+it; ``/`` starts a command (``/help`` lists them). With ``-c``/``--session`` the continued
+conversation is shown at once (read from the session store); the session itself is set up
+with the first message, as for a new one.
 
 Eviction is not silent: a tool call whose result is no longer in the model's context has the
 ``evicted`` CSS class (dimmed) and loses it when the result comes back (``veil_expand``,
 ``/pin``). The set is recomputed from :meth:`VeilHarness.evicted_tool_calls` after every tool
 result, turn end and run end.
 
-Threads: the agent runs in a Textual thread worker (:class:`~veil.agent.runtime.AgentSession`,
-the same session runtime print mode uses);
-each event is handed to the UI thread with ``call_from_thread``, which blocks the worker until
-the UI has handled it, so the UI reads the harness only while the agent is paused. Commands
-that read or change the harness (/context, /pin, /memory) are refused while a run is going,
-rather than racing it. Permission prompts (``--approve ask``, the default here) block the
-worker on a modal until the user answers (allow, deny, or always allow that tool).
+Threads: the agent runs in a daemon thread of its own (:class:`~veil.agent.runtime.AgentSession`,
+the same session runtime print mode uses); each event is handed to the UI thread with
+``call_from_thread``, which blocks the agent until the UI has handled it, so the UI reads the
+harness only while the agent is paused. Commands that read or change the harness (/context,
+/pin, /memory) are refused while a run is going, rather than racing it. Permission prompts
+(``--approve ask``, the default here) block the agent on a modal until the user answers
+(allow, deny, or always allow that tool).
+
+Stopping: esc or ctrl+c sets the session's abort flag, which the bash tool polls — a running
+command's process group is killed at once and the call gets its recorded result (``[aborted;
+process group killed]``), a streaming reply stops at its next chunk, and the run ends before
+the next model call. ctrl+q (or /quit) leaves at once whatever runs: it aborts the same way and
+closes the app without waiting; :func:`run_tui` then gives the agent thread a moment
+(:data:`QUIT_GRACE_S`) to record the session's end, and a thread still blocked in a model call
+is left behind (a daemon: it dies with the process). Every message and tool result is persisted
+as it happens, so the session stays resumable either way.
 
 A tool-call line shows the call's status as print mode does (``exit N`` for a command that
-failed); clicking it, or ``/output [CALL_ID]``, opens the call's full output.
+failed; ``aborted`` for a command the person stopped). Under it: an edit's or a write's
+unified diff (:mod:`veil.tui.diffs`; the approval modal shows the same diff before the call
+runs), or the last lines of the output of a call that did not end ``ok``, as print mode shows
+them. ctrl+o unfolds the latest call's output under its line (and folds it back); enter on a
+focused line (tab to it) does the same for that call; clicking it, or ``/output [CALL_ID]``,
+opens the call's full output in a viewer.
 """
 
 from __future__ import annotations
 
 import sys
 import threading
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar
 
+from rich.console import RenderableType
+from rich.markdown import Markdown
+from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
 from textual.message import Message
-from textual.widgets import Input, Static
+from textual.widgets import Static
 
 from veil.agent.events import (
     AgentEnd,
@@ -41,20 +65,74 @@ from veil.agent.events import (
     MessageEnd,
     MessageUpdate,
     Notice,
+    RequestSent,
     ToolEnd,
     ToolStart,
     TurnEnd,
 )
 from veil.agent.permissions import Answer
-from veil.agent.report import tool_status
-from veil.agent.runtime import AgentSession, RunOptions, Setup
+from veil.agent.project import project_root, project_scope
+from veil.agent.report import needs_tail, output_tail, tool_status
+from veil.agent.runtime import AgentSession, RunOptions, Setup, long_term_memory_on
 from veil.llm.messages import AssistantMessage, ToolResultMessage, UserMessage
 from veil.llm.messages import Message as ChatMessage
 from veil.tui.approval import ApprovalScreen, OutputScreen
-from veil.tui.render import HELP, StatusInfo, status_line, tool_line
+from veil.tui.diffs import cut, proposed_diff, read_before, styled, unified
+from veil.tui.history import History
+from veil.tui.prompt import PromptArea
+from veil.tui.render import (
+    HELP,
+    StatusInfo,
+    goodbye_line,
+    status_line,
+    tool_line,
+    welcome_line,
+)
 
 EVICTED_MARK = "(out of context)"
 """Appended to a dimmed tool-call line: its result is no longer in the model's context."""
+UNFOLD_LINES = 200
+"""Lines of a call's output shown when it is unfolded in the transcript (its last ones; the
+whole output is in the viewer: a click or /output)."""
+QUIT_GRACE_S = 3.0
+"""After the app closed, how long :func:`run_tui` waits for an aborted run to finish recording
+the session (a killed command ends well within it; a model call may not, and is left)."""
+
+
+@dataclass(frozen=True)
+class Preview:
+    """A session to continue, read from the store before the first message sets it up:
+    ``session_id`` and its ``messages``, or ``problem`` (why there is none)."""
+
+    session_id: str | None = None
+    messages: tuple[ChatMessage, ...] = ()
+    problem: str | None = None
+
+
+def preview_session(options: RunOptions) -> Preview:
+    """The session ``-c``/``--session`` names, with its transcript (read-only; the store is
+    closed again). A project without a session store, an unknown id or no earlier session is a
+    ``problem`` — the same one the first message would meet."""
+    from veil.agent.sessions import Sessions
+    from veil.tape import open_store
+
+    root = project_root(options.cwd)
+    db = root / ".veil" / "context.db"
+    if not db.is_file():
+        if options.session:
+            return Preview(problem=f"no session {options.session} in this project")
+        return Preview(problem="there is no earlier session in this project to continue")
+    store = open_store(f"sqlite:///{db}")
+    try:
+        sessions = Sessions(store, scope=project_scope(root))
+        info = sessions.get(options.session) if options.session else sessions.latest()
+        if info is None:
+            if options.session:
+                return Preview(problem=f"no session {options.session} in this project")
+            return Preview(problem="there is no earlier session in this project to continue")
+        return Preview(info.id, tuple(sessions.messages(info.id)))
+    finally:
+        store.close()
 
 
 class OpenOutput(Message):
@@ -65,8 +143,52 @@ class OpenOutput(Message):
         self.call_id = call_id
 
 
+class ToggleFold(Message):
+    """Enter on a focused tool-call line: unfold (or fold) its output under it."""
+
+    def __init__(self, call_id: str) -> None:
+        super().__init__()
+        self.call_id = call_id
+
+
+class AssistantText(Static):
+    """The assistant's text, rendered as Markdown; ``source`` is the text as the model wrote
+    it."""
+
+    def __init__(self, source: str) -> None:
+        super().__init__(classes="assistant")
+        self.source = ""
+        self.set_source(source)
+
+    def set_source(self, source: str) -> None:
+        self.source = source
+        self.update(Markdown(source))
+
+
+class ToolDetail(Static):
+    """What shows under a tool-call line: its diff (edit, write), the end of its output when
+    it did not end ``ok`` (as print mode shows it), or — unfolded — its output."""
+
+    def __init__(self) -> None:
+        super().__init__(classes="tool-detail", markup=False)
+        self.source = ""
+
+    def show(self, source: str, renderable: RenderableType | None = None) -> None:
+        self.source = source
+        self.update(renderable if renderable is not None else source)
+
+
 class ToolLine(Static):
-    """One tool call in the transcript. ``call_id`` ties it to the context engine's items."""
+    """One tool call in the transcript. ``call_id`` ties it to the context engine's items.
+
+    ``summary`` is what shows under the line by default (a diff, a failed call's tail, or
+    nothing); ``unfolded`` replaces it by the call's output (enter on the focused line, or
+    ctrl+o for the latest call)."""
+
+    can_focus = True
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter,space", "fold", "Fold/unfold the output", show=False)
+    ]
 
     def __init__(self, call_id: str, name: str, arguments: dict[str, Any], status: str) -> None:
         super().__init__(tool_line(name, arguments, status), markup=False, classes="tool-call")
@@ -74,6 +196,12 @@ class ToolLine(Static):
         self.tool_name = name
         self.arguments = arguments
         self.status = status
+        self.summary: tuple[str, RenderableType] | None = None
+        self.unfolded = False
+        self.detail: ToolDetail | None = None
+
+    def action_fold(self) -> None:
+        self.post_message(ToggleFold(self.call_id))
 
     @property
     def evicted(self) -> bool:
@@ -111,18 +239,22 @@ class VeilApp(App[int]):
     #transcript > .tool-call { margin: 0; color: $text; }
     #transcript > .tool-call.failed { color: $error; }
     #transcript > .tool-call.evicted { color: $text-muted; text-style: dim; }
+    #transcript > .tool-call:focus { background: $boost; text-style: bold; }
+    #transcript > .tool-detail { margin: 0 0 0 2; padding-left: 1; border-left: wide $panel; }
+    #transcript > .tool-detail.output { color: $text-muted; }
     #transcript > .user { color: $accent; text-style: bold; }
     #transcript > .notice { color: $warning; }
     #transcript > .info { color: $text-muted; }
     #transcript > .manifest { color: $text-muted; border-left: wide $panel; padding-left: 1; }
-    #status { height: 1; background: $panel; color: $text; padding: 0 1; }
-    #prompt { dock: bottom; }
+    #status { height: auto; background: $panel; color: $text; padding: 0 1; }
     """
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("escape", "abort", "Abort run", show=False),
         Binding("ctrl+c", "abort", "Abort run", show=False, priority=True),
         Binding("ctrl+q", "quit", "Quit", show=False, priority=True),
+        Binding("ctrl+o", "toggle_last", "Fold/unfold the last output", show=False, priority=True),
     ]
+    AUTO_FOCUS = "#prompt"
 
     def __init__(
         self, options: RunOptions, *, model_name: str | None = None, window: int | None = None
@@ -134,31 +266,72 @@ class VeilApp(App[int]):
         self.window = window
         self.running = False
         self._tool_lines: dict[str, ToolLine] = {}
-        self._streaming: Static | None = None
+        self._streaming: AssistantText | None = None
         self._streamed = ""
         self._last_user_line: Static | None = None
         self._results: dict[str, ToolResultMessage] = {}
         self._leaving = threading.Event()
+        self._agent: threading.Thread | None = None
+        self.tokens_in = 0
+        self.tokens_out = 0
+        self.preview: Preview | None = None
+        self.history = History.for_project(options.cwd)
+        self.root = self.history.root or options.cwd.resolve()
+        """The project's root: where the files a write or an edit changes are read from."""
+        self._before: dict[str, str | None] = {}
+        """A file's text just before a write call ran (for its diff), by call id."""
 
     # ---- layout ----------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
         yield VerticalScroll(id="transcript")
         yield Static(id="status", markup=False)
-        yield Input(placeholder="Message the agent, or /help", id="prompt")
+        yield PromptArea(
+            self.history, placeholder="Message the agent, or /help (enter sends)", id="prompt"
+        )
 
     def on_mount(self) -> None:
-        self.refresh_status()
+        root = self.history.root or self.options.cwd
+        home = Path.home()
+        project = f"~/{root.relative_to(home)}" if root.is_relative_to(home) else str(root)
+        self.add_line(welcome_line(project, self.model_name), "info")
         if self.options.resume or self.options.session:
-            which = self.options.session or "the latest session"
-            self.add_line(
-                f"Continuing {which}; its transcript loads with your first message.", "info"
-            )
-        self.query_one("#prompt", Input).focus()
+            self.show_preview(preview_session(self.options))
+        self.refresh_status()
+        self.query_one("#prompt", PromptArea).focus()
+
+    def show_preview(self, preview: Preview) -> None:
+        """Show the conversation ``-c``/``--session`` continues, before any message."""
+        self.preview = preview
+        if preview.problem is not None:
+            self.add_line(f"veil: {preview.problem} (see `veil sessions`)", "notice")
+            return
+        verb = "Forking" if self.options.fork else "Continuing"
+        self.add_line(
+            f"{verb} session {preview.session_id}: {len(preview.messages)} earlier messages",
+            "info",
+        )
+        self.show_messages(list(preview.messages))
 
     def on_unmount(self) -> None:
         self._leaving.set()
         self.driver.abort()
+
+    @property
+    def session_id(self) -> str | None:
+        """The session this app is on: the one set up, else the one it will continue."""
+        if self.driver.setup is not None:
+            return self.driver.setup.session_id
+        if self.preview is not None and not self.options.fork:
+            return self.preview.session_id
+        return None
+
+    def wait_for_agent(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the agent thread to end; whether it has."""
+        agent = self._agent
+        if agent is not None:
+            agent.join(timeout)
+        return agent is None or not agent.is_alive()
 
     # ---- transcript ------------------------------------------------------------------
 
@@ -169,6 +342,13 @@ class VeilApp(App[int]):
     def add_line(self, text: str, *classes: str) -> Static:
         """Append a plain-text block (never parsed as markup) with the given CSS classes."""
         widget = Static(text, markup=False, classes=" ".join(classes))
+        self.transcript.mount(widget)
+        self.transcript.scroll_end(animate=False)
+        return widget
+
+    def add_assistant(self, text: str) -> AssistantText:
+        """Append the assistant's text, rendered as Markdown."""
+        widget = AssistantText(text)
         self.transcript.mount(widget)
         self.transcript.scroll_end(animate=False)
         return widget
@@ -193,7 +373,7 @@ class VeilApp(App[int]):
                 self.add_line(f"> {message.content}", "user")
             elif isinstance(message, AssistantMessage):
                 if message.content:
-                    self.add_line(message.content, "assistant")
+                    self.add_assistant(message.content)
                 for call in message.tool_calls:
                     result = results.get(call.id)
                     status = "?" if result is None else ("error" if result.is_error else "ok")
@@ -202,8 +382,87 @@ class VeilApp(App[int]):
                         code = result.details.get("exit_code")
                         if status == "ok" and isinstance(code, int) and code:
                             status = f"exit {code}"
+                        elif result.details.get("aborted"):
+                            status = "aborted"
                     self.add_tool_call(call.id, call.name, call.arguments, status)
+                    if result is not None:
+                        self.set_summary(call.id, self.summary_of(call.name, status, result))
         self.refresh_evicted()
+
+    def summary_of(self, name: str, status: str, result: ToolResultMessage) -> str | None:
+        """What shows under a finished call's line: the diff of an edit or a write that
+        succeeded, the end of the output of a call that did not (``status`` not ``ok``)."""
+        if status == "ok" and name == "edit":
+            diff = result.details.get("diff")
+            return diff if isinstance(diff, str) and diff else None
+        if status == "ok" and name == "write":
+            before = self._before.pop(result.tool_call_id, None)
+            content = self._tool_arguments(result.tool_call_id).get("content")
+            path = str(result.details.get("path") or "")
+            if before is None or not isinstance(content, str):
+                return None
+            return unified(before, content, path) or None
+        if status not in ("ok", "running", "…", "?"):
+            tail = output_tail(result.content)
+            return "\n".join(tail) if tail else None
+        return None
+
+    def _tool_arguments(self, call_id: str) -> dict[str, Any]:
+        line = self._tool_lines.get(call_id)
+        return line.arguments if line is not None else {}
+
+    def set_summary(self, call_id: str, summary: str | None) -> None:
+        """Show ``summary`` (a diff or an output tail) under the call's line."""
+        line = self._tool_lines.get(call_id)
+        if line is None or summary is None:
+            return
+        if summary.startswith(("--- ", "@@")):
+            line.summary = (summary, styled(cut(summary)))
+        else:
+            line.summary = (summary, Text(summary, style="red"))
+        self._show_detail(line)
+
+    def toggle_fold(self, call_id: str) -> None:
+        """Unfold a finished call's output under its line, or fold it back to its summary."""
+        line = self._tool_lines.get(call_id)
+        if line is None or call_id not in self._results:
+            return
+        line.unfolded = not line.unfolded
+        self._show_detail(line)
+
+    def _show_detail(self, line: ToolLine) -> None:
+        if line.unfolded:
+            lines = self._results[line.call_id].content.splitlines()
+            shown = lines[-UNFOLD_LINES:]
+            if len(lines) > len(shown):
+                shown = [f"… {len(lines) - len(shown)} earlier lines (click the line for all)"]
+                shown += lines[-UNFOLD_LINES:]
+            text = "\n".join(shown) or "(no output)"
+            content: tuple[str, RenderableType] | None = (text, Text(text))
+        else:
+            content = line.summary
+        if content is None:
+            if line.detail is not None:
+                line.detail.remove()
+                line.detail = None
+            return
+        if line.detail is None:
+            line.detail = ToolDetail()
+            self.transcript.mount(line.detail, after=line)
+        line.detail.set_class(line.unfolded, "output")
+        line.detail.show(*content)
+        if line.unfolded:
+            self.transcript.scroll_to_widget(line.detail, animate=False)
+
+    def on_toggle_fold(self, event: ToggleFold) -> None:
+        self.toggle_fold(event.call_id)
+
+    def action_toggle_last(self) -> None:
+        """ctrl+o: unfold (or fold) the output of the latest finished call."""
+        if not self._results:
+            self.notify("No tool call has finished yet.", timeout=3)
+            return
+        self.toggle_fold(next(reversed(self._results)))
 
     def refresh_evicted(self) -> None:
         """Dim exactly the tool calls whose results are out of the context now."""
@@ -217,7 +476,13 @@ class VeilApp(App[int]):
     def status_info(self) -> StatusInfo:
         s = self.driver.setup
         if s is None:
-            return StatusInfo(self.model_name, window=self.window, running=self.running)
+            return StatusInfo(
+                self.model_name,
+                window=self.window,
+                running=self.running,
+                session_id=self.session_id,
+                memory_on=long_term_memory_on(self.model_name),
+            )
         engine = s.harness.engine
         attempts = s.harness.attempts
         level = attempts.assess().level if attempts.goal is not None else None
@@ -229,6 +494,9 @@ class VeilApp(App[int]):
             level=level,
             session_id=s.session_id,
             running=self.running,
+            tokens_in=self.tokens_in,
+            tokens_out=self.tokens_out,
+            memory_on=s.memory_on,
         )
 
     def refresh_status(self) -> None:
@@ -236,11 +504,12 @@ class VeilApp(App[int]):
 
     # ---- input -----------------------------------------------------------------------
 
-    def on_input_submitted(self, event: Input.Submitted) -> None:
+    def on_prompt_area_submitted(self, event: PromptArea.Submitted) -> None:
         text = event.value.strip()
-        event.input.clear()
+        event.prompt.clear()
         if not text:
             return
+        self.history.add(text)
         if text.startswith("/"):
             self.run_command(text)
             return
@@ -254,13 +523,11 @@ class VeilApp(App[int]):
     def start_run(self, text: str) -> None:
         self.running = True
         self.refresh_status()
-        self.run_worker(
-            lambda: self._agent_thread(text),
-            name="agent",
-            group="agent",
-            thread=True,
-            exit_on_error=False,
+        # A daemon thread, not a Textual worker: leaving must never wait for a model call.
+        self._agent = threading.Thread(
+            target=self._agent_thread, args=(text,), name="veil-agent", daemon=True
         )
+        self._agent.start()
 
     def run_command(self, text: str) -> None:
         """``/command [argument]``; unknown commands show the help."""
@@ -268,7 +535,7 @@ class VeilApp(App[int]):
         argument = argument.strip()
         s = self.driver.setup
         if command in ("/quit", "/exit", "/q"):
-            self.exit(0)
+            self.leave()
         elif command == "/clear":
             self.transcript.remove_children()
             self._tool_lines.clear()
@@ -349,14 +616,25 @@ class VeilApp(App[int]):
     # ---- actions ---------------------------------------------------------------------
 
     def action_abort(self) -> None:
-        """Abort the running agent at its next turn boundary (a pending prompt is denied)."""
+        """Stop the running agent: a running command is killed at once (its call gets its
+        result), a pending prompt is denied, and the run ends before the next model call."""
         if isinstance(self.screen, ApprovalScreen):
             self.screen.dismiss(False)
         if not self.running:
             self.notify("Nothing is running. ctrl+q or /quit leaves.", timeout=3)
             return
         self.driver.abort()
-        self.add_line("aborting…", "notice")
+        self.add_line("stopping…", "notice")
+
+    async def action_quit(self) -> None:
+        self.leave()
+
+    def leave(self) -> None:
+        """Leave at once, whatever runs: the run is aborted (a running command killed) and the
+        app closes without waiting for it (see :data:`QUIT_GRACE_S`)."""
+        self._leaving.set()
+        self.driver.abort()
+        self.exit(0)
 
     # ---- the agent thread and its events ---------------------------------------------------
 
@@ -380,7 +658,7 @@ class VeilApp(App[int]):
             self._leaving.set()
 
     def _session_ready(self, setup: Setup, earlier: list[ChatMessage]) -> None:
-        if earlier:
+        if earlier and self.preview is None:
             # The message that started this run was shown before the session loaded; the
             # resumed transcript goes above it.
             pending = self._last_user_line
@@ -390,23 +668,39 @@ class VeilApp(App[int]):
             self.show_messages(earlier)
             if pending is not None:
                 self._last_user_line = self.add_line(str(pending.content), "user")
+        elif earlier:
+            # Shown already (the preview); a call the stored session left without a result
+            # got its recorded one when the session was set up.
+            for message in earlier:
+                if (
+                    isinstance(message, ToolResultMessage)
+                    and message.tool_call_id not in self._results
+                ):
+                    self._results[message.tool_call_id] = message
+                    line = self._tool_lines.get(message.tool_call_id)
+                    if line is not None and line.status == "?":
+                        line.set_status("error" if message.is_error else "ok")
         self.refresh_status()
 
     def handle_event(self, event: AgentEvent) -> None:
         """Show one agent event (UI thread; the agent waits until this returns)."""
-        if isinstance(event, MessageUpdate):
+        if isinstance(event, RequestSent):
+            self.tokens_in += event.response.usage.input_tokens
+            self.tokens_out += event.response.usage.output_tokens
+            self.refresh_status()
+        elif isinstance(event, MessageUpdate):
             self._streamed += event.delta
             if self._streaming is None:
-                self._streaming = self.add_line(self._streamed, "assistant")
+                self._streaming = self.add_assistant(self._streamed)
             else:
-                self._streaming.update(self._streamed)
+                self._streaming.set_source(self._streamed)
                 self.transcript.scroll_end(animate=False)
         elif isinstance(event, MessageEnd):
             message = event.message
             if self._streaming is not None:
-                self._streaming.update(message.content)
+                self._streaming.set_source(message.content)
             elif message.content:
-                self.add_line(message.content, "assistant")
+                self.add_assistant(message.content)
             self._streaming, self._streamed = None, ""
             for call in message.tool_calls:
                 self.add_tool_call(call.id, call.name, call.arguments, "…")
@@ -414,11 +708,21 @@ class VeilApp(App[int]):
             line = self._tool_lines.get(event.call.id)
             if line is not None:
                 line.set_status("running")
+            if event.call.name == "write":  # the agent waits: the file is as the write finds it
+                self._before[event.call.id] = read_before(
+                    self.root, event.call.arguments.get("path")
+                )
         elif isinstance(event, ToolEnd):
             line = self._tool_lines.get(event.call.id)
             self._results[event.call.id] = event.result
+            status = "aborted" if event.result.details.get("aborted") else tool_status(event)
             if line is not None:
-                line.set_status(tool_status(event))
+                line.set_status(status)
+            tail = needs_tail(event)
+            self.set_summary(
+                event.call.id,
+                self.summary_of(event.call.name, "failed" if tail else status, event.result),
+            )
             self.refresh_evicted()
             self.refresh_status()
         elif isinstance(event, Notice):
@@ -447,13 +751,14 @@ class VeilApp(App[int]):
         no."""
         answered = threading.Event()
         answer: list[Answer] = []
+        diff = proposed_diff(self.root, tool_name, arguments)
 
         def show() -> None:
             def done(allowed: Answer | None) -> None:
                 answer.append(allowed if allowed is not None else False)
                 answered.set()
 
-            self.push_screen(ApprovalScreen(tool_name, arguments), done)
+            self.push_screen(ApprovalScreen(tool_name, arguments, diff=diff), done)
 
         self._to_ui(show)
         while not answered.wait(0.05):
@@ -482,4 +787,7 @@ def run_tui(options: RunOptions) -> int:
         options, model_name=provider.model, window=options.window or provider.context_window
     )
     app.run()
+    app.wait_for_agent(QUIT_GRACE_S)
+    if app.session_id is not None:
+        print(goodbye_line(app.session_id), file=sys.stderr)
     return app.return_code or 0

@@ -4,7 +4,9 @@
 worker thread blocks until the user answers (see ``VeilApp.ask``); the modal dismisses itself
 with ``True`` (allow once), ``"always"`` (allow this tool for the rest of the session) or
 ``False`` (deny). Escape, ``n`` and ``d`` deny, ``y`` allows, ``a`` always allows — denying is
-the safe default, so every way out that is not an explicit yes is a no.
+the safe default, so every way out that is not an explicit yes is a no. A write or an edit is
+shown as the unified diff it would make to the file as it is now (``diff``), with its other
+arguments; anything else as its arguments.
 
 :class:`OutputScreen` shows a call's whole output; escape or ``q`` closes it.
 """
@@ -22,6 +24,7 @@ from textual.widgets import Button, Label, Static
 
 from veil.agent.permissions import Answer
 from veil.agent.report import describe_arguments
+from veil.tui.diffs import styled
 
 OUTPUT_MAX_CHARS = 200_000
 """The viewer shows at most this much of an output (the rest stays on the tape)."""
@@ -37,6 +40,7 @@ class ApprovalScreen(ModalScreen[Answer]):
         border: thick $warning; background: $surface; padding: 1 2;
     }
     ApprovalScreen #approval-args { height: auto; max-height: 24; margin: 1 0; }
+    ApprovalScreen.with-diff #approval-args { max-height: 40; }
     ApprovalScreen Horizontal { height: auto; align-horizontal: right; }
     ApprovalScreen Button { margin-left: 2; }
     """
@@ -46,16 +50,24 @@ class ApprovalScreen(ModalScreen[Answer]):
         Binding("n,d,escape", "answer(False)", "Deny"),
     ]
 
-    def __init__(self, tool_name: str, arguments: dict[str, object]) -> None:
-        super().__init__()
+    def __init__(
+        self, tool_name: str, arguments: dict[str, object], *, diff: str | None = None
+    ) -> None:
+        super().__init__(classes="with-diff" if diff else None)
         self.tool_name = tool_name
         self.arguments = arguments
+        self.diff = diff
 
     def compose(self) -> ComposeResult:
         with Vertical():
             yield Label(f"Allow [b]{escape(self.tool_name)}[/b]?", id="approval-title")
             with VerticalScroll(id="approval-args"):
-                yield Static(describe_arguments(self.arguments), markup=False)
+                if self.diff:
+                    path = {"path": self.arguments.get("path")}
+                    yield Static(describe_arguments(path), markup=False)
+                    yield Static(styled(self.diff), id="approval-diff")
+                else:
+                    yield Static(describe_arguments(self.arguments), markup=False)
             with Horizontal():
                 yield Button("Allow (y)", variant="success", id="allow")
                 yield Button(f"Always allow {self.tool_name} (a)", id="always")

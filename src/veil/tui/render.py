@@ -46,7 +46,9 @@ class StatusInfo:
     """What the status line shows; ``None`` fields are not known yet (before the first run).
     ``sent_tokens`` is the last request as sent, in the provider's tokens (Veil's estimate,
     calibrated by what the provider reported); ``window`` the model's real window (or
-    ``--window``)."""
+    ``--window``); ``tokens_in``/``tokens_out`` what the provider reported for every request
+    of this session since the TUI started; ``memory_on`` whether long-term memory extracts
+    facts."""
 
     model: str
     sent_tokens: int | None = None
@@ -55,23 +57,61 @@ class StatusInfo:
     level: int | None = None
     session_id: str | None = None
     running: bool = False
+    tokens_in: int = 0
+    tokens_out: int = 0
+    memory_on: bool | None = None
+
+
+def count(tokens: int) -> str:
+    """A token count short enough for the status line: exact below 10,000 (``9,876``), then
+    ``12.3k``, ``128k``, ``1.2M``."""
+    if tokens < 10_000:
+        return f"{tokens:,}"
+    if tokens < 1_000_000:
+        return f"{tokens / 1000:.1f}".removesuffix(".0") + "k"
+    return f"{tokens / 1_000_000:.1f}".removesuffix(".0") + "M"
 
 
 def status_line(info: StatusInfo) -> str:
-    """``model │ window sent/window (pct%) │ T 0.15 │ level 0 │ session s_…id [│ running]``."""
+    """``model │ window sent/window (pct%) │ N in / M out │ T 0.15 │ level 0 │ memory on │
+    session s_…id [│ running (esc stops)]``."""
     if info.sent_tokens is not None and info.window:
         pct = round(100 * info.sent_tokens / info.window)
-        window = f"window {info.sent_tokens:,}/{info.window:,} ({pct}%)"
+        window = f"window {count(info.sent_tokens)}/{count(info.window)} ({pct}%)"
     elif info.window:
-        window = f"window —/{info.window:,}"
+        window = f"window —/{count(info.window)}"
     else:
         window = "window —"
+    tokens = f"{count(info.tokens_in)} in / {count(info.tokens_out)} out"
     threshold = f"T {info.threshold:.2f}" if info.threshold is not None else "T —"
     level = f"level {info.level}" if info.level is not None else "level —"
-    parts = [info.model, window, threshold, level, f"session {short_session(info.session_id)}"]
+    memory = {None: "memory —", True: "memory on", False: "memory off"}[info.memory_on]
+    parts = [
+        info.model,
+        window,
+        tokens,
+        threshold,
+        level,
+        memory,
+        f"session {short_session(info.session_id)}",
+    ]
     if info.running:
-        parts.append("running (esc aborts)")
+        parts.append("running (esc stops)")
     return " │ ".join(parts)
+
+
+def welcome_line(project: str, model: str) -> str:
+    """The first screen's line: where, with which model, and how to get help."""
+    return (
+        f"veil in {project} with {model}. Type a task and press enter (ctrl+j adds a line; "
+        "up/down recall earlier messages); /help lists the commands; esc stops a run; "
+        "ctrl+q quits."
+    )
+
+
+def goodbye_line(session_id: str) -> str:
+    """What ``veil`` prints when the TUI closes on a session: how to come back to it."""
+    return f"veil: session {session_id}. `veil -c` continues it (or `veil --session {session_id}`)."
 
 
 HELP = """Commands:
@@ -81,5 +121,11 @@ HELP = """Commands:
   /output [ID]   the full output of a tool call (default: the last one); or click its line
   /model         the model in use
   /clear         clear the transcript view (the session is kept)
-  /quit          leave (ctrl+q); esc or ctrl+c aborts a run
+  /quit          leave (ctrl+q), whatever runs
+Keys:
+  enter sends; ctrl+j (or shift+enter where the terminal tells it) adds a line; a paste keeps
+  every line; up/down on the first/last line recall earlier messages (kept in .veil/history)
+  esc or ctrl+c stops a run at once (a running command is killed)
+  ctrl+o unfolds the last tool call's output (again: folds it); tab to a tool line and enter
+  does the same for that call
 Anything else is a message to the agent."""
