@@ -701,7 +701,12 @@ def render_section(data: dict[str, Any]) -> str:
             lines += [
                 f"Set {name}, the host agents' own policies at the same budgets "
                 "(`benchmarks/replay/host_policies.py` states each rule and its source; "
-                "constants scaled to the budget as host constant × budget / host window):",
+                "constants scaled to the budget as host constant × budget / host window), and "
+                "Veil as its proxy runs inside them (`benchmarks/replay/proxy_policy.py`). The "
+                "proxy may change only tool results — the agent's own messages, its thoughts "
+                "included, go as they are — and evicts in batches down to about half the "
+                "budget to keep the cached prefix; Veil in its own harness also stubs old "
+                "turns and evicts at every step:",
                 "",
                 table(host, chosen),
                 "",

@@ -420,6 +420,12 @@ class ContextEngine:
         )
         return updated
 
+    def referenced(self, text: str) -> list[str]:
+        """An assistant message that is not kept as a turn item (a proxy keeps tool results
+        only) still says what it is working with: the live items it names are touched, as
+        :meth:`capture_turn` does for a turn. Returns their ids."""
+        return self._touch_referenced(text)
+
     def _touch_referenced(self, text: str) -> list[str]:
         """Touch the live items whose content carries a distinctive name ``text`` mentions
         (``touch_on_reference``; see :mod:`veil.context.references`)."""

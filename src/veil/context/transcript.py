@@ -170,6 +170,8 @@ class Transcript:
             item = message.item
             if item is None and self.turns and message.role in ("user", "assistant"):
                 item = self.turn(index, message)
+            elif not self.turns and message.role == "assistant" and message.text:
+                self.engine.referenced(message.text)  # no turn item, but what it names counts
             for call in message.calls:
                 self._calls[call.id] = (call, index)
             ids = tuple(c.id for c in message.calls)

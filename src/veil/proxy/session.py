@@ -5,8 +5,8 @@ For each request (:meth:`Conversations.prepare`) the conversation's messages bec
 context layer's entries (:class:`~veil.context.transcript.Transcript`: a result it has not seen
 is captured, with what its call addressed from :mod:`veil.proxy.tools`; an expansion by Veil's
 MCP ``expand`` tool is a restore), the request is measured as it would be sent, and only when
-it is over the budget does the engine take a turn boundary — a batch of evictions down to its
-target fill — so that between two batches every request's prefix is byte-stable and the
+it is over the budget does the engine take a turn boundary — a batch of evictions down to about
+half the budget — so that between two batches every request's prefix is byte-stable and the
 provider's prompt cache keeps working. The results out of the prompt are then replaced by the
 renderer's one-line stubs (:func:`veil.context.window.render`, without collapsing: every result
 keeps its place and id), and nothing else in the request changes (:func:`~veil.proxy.wire.splice`).
@@ -194,10 +194,14 @@ class Conversations:
             entries = conversation.transcript.entries(request.found)
             for item_id in conversation.held:  # last request's expansions: scored as usual
                 engine.unpin(item_id)
+            # What the model has not read yet — the results after its last message, an
+            # expansion it just asked for among them — stays in view for this request.
             conversation.held = {
-                e.item for e in entries[_last_assistant(request) + 1 :] if e.restores and e.item
+                e.item
+                for e in entries[_last_assistant(request) + 1 :]
+                if e.role == "tool" and e.item
             }
-            for item_id in conversation.held:  # what the model just asked back stays in view
+            for item_id in conversation.held:
                 engine.pin(item_id)
             fixed = self._fixed_tokens(request, conversation)
             engine.overhead_tokens = fixed
@@ -205,8 +209,10 @@ class Conversations:
             before = fixed + conversation.tokens_of(entries)
             evicted = 0
             if squeeze < 1.0 or rendered.tokens > engine.budget:
-                # a batch: down to TARGET_FILL of the budget (or lower after an overflow), so
-                # that the next requests fit as they are and the cached prefix holds
+                # a batch: the budget lowered to TARGET_FILL of itself (or to ``squeeze`` after an
+                # overflow), and the engine evicts down to its own target fill of that (the same
+                # TARGET_FILL): about half the budget, so that many requests fit as they are and
+                # the cached prefix holds between batches
                 share = min(squeeze, TARGET_FILL)
                 squeezed = fixed + int(engine.budget * (1.0 - share))
                 boundary = engine.window(entries, fixed_tokens=squeezed, collapse=False, tail=False)
