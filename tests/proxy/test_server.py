@@ -228,7 +228,26 @@ def test_a_count_is_of_the_request_as_sent_and_never_starts_a_conversation(rig: 
     for steps in range(1, 25):
         rig.post("/v1/messages", conversation(steps))
     rig.post("/v1/messages/count_tokens", count)
-    assert stubs(rig.upstream.bodies[-1]) == stubs(rig.upstream.bodies[-2])
+    counted, sent = rig.upstream.bodies[-1], rig.upstream.bodies[-2]
+    assert stubs(counted) and stubs(counted) == stubs(sent)  # counted as it was sent
+    assert len(rig.conversations._by_key) == 1  # pyright: ignore[reportPrivateUsage]
+
+
+def test_a_secret_in_a_tool_result_goes_to_the_model_but_is_never_stored(rig: Rig) -> None:
+    canary = "AKIA" + "Q3VEILCANARY7XQZ"  # an AWS access key id's shape, not a real key
+    body = conversation(3)
+    body["messages"][2]["content"][0]["content"] = f"aws_access_key_id = {canary}\n" + "x\n" * 50
+    for steps in range(3, 25):
+        grown = conversation(steps)
+        grown["messages"][2] = body["messages"][2]
+        status, _ = rig.post("/v1/messages", grown)
+        assert status == 200
+    # live, the result went out as the agent sent it; once stubbed, its pointer and never the key
+    assert canary.encode() in rig.upstream.bodies[0]
+    assert canary.encode() not in rig.upstream.bodies[-1]
+    stored = b"".join(p.read_bytes() for p in (rig.root / ".veil").iterdir() if p.is_file())
+    assert canary.encode() not in stored and canary not in rig.log.getvalue()
+    assert b"[secret:aws-access-key" in stored  # the placeholder is what was kept
 
 
 def test_concurrent_conversations_stay_apart(rig: Rig) -> None:

@@ -189,6 +189,10 @@ class Splicer:
     (copied, not rebuilt one result at a time)."""
 
     def __init__(self) -> None:
+        self._forget()
+
+    def _forget(self) -> None:
+        """Nothing remembered: the next request is spliced from its first byte."""
         self._raw = b""
         self._out = b""
         self._order: list[int] = []
@@ -221,7 +225,7 @@ class Splicer:
             ):
                 span = span_of(request.api, raw, result, at)
             if span is None:
-                self.__init__()
+                self._forget()
                 return Spliced(_reserialised(request, texts), False)
             start, end = span
             stub = dumps(texts[index])
