@@ -30,8 +30,9 @@ from veil.llm.messages import (
     ToolCall,
     Usage,
 )
-from veil.tui.app import AssistantText, ToolDetail, VeilApp
+from veil.tui.app import VeilApp
 from veil.tui.prompt import PromptArea
+from veil.tui.widgets import AssistantText, ToolDetail
 
 FILES = ("a.py", "b.py", "c.py", "d.py")
 WINDOW = 5000

@@ -8,8 +8,9 @@ from pathlib import Path
 from typing import cast
 
 from tests.tui.conftest import make_app, run, run_turns, submit, wait_until, write_script
-from veil.tui.app import AssistantText, ToolDetail, VeilApp
+from veil.tui.app import VeilApp
 from veil.tui.approval import ApprovalScreen
+from veil.tui.widgets import AssistantText, ToolDetail
 
 CALC = "def add(a, b):\n    return a - b\n\n\nprint(add(1, 2))\n"
 FAILING = "echo collecting; echo 'FAILED test_add - assert 2 == 3'; echo '1 failed'; exit 1"

@@ -45,17 +45,14 @@ from __future__ import annotations
 
 import sys
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
 from rich.console import RenderableType
-from rich.markdown import Markdown
 from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
-from textual.message import Message
 from textual.widgets import Static
 
 from veil.agent.events import (
@@ -71,7 +68,6 @@ from veil.agent.events import (
     TurnEnd,
 )
 from veil.agent.permissions import Answer
-from veil.agent.project import project_root, project_scope
 from veil.agent.report import needs_tail, output_tail, tool_status
 from veil.agent.runtime import AgentSession, RunOptions, Setup, long_term_memory_on
 from veil.llm.messages import AssistantMessage, ToolResultMessage, UserMessage
@@ -79,152 +75,23 @@ from veil.llm.messages import Message as ChatMessage
 from veil.tui.approval import ApprovalScreen, OutputScreen
 from veil.tui.diffs import cut, proposed_diff, read_before, styled, unified
 from veil.tui.history import History
+from veil.tui.preview import Preview, preview_session
 from veil.tui.prompt import PromptArea
 from veil.tui.render import (
     HELP,
     StatusInfo,
     goodbye_line,
     status_line,
-    tool_line,
     welcome_line,
 )
+from veil.tui.widgets import AssistantText, OpenOutput, ToggleFold, ToolDetail, ToolLine
 
-EVICTED_MARK = "(out of context)"
-"""Appended to a dimmed tool-call line: its result is no longer in the model's context."""
 UNFOLD_LINES = 200
 """Lines of a call's output shown when it is unfolded in the transcript (its last ones; the
 whole output is in the viewer: a click or /output)."""
 QUIT_GRACE_S = 3.0
 """After the app closed, how long :func:`run_tui` waits for an aborted run to finish recording
 the session (a killed command ends well within it; a model call may not, and is left)."""
-
-
-@dataclass(frozen=True)
-class Preview:
-    """A session to continue, read from the store before the first message sets it up:
-    ``session_id`` and its ``messages``, or ``problem`` (why there is none)."""
-
-    session_id: str | None = None
-    messages: tuple[ChatMessage, ...] = ()
-    problem: str | None = None
-
-
-def preview_session(options: RunOptions) -> Preview:
-    """The session ``-c``/``--session`` names, with its transcript (read-only; the store is
-    closed again). A project without a session store, an unknown id or no earlier session is a
-    ``problem`` — the same one the first message would meet."""
-    from veil.agent.sessions import Sessions
-    from veil.tape import open_store
-
-    root = project_root(options.cwd)
-    db = root / ".veil" / "context.db"
-    if not db.is_file():
-        if options.session:
-            return Preview(problem=f"no session {options.session} in this project")
-        return Preview(problem="there is no earlier session in this project to continue")
-    store = open_store(f"sqlite:///{db}")
-    try:
-        sessions = Sessions(store, scope=project_scope(root))
-        info = sessions.get(options.session) if options.session else sessions.latest()
-        if info is None:
-            if options.session:
-                return Preview(problem=f"no session {options.session} in this project")
-            return Preview(problem="there is no earlier session in this project to continue")
-        return Preview(info.id, tuple(sessions.messages(info.id)))
-    finally:
-        store.close()
-
-
-class OpenOutput(Message):
-    """A tool-call line was clicked: show that call's output."""
-
-    def __init__(self, call_id: str) -> None:
-        super().__init__()
-        self.call_id = call_id
-
-
-class ToggleFold(Message):
-    """Enter on a focused tool-call line: unfold (or fold) its output under it."""
-
-    def __init__(self, call_id: str) -> None:
-        super().__init__()
-        self.call_id = call_id
-
-
-class AssistantText(Static):
-    """The assistant's text, rendered as Markdown; ``source`` is the text as the model wrote
-    it."""
-
-    def __init__(self, source: str) -> None:
-        super().__init__(classes="assistant")
-        self.source = ""
-        self.set_source(source)
-
-    def set_source(self, source: str) -> None:
-        self.source = source
-        self.update(Markdown(source))
-
-
-class ToolDetail(Static):
-    """What shows under a tool-call line: its diff (edit, write), the end of its output when
-    it did not end ``ok`` (as print mode shows it), or — unfolded — its output."""
-
-    def __init__(self) -> None:
-        super().__init__(classes="tool-detail", markup=False)
-        self.source = ""
-
-    def show(self, source: str, renderable: RenderableType | None = None) -> None:
-        self.source = source
-        self.update(renderable if renderable is not None else source)
-
-
-class ToolLine(Static):
-    """One tool call in the transcript. ``call_id`` ties it to the context engine's items.
-
-    ``summary`` is what shows under the line by default (a diff, a failed call's tail, or
-    nothing); ``unfolded`` replaces it by the call's output (enter on the focused line, or
-    ctrl+o for the latest call)."""
-
-    can_focus = True
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("enter,space", "fold", "Fold/unfold the output", show=False)
-    ]
-
-    def __init__(self, call_id: str, name: str, arguments: dict[str, Any], status: str) -> None:
-        super().__init__(tool_line(name, arguments, status), markup=False, classes="tool-call")
-        self.call_id = call_id
-        self.tool_name = name
-        self.arguments = arguments
-        self.status = status
-        self.summary: tuple[str, RenderableType] | None = None
-        self.unfolded = False
-        self.detail: ToolDetail | None = None
-
-    def action_fold(self) -> None:
-        self.post_message(ToggleFold(self.call_id))
-
-    @property
-    def evicted(self) -> bool:
-        return self.has_class("evicted")
-
-    def set_status(self, status: str) -> None:
-        self.status = status
-        self.set_class(status not in ("ok", "running", "…", "?"), "failed")
-        self._render_line()
-
-    def on_click(self) -> None:
-        self.post_message(OpenOutput(self.call_id))
-
-    def set_evicted(self, evicted: bool) -> None:
-        """Dim the line (CSS class ``evicted``) and say so in words, for terminals where dim
-        does not show (NO_COLOR, screen readers)."""
-        if evicted != self.evicted:
-            self.set_class(evicted, "evicted")
-            self._render_line()
-
-    def _render_line(self) -> None:
-        text = tool_line(self.tool_name, self.arguments, self.status)
-        self.update(f"{text} {EVICTED_MARK}" if self.evicted else text)
 
 
 class VeilApp(App[int]):
