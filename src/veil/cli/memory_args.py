@@ -12,7 +12,6 @@ action wins.
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 
 AUTHORS = ("user", "assistant", "system", "tool", "third_party")
 """``veil.memory.model.AUTHORS``, spelt out so that building the parser imports no memory."""
@@ -20,9 +19,10 @@ AUTHORS = ("user", "assistant", "system", "tool", "third_party")
 
 def add_parser(
     sub: argparse._SubParsersAction[argparse.ArgumentParser],  # pyright: ignore[reportPrivateUsage]
-    run: Callable[[argparse.Namespace], int],
+    run: str,
 ) -> None:
-    """``veil memory`` and its actions; ``run`` runs a parsed invocation."""
+    """``veil memory`` and its actions; ``run`` names the runner of a parsed invocation
+    (:data:`veil.cli.main.RUNNERS`)."""
     memory = sub.add_parser(
         "memory",
         help="the long-term memory from the shell: remember, recall, facts, history, export, "
