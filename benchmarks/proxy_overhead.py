@@ -201,7 +201,7 @@ def summary(values_ms: Sequence[float]) -> Json:
 
 
 def measure(n: int, root: Path) -> tuple[Json, list[bytes], Any]:
-    """Every request of an ``n``-step conversation through parse + prepare; the floor on the
+    """Every request of an ``n``-step conversation through parse + prepare; the baseline on the
     same bodies. Returns the figures, the newest bodies (for the end-to-end part) and the
     conversations (kept open for it)."""
     from veil.embed import default_embedder
@@ -218,7 +218,7 @@ def measure(n: int, root: Path) -> tuple[Json, list[bytes], Any]:
     pairs = steps(n)
     fixed = fixed_part()
     proxy_ms: list[float] = []
-    floor_ms: list[float] = []
+    baseline_ms: list[float] = []
     sizes: list[int] = []
     evicting: list[bool] = []
     kept: list[bytes] = []
@@ -230,7 +230,7 @@ def measure(n: int, root: Path) -> tuple[Json, list[bytes], Any]:
         proxy_ms.append((time.perf_counter() - t0) * 1000)
         t0 = time.perf_counter()
         orjson.dumps(orjson.loads(raw))
-        floor_ms.append((time.perf_counter() - t0) * 1000)
+        baseline_ms.append((time.perf_counter() - t0) * 1000)
         sizes.append(prepared.tokens_before)
         evicting.append(prepared.evicted > 0)
         if not prepared.exact:
@@ -246,10 +246,10 @@ def measure(n: int, root: Path) -> tuple[Json, list[bytes], Any]:
         "batches": sum(evicting),
         "newest_tenth": {
             "proxy_ms": summary(proxy_ms[-tail:]),
-            "floor_ms": summary(floor_ms[-tail:]),
+            "baseline_ms": summary(baseline_ms[-tail:]),
             "batch_requests": sum(evicting[-tail:]),
         },
-        "all": {"proxy_ms": summary(proxy_ms), "floor_ms": summary(floor_ms)},
+        "all": {"proxy_ms": summary(proxy_ms), "baseline_ms": summary(baseline_ms)},
     }
     return figures, kept, conversations
 
@@ -357,7 +357,7 @@ def table(data: Json) -> str:
             "| per request, ms | n | p50 | p95 | max |",
             "| --- | ---: | ---: | ---: | ---: |",
             _row("proxy (parse + prepare), newest tenth", tail["proxy_ms"]),
-            _row("baseline: decode + encode the whole body, newest tenth", tail["floor_ms"]),
+            _row("baseline: decode + encode the whole body, newest tenth", tail["baseline_ms"]),
             _row("proxy, whole run", data["all"]["proxy_ms"]),
             _row("HTTP, direct to an instant upstream", e2e["direct_ms"]),
             _row("HTTP, through the proxy", e2e["proxy_ms"]),

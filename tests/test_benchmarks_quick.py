@@ -205,7 +205,7 @@ def test_server_load_quick() -> None:
 def test_proxy_overhead_quick() -> None:
     data = run_quick("proxy_overhead")
     assert data["steps"] == 300 and data["tokens_last"] > data["tokens_tail_first"] > 0
-    for part in ("proxy_ms", "floor_ms"):
+    for part in ("proxy_ms", "baseline_ms"):
         s = data["newest_tenth"][part]
         assert s["n"] == 30 and 0 < s["p50"] <= s["p95"] <= s["max"]
     e2e = data["end_to_end"]

@@ -265,7 +265,7 @@ def _assemble(
             pending += piece.calls
             continue
         if pending:
-            found.append(_assistant_of(pending))
+            found.append(Found("assistant", "", tuple(pending)))
             pending = []
         base = len(found)
         found += piece.found
@@ -287,27 +287,8 @@ def _assemble(
     results_before.append(len(results))
     found_before.append(len(found))
     if pending:
-        found.append(_assistant_of(pending))
+        found.append(Found("assistant", "", tuple(pending)))
     return _Assembled(found, results, results_before, found_before)
-
-
-_merged: dict[tuple[int, ...], tuple[tuple[Call, ...], Found]] = {}
-_merged_lock = threading.Lock()
-
-
-def _assistant_of(calls: list[Call]) -> Found:
-    """The assistant message of consecutive Responses calls: the same object for the same
-    call objects (kept with them; cleared past 100,000)."""
-    key = tuple(id(c) for c in calls)
-    with _merged_lock:
-        known = _merged.get(key)
-        if known is not None:
-            return known[1]
-        found = Found("assistant", "", tuple(calls))
-        if len(_merged) > 100_000:
-            _merged.clear()
-        _merged[key] = (tuple(calls), found)
-        return found
 
 
 @dataclass(frozen=True)
