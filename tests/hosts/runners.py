@@ -215,12 +215,8 @@ class ClaudeRunner:
                 **(env or {}),
             },
         )
-        if wrapper:
-            variables["VEIL_CLAUDE"] = str(self.binary)
         command = (
-            *(wrapper or ()),
-            *(("--",) if wrapper else ()),
-            *(() if wrapper else (str(self.binary),)),
+            *launcher(self.binary, wrapper, "VEIL_CLAUDE", variables),
             "-p",
             task,
             "--output-format",
@@ -250,6 +246,17 @@ def _veil_block(text: str) -> str:
     """What ``veil install codex`` wrote into a ``config.toml`` (kept across runs)."""
     start, end = text.find("# >>> veil"), text.find("# <<< veil")
     return "\n" + text[start : end + len("# <<< veil")] + "\n" if 0 <= start < end else ""
+
+
+def launcher(
+    binary: Path, wrapper: Sequence[str], variable: str, variables: dict[str, str]
+) -> tuple[str, ...]:
+    """How a run starts: the binary itself, or ``wrapper`` (``veil claude --window N``) then
+    ``--`` with the binary named by ``variable`` in ``variables`` (set here)."""
+    if not wrapper:
+        return (str(binary),)
+    variables[variable] = str(binary)
+    return (*wrapper, "--")
 
 
 def codex_config(base_url: str, *, model: str = CODEX_MODEL, extra: str = "") -> str:
@@ -304,12 +311,8 @@ class CodexRunner:
                 **(env or {}),
             },
         )
-        if wrapper:
-            variables["VEIL_CODEX"] = str(self.binary)
         command = (
-            *(wrapper or ()),
-            *(("--",) if wrapper else ()),
-            *(() if wrapper else (str(self.binary),)),
+            *launcher(self.binary, wrapper, "VEIL_CODEX", variables),
             "exec",
             "--json",
             "--skip-git-repo-check",
