@@ -41,7 +41,7 @@ ALLOWED: dict[str, set[str]] = {
     | {"veil", "embed", "tape", "memory", "context", "convergence", "llm", "agent", "clients"},
     "clients": LOWEST | {"embed", "tape", "memory", "context", "convergence", "agent"},
     "integrations": LOWEST | {"embed", "tape", "memory", "context", "convergence"},
-    "proxy": LOWEST | {"embed", "tape", "context"},
+    "proxy": LOWEST | {"embed", "tape", "context", "redaction"},
     "cli": LOWEST
     | {
         "config_file",

@@ -267,3 +267,10 @@ def test_concurrent_conversations_stay_apart(rig: Rig) -> None:
                 if block.get("type") == "tool_use":
                     assert block["id"].startswith(f"toolu_{session}_")
     assert "failed" not in rig.log.getvalue()
+
+
+def test_a_log_line_never_carries_a_secret() -> None:
+    stream = io.StringIO()
+    canary = "ghp_" + "a8Kd93jfLq0Zx7Bn2Mv5Cc1Rt6Yp4Ws9Ue3H"  # a GitHub token's shape
+    Log(stream).once("KeyError", f"rewrite failed (KeyError: {canary!r}); forwarded as it is")
+    assert canary not in stream.getvalue() and "[secret:" in stream.getvalue()

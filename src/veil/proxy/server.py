@@ -102,7 +102,8 @@ def client_base(proxy_port: int, upstream: Upstream) -> str:
 
 
 class Log:
-    """One line on ``stream`` per kind of failure (the agent's terminal stays quiet)."""
+    """One line on ``stream`` per kind of failure (the agent's terminal stays quiet), redacted
+    like everything Veil writes."""
 
     def __init__(self, stream: TextIO | None = None) -> None:
         self.stream = stream or sys.stderr
@@ -114,7 +115,9 @@ class Log:
             if kind in self._seen:
                 return
             self._seen.add(kind)
-        print(f"veil proxy: {message}", file=self.stream, flush=True)
+        from veil.redaction import redact  # a failure's text may quote what it failed on
+
+        print(f"veil proxy: {redact(message).text}", file=self.stream, flush=True)
 
 
 class ProxyServer(ThreadingHTTPServer):
