@@ -76,7 +76,6 @@ class Conversation:
             engine, turns=False, expand_tools=EXPAND_TOOLS, describe=describe
         )
         self.lock = threading.Lock()
-        self.last_sent = 0
         self.held: set[str] = set()
         """Items pinned for one request: the ones the model just expanded."""
         self.counted: list[Entry] = []
@@ -222,7 +221,6 @@ class Conversations:
             texts = conversation.stubbed(rendered.parts, result_of)
             spliced: Spliced = conversation.splicer.splice(request, raw, texts)
             sent = fixed + rendered.tokens
-            conversation.last_sent = sent
         engine.persist_in_background()
         return Prepared(
             spliced.body,
