@@ -35,12 +35,24 @@ ALLOWED: dict[str, set[str]] = {
     "context": LOWEST | {"embed", "tape"},
     "convergence": LOWEST | {"tape"},
     "llm": LOWEST,
-    "agent": LOWEST | {"embed", "tape", "memory", "context", "convergence", "llm"},
+    "verbs": LOWEST | {"tape", "memory", "context", "convergence"},
+    "agent": LOWEST | {"embed", "tape", "memory", "context", "convergence", "llm", "verbs"},
     "tui": LOWEST | {"embed", "tape", "memory", "context", "convergence", "llm", "agent"},
     "server": LOWEST
-    | {"veil", "embed", "tape", "memory", "context", "convergence", "llm", "agent", "clients"},
+    | {
+        "veil",
+        "embed",
+        "tape",
+        "memory",
+        "context",
+        "convergence",
+        "llm",
+        "agent",
+        "clients",
+        "verbs",
+    },
     "clients": LOWEST | {"embed", "tape", "memory", "context", "convergence", "agent"},
-    "integrations": LOWEST | {"embed", "tape", "memory", "context", "convergence"},
+    "integrations": LOWEST | {"embed", "tape", "memory", "context", "convergence", "verbs"},
     "proxy": LOWEST | {"embed", "tape", "context", "redaction"},
     "cli": LOWEST
     | {
@@ -57,6 +69,7 @@ ALLOWED: dict[str, set[str]] = {
         "server",
         "clients",
         "proxy",
+        "verbs",
     },
     "testing": LOWEST | {"embed", "tape", "llm"},
 }

@@ -235,7 +235,7 @@ def test_memory_options_go_before_or_after_the_action(repo: Path, tmp_path: Path
     both = veil(repo, "memory", "--json", "--db", "nope.db", "facts", "--db", str(db))
     assert both.returncode == 0 and json.loads(both.stdout)["facts"]  # after the action wins
     other = veil(repo, "memory", "--db", str(db), "--user", "user:else", "facts", "--json")
-    assert json.loads(other.stdout) == {"facts": []}
+    assert json.loads(other.stdout) == {"facts": [], "total": 0, "truncated": False}
 
 
 # ---- H. --trace lines: time, latency, session, turn --------------------------------------------
@@ -278,7 +278,7 @@ def test_help_shows_defaults_and_demo_says_what_it_does(repo: Path) -> None:
         assert re.search(rf"--{option} \S+\s+.*?\(default: {default}\)", serve, re.S), option
     assert "(default: None)" not in top + serve
     recall = veil(repo, "memory", "recall", "--help").stdout
-    assert re.search(r"--budget N\s+tokens \(default: 1000\)", recall)
+    assert re.search(r"--token-budget N, --budget N\s+At most .*\(default:\s+1000\)", recall, re.S)
     demo = " ".join(veil(repo, "demo", "--help").stdout.split())
     for words in (
         "a real recorded coding session",

@@ -117,7 +117,7 @@ def test_every_memory_tool_through_the_loop(tmp_path: Path) -> None:
     assert "evicted" in text["veil_evict:5"] and "veil://warm/" in text["veil_evict:5"]
     assert text["veil_expand:6"] == "B = 2\n"
     assert text["veil_load:8"].endswith("B = 2\n")
-    assert "1 facts" in text["veil_remember:9"]
+    assert "remembered: 1 fact" in text["veil_remember:9"]
     assert "The project uses pytest." in text["veil_recall:10"]
     assert "pytest (current)" in text["veil_history:11"]
     assert "goal" in text["veil_attempts:12"]
@@ -159,3 +159,11 @@ def test_recall_lists_earlier_context_only_when_it_is_relevant(tmp_path: Path) -
     unrelated = recall.run({"query": "zebra giraffe savanna"}, ctx).content
     assert item.pointer not in unrelated and unrelated == "nothing found"
     store.close()
+
+
+def test_docs_tools_md_is_rendered_from_the_code() -> None:
+    from veil.agent.tool_docs import render
+
+    text = DOCS.read_text()
+    start, end = text.index("## Coding tools"), text.index("## Behaviour notes")
+    assert text[start:end] == render(), "stale: python -m veil.agent.tool_docs, paste it in"

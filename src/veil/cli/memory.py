@@ -1,7 +1,9 @@
 """``veil memory ACTION``: the long-term memory from the shell, for people and scripts.
 
 Actions: ``remember TEXT`` (``-``: read stdin), ``recall QUERY``, ``facts``, ``history SUBJECT
-RELATION``, ``export PATH``, ``import PATH``, ``forget --yes``.
+RELATION``, ``confirm FACT_ID``, ``dispute FACT_ID REASON`` — the catalogue's verbs
+(:mod:`veil.verbs`), run by :func:`_run_verb` — and ``export PATH``, ``import PATH``,
+``forget --yes``.
 
 Which memory: ``--db`` (a path or a store URL), else the project's ``.veil/memory.db`` — the
 store the harness, the Claude Code hooks and ``veil mcp --project`` use; the project is the
@@ -51,7 +53,9 @@ if TYPE_CHECKING:  # the memory layer is imported when an action runs: `veil -p`
     from veil.memory import Fact, Memory, MemoryConfig, WriteReport
     from veil.memory.transcripts import Transcript
 
-ACTIONS = ("remember", "recall", "facts", "history", "export", "import", "forget")
+ACTIONS = (
+    "remember", "recall", "facts", "history", "confirm", "dispute", "export", "import", "forget",
+)  # fmt: skip
 WRITES = {"remember", "import", "forget"}
 
 
@@ -201,32 +205,56 @@ def _zone(text: str | None) -> tzinfo | None:
 # ---- actions -------------------------------------------------------------------------------
 
 
-def _remember(args: argparse.Namespace, target: Target, out: TextIO) -> int:
-    text: str = sys.stdin.read() if args.text == "-" else args.text
-    if not text.strip():
-        raise MemoryCommandError("nothing to remember: the text is empty")
+def _run_verb(args: argparse.Namespace, target: Target, out: TextIO) -> int:
+    """A catalogue verb (:mod:`veil.verbs`): its arguments from the command line, checked by
+    the verb; the result printed for people, or ``--json`` in the HTTP API's wire types."""
     from veil.memory import MemoryError
+    from veil.verbs import CATALOGUE, Binding, Services
 
-    at = _moment(args.at, "--at")
-    with _open(args, target, model=True) as memory:
+    verb = CATALOGUE[args.memory_action]
+    arguments: dict[str, object] = {}
+    for param in verb.params:
+        value = getattr(args, param.name)
+        if param.kind == "time":
+            option = f"--{param.name.replace('_', '-')}"
+            value = _moment(value, option, end_of_day=param.name == "as_of")
+        elif param.name == "text" and value == "-":
+            value = sys.stdin.read()
+        arguments[param.name] = value
+    if verb.name == "remember" and not str(arguments["text"]).strip():
+        raise MemoryCommandError("nothing to remember: the text is empty")
+    who = Binding(user_id=target.scope, author=getattr(args, "author", "user"))
+    with _open(args, target, model="model" in verb.needs) as memory:
         try:
-            report = memory.remember(text, user_id=target.scope, author=args.author, at=at)
-        except (MemoryError, ValueError, TypeError) as exc:
-            raise MemoryCommandError(str(exc)) from None
+            result = verb.call(Services(memory=memory), who, arguments)
+        except (MemoryError, LookupError, ValueError, TypeError) as exc:
+            raise MemoryCommandError(str(exc).strip("'\"")) from None
         if args.memory_json:
-            from veil.server.schemas import report_out
+            from veil.server.schemas import wire
 
-            _dump(out, report_out(report).model_dump(mode="json"))
-        else:
-            _print_report(out, memory, target.scope, report)
-    if report.error is not None:
+            _dump(out, wire(result))
+            return _remembered_status(result)
+        return _PRESENT[verb.name](args, memory, target, result, out)
+
+
+def _remembered_status(result: object) -> int:
+    from veil.memory import WriteReport
+
+    if isinstance(result, WriteReport) and result.error is not None:
         print(
-            f"veil memory remember: nothing extracted ({report.error}); the evidence is kept "
-            f"on the tape as {report.evidence_id}",
+            f"veil memory remember: nothing extracted ({result.error}); the evidence is kept "
+            f"on the tape as {result.evidence_id}",
             file=sys.stderr,
         )
         return 1
     return 0
+
+
+def _present_report(
+    args: argparse.Namespace, memory: Memory, target: Target, report: Any, out: TextIO
+) -> int:
+    _print_report(out, memory, target.scope, report)
+    return _remembered_status(report)
 
 
 def _print_report(out: TextIO, memory: Memory, scope: str, report: WriteReport) -> None:
@@ -262,18 +290,12 @@ def _counts(counts: dict[str, int]) -> str:
     return ", ".join(words) or "nothing new"
 
 
-def _recall(args: argparse.Namespace, target: Target, out: TextIO) -> int:
-    as_of = _moment(args.as_of, "--as-of", end_of_day=True)
-    with _open(args, target) as memory:
-        result = memory.recall(
-            args.query, user_id=target.scope, token_budget=args.budget, as_of=as_of
-        )
-    if args.memory_json:
-        from veil.server.schemas import recall_out
-
-        _dump(out, recall_out(result).model_dump(mode="json"))
-    elif result.text.strip():
-        out.write(result.text.rstrip("\n") + "\n")
+def _present_recall(
+    args: argparse.Namespace, memory: Memory, target: Target, answer: Any, out: TextIO
+) -> int:
+    text: str = answer.recall.text if answer.recall is not None else ""
+    if text.strip():
+        out.write(text.rstrip("\n") + "\n")
     else:
         print("veil memory recall: nothing in this memory matches", file=sys.stderr)
     return 0
@@ -292,44 +314,52 @@ def _when(moment: datetime | None) -> str:
     return "-" if moment is None else f"{moment.astimezone(UTC):%Y-%m-%d %H:%M}"
 
 
-def _facts_out(out: TextIO, facts: Sequence[Fact], *, as_json: bool, history: bool) -> None:
-    if as_json:
-        from veil.server.schemas import fact_out
-
-        _dump(out, {"facts": [fact_out(f).model_dump(mode="json") for f in facts]})
-        return
-    if history:
-        rows = [(_when(f.valid_from), _when(f.valid_to), f.status, f.statement) for f in facts]
-        _table(out, ("VALID FROM (UTC)", "VALID TO", "STATUS", "STATEMENT"), rows)
-        return
+def _present_facts(
+    args: argparse.Namespace, memory: Memory, target: Target, found: Any, out: TextIO
+) -> int:
+    facts: Sequence[Fact] = found.facts
     rows = [(f.id, f.status, f.subject, f.relation, f.statement) for f in facts]
     _table(out, ("ID", "STATUS", "SUBJECT", "RELATION", "STATEMENT"), rows)
-
-
-def _facts(args: argparse.Namespace, target: Target, out: TextIO) -> int:
-    with _open(args, target) as memory:
-        found = memory.facts(
-            target.scope,
-            include_history=args.include_history,
-            subject=args.subject,
-            relation=args.relation,
+    if found.truncated:
+        print(
+            f"veil memory facts: the newest {len(facts)} of {found.total} (--limit N shows more)",
+            file=sys.stderr,
         )
-    _facts_out(out, found, as_json=args.memory_json, history=False)
     return 0
 
 
-def _history(args: argparse.Namespace, target: Target, out: TextIO) -> int:
-    with _open(args, target) as memory:
-        found = memory.history(target.scope, args.subject, args.relation)
-    if not found and not args.memory_json:
+def _present_history(
+    args: argparse.Namespace, memory: Memory, target: Target, found: Any, out: TextIO
+) -> int:
+    facts: Sequence[Fact] = found
+    if not facts:
         print(
             f"veil memory history: no values of {args.subject} {args.relation} "
             "(`veil memory facts` lists the subjects and relations)",
             file=sys.stderr,
         )
         return 0
-    _facts_out(out, found, as_json=args.memory_json, history=True)
+    rows = [(_when(f.valid_from), _when(f.valid_to), f.status, f.statement) for f in facts]
+    _table(out, ("VALID FROM (UTC)", "VALID TO", "STATUS", "STATEMENT"), rows)
     return 0
+
+
+def _present_fact(
+    args: argparse.Namespace, memory: Memory, target: Target, fact: Any, out: TextIO
+) -> int:
+    out.write(f"{fact.id} is now {fact.status}: {fact.statement}\n")
+    return 0
+
+
+_PRESENT: dict[str, Callable[[argparse.Namespace, Memory, Target, Any, TextIO], int]] = {
+    "remember": _present_report,
+    "recall": _present_recall,
+    "facts": _present_facts,
+    "history": _present_history,
+    "confirm": _present_fact,
+    "dispute": _present_fact,
+}
+"""How ``veil memory`` shows each verb's result to people."""
 
 
 def _export(args: argparse.Namespace, target: Target, out: TextIO) -> int:
@@ -577,10 +607,7 @@ def _forget(args: argparse.Namespace, target: Target, out: TextIO) -> int:
 
 
 _ACTIONS: dict[str, Callable[[argparse.Namespace, Target, TextIO], int]] = {
-    "remember": _remember,
-    "recall": _recall,
-    "facts": _facts,
-    "history": _history,
+    **dict.fromkeys(_PRESENT, _run_verb),
     "export": _export,
     "import": _import,
     "forget": _forget,

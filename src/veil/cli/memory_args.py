@@ -1,7 +1,9 @@
 """The command line of ``veil memory`` (the actions are :mod:`veil.cli.memory`).
 
-Kept apart so that building ``veil``'s parser imports nothing of the memory layer: ``veil -p``
-and the hooks start quickly.
+The catalogue's verbs (remember, recall, facts, history, confirm, dispute) are generated from
+:mod:`veil.verbs`: an action per verb, a required argument positional, the others options, each
+with the verb's description and default. Building it imports nothing of the memory layer (the
+catalogue does not), so ``veil -p`` and the hooks start quickly.
 
 The options every action shares (``--db``, ``--user``/``--scope``, ``--json``, ``--embedder``,
 ``--model``) are accepted before the action or after it: ``veil memory --db X remember TEXT``
@@ -12,6 +14,8 @@ action wins.
 from __future__ import annotations
 
 import argparse
+
+from veil.verbs import Param, offered
 
 AUTHORS = ("user", "assistant", "system", "tool", "third_party")
 """``veil.memory.model.AUTHORS``, spelt out so that building the parser imports no memory."""
@@ -25,8 +29,8 @@ def add_parser(
     (:data:`veil.cli.main.RUNNERS`)."""
     memory = sub.add_parser(
         "memory",
-        help="the long-term memory from the shell: remember, recall, facts, history, export, "
-        "import, forget",
+        help="the long-term memory from the shell: remember, recall, facts, history, confirm, "
+        "dispute, export, import, forget",
         description="The project's long-term memory (or --db's, --user's) from the shell.",
     )
     _shared(memory, default=True)
@@ -45,34 +49,20 @@ def add_parser(
         "message's own",
     )
 
-    remember = actions.add_parser(
-        "remember", parents=[common, model], help="record evidence (one model call)"
-    )
-    remember.add_argument("text", metavar="TEXT", help="what was said or observed; - reads stdin")
-    remember.add_argument("--at", default=None, metavar="TIME", help="when (ISO-8601, offset)")
-
-    recall = actions.add_parser("recall", parents=[common], help="what the memory knows")
-    recall.add_argument("query", metavar="QUERY", help="a question or topic ('' : briefing)")
-    recall.add_argument("--budget", type=_count, default=1000, metavar="N", help="tokens")
-    recall.add_argument(
-        "--as-of",
-        default=None,
-        metavar="DATE",
-        help="what was true then: ISO-8601 time with offset, or a date (the end of that day, UTC)",
-    )
-
-    facts = actions.add_parser("facts", parents=[common], help="list the current facts")
-    facts.add_argument("--subject", default=None)
-    facts.add_argument("--relation", default=None)
-    facts.add_argument(
-        "--all", dest="include_history", action="store_true", help="superseded ones too"
-    )
-
-    history = actions.add_parser(
-        "history", parents=[common], help="every value of one fact, oldest first"
-    )
-    history.add_argument("subject", metavar="SUBJECT", help="user, or an entity's name")
-    history.add_argument("relation", metavar="RELATION", help="e.g. prefers, located_at")
+    for verb in offered("cli"):  # the catalogue's verbs: names, help and defaults from it
+        parents = [common, model] if "model" in verb.needs else [common]
+        action = actions.add_parser(
+            verb.name,
+            parents=parents,
+            help=verb.description.split(". ")[0].split(": ")[0],
+            description=verb.description,
+        )
+        if "model" not in verb.needs and not verb.read_only:  # confirm, dispute: whose word
+            action.add_argument(
+                "--author", choices=AUTHORS, default="user", help="who says so (default user)"
+            )
+        for param in verb.params:
+            _argument(action, verb.name, param)
 
     export = actions.add_parser("export", parents=[common], help="write the memory as JSONL")
     export.add_argument("path", metavar="PATH", help="the file to write; - writes to stdout")
@@ -154,6 +144,41 @@ def _model(parser: argparse.ArgumentParser, *, default: bool) -> None:
         help="extraction model, provider:model (default $VEIL_MODEL); scripted:FILE replays "
         "a script (remember, import)",
     )
+
+
+ALIASES = {"token_budget": ("--budget",), "include_history": ("--all",)}
+"""Older spellings of options that still work."""
+STDIN = {("remember", "text")}
+"""Arguments where ``-`` reads the text from stdin."""
+
+
+def _argument(parser: argparse.ArgumentParser, verb: str, param: Param) -> None:
+    """One argument of a verb: a required one positional, the others options."""
+    help_text = param.description
+    if (verb, param.name) in STDIN:
+        help_text += " (- reads stdin)"
+    if param.kind == "time":
+        help_text += " A date (2024-05-01) is the end of that day, UTC."
+    if param.required:
+        parser.add_argument(param.name, metavar=param.name.upper(), help=help_text)
+        return
+    flags = [f"--{param.name.replace('_', '-')}", *ALIASES.get(param.name, ())]
+    if param.kind == "flag":
+        parser.add_argument(*flags, dest=param.name, action="store_true", help=help_text)
+    elif param.kind == "integer":
+        parser.add_argument(
+            *flags, dest=param.name, type=_count, default=param.default, metavar="N",
+            help=f"{help_text} (default: {param.default})",
+        )  # fmt: skip
+    elif param.kind == "texts":
+        parser.add_argument(*flags, dest=param.name, nargs="*", default=None, help=help_text)
+    else:
+        metavar = "TIME" if param.kind == "time" else param.name.upper()
+        choices = param.choices or None
+        parser.add_argument(
+            *flags, dest=param.name, default=param.default, metavar=metavar, choices=choices,
+            help=help_text,
+        )  # fmt: skip
 
 
 def _count(text: str) -> int:

@@ -1,88 +1,95 @@
-"""The memory tools' bodies, shared by the adapters: recall and remember over a
-:class:`~veil.memory.Memory`, answering in text a model reads.
+"""The catalogue's verbs for the framework adapters (:mod:`veil.verbs`): ``veil_recall``,
+``veil_remember`` and ``veil_expand``, with the catalogue's descriptions and schemas.
 
-Both are bound to one ``user_id`` and one author when the tools are built — the model never
-names whose memory it reads or who is speaking (the known fault of trusting the caller).
-Recall never calls a model; it also lists earlier tool results of the conversation that
-match (when a :class:`ContextWindow` is given), with the pointer that restores each.
+:class:`AdapterVerbs` binds them once, when the tools are built, to one ``user_id`` and one
+author — the model never names whose memory it reads or who is speaking (the known fault of
+trusting the caller) — and, with a :class:`ContextWindow`, to the conversation's working memory:
+recall then also lists earlier tool results that match, with the pointer that restores each.
+Recall never calls a model. Each adapter turns a verb into its framework's tool
+(:mod:`veil.integrations.pydantic_ai`, :mod:`veil.integrations.openai_agents`).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from veil.context import ContextItem
 from veil.integrations.window import EXPAND_TOOL, ContextWindow
 from veil.memory import Memory
 from veil.memory.model import Author
+from veil.verbs import Binding, Earlier, Restored, Services, Verb, offered
+from veil.verbs.signature import ArgumentError
 
-MAX_TOKEN_BUDGET = 8_000
+PREFIX = "veil_"
 RECALL_MIN_SIMILARITY = 0.3
 
-RECALL_DESCRIPTION = (
-    "Look up what long-term memory knows about a question or topic: current facts (with "
-    "what they replaced), recent episodes and unverified claims, as text within a token "
-    "budget; also earlier tool results of this conversation that were moved out of the "
-    "context. Use it before answering anything that depends on what was said or found "
-    "earlier."
-)
-QUERY_DESCRIPTION = "The question or topic, in plain words."
-BUDGET_DESCRIPTION = f"At most this many tokens of text (default 800, at most {MAX_TOKEN_BUDGET})."
-REMEMBER_DESCRIPTION = (
-    "Keep something worth remembering beyond this conversation (a preference, a decision, a "
-    "fact about the user or the project). A model extracts the facts; a new value of "
-    "something known supersedes the old one, which stays in history."
-)
-TEXT_DESCRIPTION = "What to remember, as a full sentence with who and what."
+
+def _restored(item: ContextItem, content: str) -> Restored:
+    return Restored(
+        item.id, item.pointer, item.tool_name or item.kind, item.target or "", item.tokens, content
+    )
 
 
 @dataclass(frozen=True)
-class MemoryBinding:
-    """Whose memory the tools use and whose word what they remember counts as."""
+class WindowWorkingMemory:
+    """A conversation's :class:`ContextWindow` as the verbs' working memory. ``call_id`` is the
+    expanding call's id, so the content is shown in its result and not a second time in
+    place."""
 
-    memory: Memory
-    user_id: str
-    author: Author = "assistant"
+    window: ContextWindow
+    call_id: str | None = None
+    expand_tool: str = EXPAND_TOOL
 
-
-async def recall_text(
-    binding: MemoryBinding,
-    query: str,
-    token_budget: int = 800,
-    window: ContextWindow | None = None,
-) -> str:
-    """What memory and the conversation's evicted results hold about ``query``."""
-    budget = max(0, min(int(token_budget), MAX_TOKEN_BUDGET))
-    result = await binding.memory.arecall(query, user_id=binding.user_id, token_budget=budget)
-    parts = [result.text or "(long-term memory has nothing on this)"]
-    if window is not None and query.strip():
-        found = [
-            i
-            for i in window.engine.search(query, limit=8, min_similarity=RECALL_MIN_SIMILARITY)
+    def search(self, query: str, *, limit: int) -> Sequence[Earlier]:
+        found = self.window.engine.search(query, limit=limit, min_similarity=RECALL_MIN_SIMILARITY)
+        return [
+            Earlier(i.pointer, i.tool_name or i.kind, i.target or "", i.tokens)
+            for i in found
             if i.tier != "live"
         ]
-        if found:
-            parts.append(f"Earlier tool results (not in the context; {EXPAND_TOOL} restores one):")
-            parts.extend(
-                f"- {i.pointer} {i.tool_name or i.kind} {i.target or ''} ({i.tokens} tokens)"
-                for i in found
-            )
-    return "\n".join(parts)
+
+    def expand(self, pointer: str) -> Restored:
+        content = self.window.expand(pointer, call_id=self.call_id)
+        return _restored(self.window.engine.resolve_pointer(pointer), content)
+
+    load = expand
 
 
-async def remember_text(binding: MemoryBinding, text: str) -> str:
-    """Remember ``text`` (one model call) and say what was stored."""
-    if binding.memory.complete is None:
-        return (
-            "not remembered: this memory has no model to extract facts with "
-            "(Memory(..., complete=...))"
-        )
-    report = await binding.memory.aremember(text, user_id=binding.user_id, author=binding.author)
-    if report.error:
-        return f"the text is kept as evidence, but nothing was extracted: {report.error}"
-    counts = {k: n for k, n in report.counts().items() if n}
-    if not counts:
-        return "nothing new to remember in that"
-    words = [
-        f"{n} {k[:-1] if n == 1 and k in ('facts', 'episodes') else k}" for k, n in counts.items()
-    ]
-    return "remembered: " + ", ".join(words)
+@dataclass(frozen=True)
+class AdapterVerbs:
+    """The verbs an adapter offers, bound to whose memory and whose word (see the module
+    docstring)."""
+
+    memory: Memory | None
+    user_id: str = ""
+    author: Author = "assistant"
+    window: ContextWindow | None = None
+
+    def offered(self, surface: str, names: Sequence[str] | None = None) -> list[Verb]:
+        """The verbs of ``surface`` that can work here (``names`` narrows them)."""
+        services = self.services()
+        return [
+            v
+            for v in offered(surface)  # type: ignore[arg-type]
+            if (names is None or v.name in names) and v.available(services)
+        ]
+
+    def services(self, call_id: str | None = None) -> Services:
+        working = WindowWorkingMemory(self.window, call_id) if self.window is not None else None
+        return Services(memory=self.memory, working=working)
+
+    async def run(
+        self, verb: Verb, arguments: Mapping[str, object], call_id: str | None = None
+    ) -> str:
+        """The verb's text for the model; a bad argument or an unknown pointer raises
+        :class:`LookupError` / :class:`ValueError` (each adapter answers it its own way)."""
+        who = Binding(user_id=self.user_id, author=self.author)
+        return verb.text(await verb.acall(self.services(call_id), who, arguments))
+
+
+def tool_name(verb: Verb) -> str:
+    return PREFIX + verb.name
+
+
+__all__ = ["PREFIX", "AdapterVerbs", "ArgumentError", "WindowWorkingMemory", "tool_name"]

@@ -58,29 +58,15 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
         "pip install 'veil[pydantic-ai]'"
     ) from exc
 
-from veil.context import ContextConfig, ContextEngine, UnknownItem
+from veil.context import ContextConfig, ContextEngine
 from veil.context.transcript import Call, Found
 from veil.embed.protocol import Embedder
-from veil.integrations.long_term import (
-    BUDGET_DESCRIPTION,
-    QUERY_DESCRIPTION,
-    RECALL_DESCRIPTION,
-    REMEMBER_DESCRIPTION,
-    TEXT_DESCRIPTION,
-    MemoryBinding,
-    recall_text,
-    remember_text,
-)
-from veil.integrations.window import (
-    EXPAND_DESCRIPTION,
-    EXPAND_TOOL,
-    POINTER_DESCRIPTION,
-    ContextWindow,
-    WindowReport,
-)
+from veil.integrations.long_term import AdapterVerbs, tool_name
+from veil.integrations.window import ContextWindow, WindowReport
 from veil.memory import Memory
 from veil.memory.model import Author
 from veil.tape import Store, new_id, open_store
+from veil.verbs import Verb
 
 RESULT_OUTCOMES = ("success", "failed")
 """Tool returns that are results (not a retry request, a denial or an interruption)."""
@@ -126,17 +112,8 @@ class VeilHistory:
         return item.content if item is not None and item.tier == "live" else text
 
     def toolset(self) -> FunctionToolset[Any]:
-        """``veil_expand``: the full content behind a stub."""
-
-        async def veil_expand(ctx: RunContext[Any], pointer: str) -> str:
-            try:
-                return self.window.expand(pointer, call_id=ctx.tool_call_id)
-            except UnknownItem as exc:
-                raise ModelRetry(f"{exc}; use the veil:// pointer a stub shows") from None
-
-        return FunctionToolset(
-            [_tool(veil_expand, EXPAND_TOOL, EXPAND_DESCRIPTION, {"pointer": POINTER_DESCRIPTION})]
-        )
+        """``veil_expand``: the full content behind a stub (the catalogue's ``expand``)."""
+        return FunctionToolset(_tools(AdapterVerbs(None, window=self.window), ("expand",)))
 
     def close(self) -> None:
         """Write what is buffered; close the store when :func:`veil_history` opened it."""
@@ -269,42 +246,30 @@ def memory_toolset(
     author: Author = "assistant",
     history: VeilHistory | None = None,
 ) -> FunctionToolset[Any]:
-    """``veil_recall`` and ``veil_remember`` over ``memory``, bound to ``user_id`` and
-    ``author`` (the model cannot choose either). With ``history``, recall also lists the
-    conversation's evicted tool results that match."""
-    binding = MemoryBinding(memory, user_id, author)
+    """``veil_recall`` and ``veil_remember`` over ``memory`` (``veil_remember`` only when it
+    has a model to extract with), bound to ``user_id`` and ``author`` (the model cannot choose
+    either). With ``history``, recall also lists the conversation's evicted tool results that
+    match."""
     window = history.window if history is not None else None
-
-    async def veil_recall(query: str, token_budget: int = 800) -> str:
-        return await recall_text(binding, query, token_budget, window)
-
-    async def veil_remember(text: str) -> str:
-        return await remember_text(binding, text)
-
-    return FunctionToolset(
-        [
-            _tool(
-                veil_recall,
-                "veil_recall",
-                RECALL_DESCRIPTION,
-                {"query": QUERY_DESCRIPTION, "token_budget": BUDGET_DESCRIPTION},
-            ),
-            _tool(veil_remember, "veil_remember", REMEMBER_DESCRIPTION, {"text": TEXT_DESCRIPTION}),
-        ]
-    )
+    verbs = AdapterVerbs(memory, user_id, author, window)
+    return FunctionToolset(_tools(verbs, ("recall", "remember")))
 
 
-def _tool(function: Any, name: str, description: str, arguments: dict[str, str]) -> Tool[Any]:
-    """A tool whose description and every argument's description are written for a model."""
-    lines = [description, "", "Args:"]
-    lines += [f"    {arg}: {text}" for arg, text in arguments.items()]
-    function.__doc__ = "\n".join(lines)
-    return Tool(
-        function,
-        name=name,
-        docstring_format="google",
-        require_parameter_descriptions=True,
-    )
+def _tools(verbs: AdapterVerbs, names: tuple[str, ...]) -> list[Tool[Any]]:
+    """The catalogue's verbs as pydantic-ai tools: name, description and JSON schema from the
+    catalogue; a bad argument or an unknown pointer asks the model to retry."""
+
+    def tool(verb: Verb) -> Tool[Any]:
+        async def run(ctx: RunContext[Any], **arguments: Any) -> str:
+            try:
+                return await verbs.run(verb, arguments, ctx.tool_call_id)
+            except (LookupError, ValueError) as exc:
+                hint = "; use the veil:// pointer a stub shows" if verb.name == "expand" else ""
+                raise ModelRetry(f"{exc}{hint}") from None
+
+        return Tool.from_schema(run, tool_name(verb), verb.description, verb.schema, takes_ctx=True)
+
+    return [tool(v) for v in verbs.offered("pydantic_ai", names)]
 
 
 __all__ = ["VeilHistory", "memory_toolset", "veil_history"]

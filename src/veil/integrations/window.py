@@ -89,14 +89,3 @@ class ContextWindow:
         content is shown in its result and not a second time in place. Raises
         :class:`~veil.context.UnknownItem` for a pointer that names nothing."""
         return self.transcript.expand(pointer, call_id=call_id)
-
-
-EXPAND_DESCRIPTION = (
-    "Bring back the full text of an earlier tool result that was replaced by a one-line "
-    "[veil: ...] stub to keep the context small. Call it only when you need that content "
-    "again; the stub names what it was."
-)
-POINTER_DESCRIPTION = (
-    "The pointer from the stub, e.g. veil://warm/ci_0123abcd (the id of the tool call whose "
-    "result it was works too)."
-)

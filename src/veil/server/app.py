@@ -33,13 +33,13 @@ from __future__ import annotations
 
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, cast
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
@@ -60,7 +60,9 @@ from veil.server.schemas import (
     ErrorBody,
     FactOut,
     FactsOut,
+    FactsQuery,
     HealthOut,
+    HistoryQuery,
     RecallBody,
     RecallOut,
     RememberBody,
@@ -69,9 +71,12 @@ from veil.server.schemas import (
     WriteReportOut,
     erasure_out,
     fact_out,
+    facts_out,
     recall_out,
     report_out,
 )
+from veil.verbs import CATALOGUE, Binding, Services
+from veil.verbs.memory_verbs import FactList, RecallAnswer
 
 T = TypeVar("T")
 
@@ -330,91 +335,79 @@ def create_app(
     def version() -> VersionOut:
         return VersionOut(version=__version__, api="v1")
 
+    services = Services(memory=memory)
+
+    def run(name: str, access: Access, arguments: Mapping[str, object]) -> Any:
+        """The catalogue's verb for ``access``'s scope and authority (never the request's)."""
+        who = Binding(user_id=access.scope, author=access.key.authority)
+        return _guard(lambda: CATALOGUE[name].call(services, who, arguments))
+
     @app.post(
         "/v1/scopes/{scope}/remember",
         response_model=WriteReportOut,
         responses=_errors(*_WITH_BODY, 503),
         tags=["memory"],
+        description=CATALOGUE["remember"].description,
     )
     def remember(access: JsonScoped, body: RememberBody) -> WriteReportOut:
         """Record evidence authored by the key's authority; at most one model call. 503 (and
         nothing written) on a server started without a model."""
         if memory.complete is None:
             raise ApiError(503, NO_MODEL.error, NO_MODEL.message)
-        report = _guard(
-            lambda: memory.remember(
-                body.text, user_id=access.scope, author=access.key.authority, at=body.at
-            )
-        )
-        return report_out(report)
+        return report_out(run("remember", access, body.model_dump()))
 
     @app.post(
         "/v1/scopes/{scope}/recall",
         response_model=RecallOut,
         responses=_errors(*_WITH_BODY),
         tags=["memory"],
+        description=CATALOGUE["recall"].description,
     )
     def recall(access: JsonScoped, body: RecallBody) -> RecallOut:
-        """What the memory knows about the query, within the token budget. No model call."""
-        result = _guard(
-            lambda: memory.recall(
-                body.query,
-                user_id=access.scope,
-                token_budget=body.token_budget,
-                as_of=body.as_of,
-            )
-        )
-        return recall_out(result)
+        answer: RecallAnswer = run("recall", access, body.model_dump())
+        assert answer.recall is not None
+        return recall_out(answer.recall)
 
     @app.get(
         "/v1/scopes/{scope}/facts",
         response_model=FactsOut,
         responses=_errors(*_SCOPED),
         tags=["memory"],
+        description=CATALOGUE["facts"].description,
     )
-    def facts(access: Scoped, include_history: bool = False) -> FactsOut:
-        """Current facts (or every version with ``include_history``), in recorded order."""
-        found = _guard(lambda: memory.facts(access.scope, include_history=include_history))
-        return FactsOut(facts=[fact_out(f) for f in found])
+    def facts(access: Scoped, query: Annotated[FactsQuery, Query()]) -> FactsOut:
+        found: FactList = run("facts", access, query.model_dump())
+        return facts_out(found.facts, found.total)
 
     @app.get(
         "/v1/scopes/{scope}/history",
         response_model=FactsOut,
         responses=_errors(*_SCOPED),
         tags=["memory"],
+        description=CATALOGUE["history"].description,
     )
-    def history(access: Scoped, subject: str, relation: str) -> FactsOut:
-        """Every version of subject/relation, oldest first, with validity windows."""
-        found = _guard(lambda: memory.history(access.scope, subject, relation))
-        return FactsOut(facts=[fact_out(f) for f in found])
+    def history(access: Scoped, query: Annotated[HistoryQuery, Query()]) -> FactsOut:
+        return facts_out(run("history", access, query.model_dump()))
 
     @app.post(
         "/v1/scopes/{scope}/facts/{fact_id}/confirm",
         response_model=FactOut,
         responses=_errors(*_SCOPED, 404, 409),
         tags=["memory"],
+        description=CATALOGUE["confirm"].description,
     )
     def confirm(access: Scoped, fact_id: str) -> FactOut:
-        """Re-affirm a fact with the key's authority."""
-        fact = _guard(
-            lambda: memory.confirm(fact_id, user_id=access.scope, actor=access.key.authority)
-        )
-        return fact_out(fact)
+        return fact_out(run("confirm", access, {"fact_id": fact_id}))
 
     @app.post(
         "/v1/scopes/{scope}/facts/{fact_id}/dispute",
         response_model=FactOut,
         responses=_errors(*_WITH_BODY, 404, 409),
         tags=["memory"],
+        description=CATALOGUE["dispute"].description,
     )
     def dispute(access: JsonScoped, fact_id: str, body: DisputeBody) -> FactOut:
-        """Mark a fact disputed (it leaves recall, stays in history with the reason)."""
-        fact = _guard(
-            lambda: memory.dispute(
-                fact_id, user_id=access.scope, actor=access.key.authority, reason=body.reason
-            )
-        )
-        return fact_out(fact)
+        return fact_out(run("dispute", access, {"fact_id": fact_id, **body.model_dump()}))
 
     @app.get(
         "/v1/scopes/{scope}/export",

@@ -264,10 +264,11 @@ def run_mcp(options: McpOptions) -> int:
         hooks = HookService()
         hooks.warm(Path.cwd())  # the stores and the embedder open before the first hook
         extra = [hook_tool(hooks)]
-        if attempts_store is not None:  # the project's context store: stubs' pointers
-            from veil.server.mcp_expand import expand_tool
+    working = None
+    if embedded and attempts_store is not None:  # the project's context store: stubs' pointers
+        from veil.server.mcp_expand import ProjectWorkingMemory
 
-            extra.insert(0, expand_tool(attempts_store, targets.scope))
+        working = ProjectWorkingMemory(attempts_store, targets.scope)
     try:
         if memory is None:
             print("veil mcp: serving the agents' hooks only", file=sys.stderr)
@@ -278,7 +279,7 @@ def run_mcp(options: McpOptions) -> int:
                 if attempts_store is not None
                 else None
             )
-            build_server(memory, binding, log, extra).serve()
+            build_server(memory, binding, log, extra, working).serve()
     finally:
         if hooks is not None:
             hooks.close()

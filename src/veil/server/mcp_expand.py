@@ -1,69 +1,80 @@
-"""``veil mcp --project``'s ``expand`` tool: a ``veil://`` pointer back to what it stands for.
+"""``veil mcp --project``'s working memory: the project's stored items, for the ``expand`` verb
+and recall's earlier results.
 
 A result Veil moved out of a request — by the proxy in front of Claude Code or Codex
 (``veil claude``, ``veil codex``), or by ``veil`` itself — is a one-line stub that names its
-pointer. This tool answers with the original result, byte for byte as it was kept (secrets
+pointer. ``expand`` answers with the original result, byte for byte as it was kept (secrets
 redacted, as everything Veil stores). The proxy sees the call in the next request and takes
 it as a restore: the item counts as a regret for the eviction threshold, and the result is in
-the prompt again — here, in this tool's answer.
+the prompt again — here, in the tool's answer.
 
-Read-only: it changes nothing in the store; the scope is the server's binding.
+Read-only: nothing here writes to the store; the scope is the server's binding.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 from veil.context.projection import ContextProjection
 from veil.context.resume import read_item
-from veil.server.mcp_protocol import JSONObject, Tool, ToolFailed, object_schema
+from veil.context.search import find
 from veil.tape import Store, TapeError
+from veil.verbs import Earlier, Restored
 
 POINTER = re.compile(r"^veil://(?:warm|cold|live)/([A-Za-z0-9_\-]+)$")
-
-DESCRIPTION = (
-    "Restore a result Veil moved out of the conversation: pass the veil:// pointer a "
-    "'[veil: … moved to warm memory; …]' stub shows, and get the original output back, "
-    "exactly as it was. Use it when you need what a stub stands for instead of running the "
-    "tool again."
-)
+MIN_SIMILARITY = 0.3
 
 
-def expand_tool(store: Store, scope: str) -> Tool:
-    attached: list[bool] = []
+@dataclass
+class ProjectWorkingMemory:
+    """The project's working memory as stored (``.veil/context.db``), read-only."""
 
-    def expand(arguments: JSONObject) -> JSONObject:
-        if not attached:  # the items are the working memory's projection: read, never written
+    store: Store
+    scope: str
+    vectors: bool = True
+    """Whether the store was opened with an embedder (its items have vector indexes)."""
+    expand_tool: str = "expand"
+    _attached: list[bool] = field(default_factory=lambda: [])
+
+    def _attach(self) -> None:
+        if not self._attached:  # the items are the working memory's projection: read only
             try:
-                store.attach(ContextProjection())
+                self.store.attach(ContextProjection())
             except (TapeError, ValueError) as exc:
-                raise ToolFailed(f"no working memory in this project yet ({exc})") from None
-            attached.append(True)
-        pointer = str(arguments.get("pointer") or "").strip()
+                raise LookupError(f"no working memory in this project yet ({exc})") from None
+            self._attached.append(True)
+
+    def search(self, query: str, *, limit: int) -> Sequence[Earlier]:
+        try:
+            self._attach()
+            ids = find(
+                self.store,
+                scope=self.scope,
+                query=query,
+                limit=limit,
+                vectors=self.vectors,
+                min_similarity=MIN_SIMILARITY,
+            )
+        except (LookupError, TapeError, ValueError):
+            return []  # recall's earlier results are a bonus: the facts still answer
+        out: list[Earlier] = []
+        for item_id in ids:
+            item = read_item(self.store, scope=self.scope, item_id=item_id, session_id="mcp")
+            if item is not None and item.tier != "live":
+                out.append(Earlier(item.pointer, item.tool_name or item.kind, item.target or "",
+                                   item.tokens))  # fmt: skip
+        return out
+
+    def expand(self, pointer: str) -> Restored:
+        self._attach()
         match = POINTER.match(pointer)
         item_id = match.group(1) if match else pointer
-        if not item_id:
-            raise ToolFailed("pointer is empty: pass the veil://… pointer a stub shows")
-        item = read_item(store, scope=scope, item_id=item_id, session_id="mcp")
+        item = read_item(self.store, scope=self.scope, item_id=item_id, session_id="mcp")
         if item is None:
-            raise ToolFailed(f"{pointer!r} names nothing in this project's working memory")
-        return {
-            "pointer": item.pointer,
-            "tool": item.tool_name or item.kind,
-            "target": item.target or "",
-            "tokens": item.tokens,
-            "content": item.content,
-        }
+            raise LookupError(f"{pointer!r} names nothing in this project's working memory")
+        return Restored(item.id, item.pointer, item.tool_name or item.kind, item.target or "",
+                        item.tokens, item.content)  # fmt: skip
 
-    schema = object_schema(
-        {"pointer": {"type": "string", "description": "The veil://… pointer from a stub."}},
-        ["pointer"],
-    )
-    return Tool(
-        "expand",
-        DESCRIPTION,
-        schema,
-        expand,
-        read_only=True,
-        as_text=lambda out: str(out["content"]),
-    )
+    load = expand

@@ -1,6 +1,6 @@
-"""``veil mcp``: an MCP server over stdio exposing remember, recall, facts, history, confirm,
-dispute — and, with an attempt log, the convergence tools ``attempts`` and ``record_attempt``
-(:mod:`veil.server.mcp_attempts`).
+"""``veil mcp``: an MCP server over stdio offering the catalogue's MCP verbs (:mod:`veil.verbs`):
+remember, recall, facts, history, confirm, dispute — with an attempt log the convergence verbs
+``attempts`` and ``record_attempt``, with the project's working memory ``expand``.
 
 Binding (SPEC 4, 8): the scope and the authority of every write come from the server's
 command line (``--scope``, ``--authority``), fixed for the life of the process. No tool takes a
@@ -8,7 +8,8 @@ command line (``--scope``, ``--authority``), fixed for the life of the process. 
 cannot claim to be someone else or reach another tenant's memory — the known fault of earlier
 implementations ("trust taken from whatever the caller claims over MCP").
 
-Tool results are the same wire types as the HTTP API (:mod:`veil.server.schemas`), as JSON;
+Each tool's name, description and argument schema are its verb's; its result is the verb's
+result in the HTTP API's wire types (:func:`veil.server.schemas.wire`), as JSON;
 the protocol is :mod:`veil.server.mcp_protocol`.
 A server started without a model answers ``remember`` with an error result
 (:data:`~veil.server.schemas.NO_MODEL`'s message); the other tools work. The initialize result
@@ -17,18 +18,18 @@ names the server ``veil`` with Veil's version.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
 
 from veil import __version__
 from veil.convergence.record import AttemptLog
-from veil.memory import Memory, MemoryError, UnknownFact
+from veil.memory import Memory, MemoryError
 from veil.server.keys import Authority, is_reserved
-from veil.server.mcp_attempts import attempt_tools
-from veil.server.mcp_protocol import JSONObject, McpServer, Tool, ToolFailed, object_schema
-from veil.server.schemas import MAX_TOKEN_BUDGET, NO_MODEL, fact_out, recall_out, report_out
+from veil.server.mcp_protocol import JSONObject, McpServer, Tool, ToolFailed
+from veil.server.schemas import NO_MODEL, wire
 from veil.tape.events import validate_scope
+from veil.verbs import Binding as VerbBinding
+from veil.verbs import Services, Verb, WorkingMemory, offered
 
 INSTRUCTIONS = (
     "Long-term memory of one person or project. Call recall before answering anything that "
@@ -41,11 +42,6 @@ ATTEMPT_INSTRUCTIONS = (
     "For coding work: call attempts with the task before retrying a fix, and record_attempt "
     "after each edit, test run or command, so that what already failed is not tried again."
 )
-MAX_FACTS = 200
-TIME = {
-    "type": "string",
-    "description": "An ISO-8601 time with an offset, e.g. 2024-05-01T09:30:00+00:00.",
-}
 
 
 @dataclass(frozen=True)
@@ -61,183 +57,36 @@ class Binding:
             raise ValueError(f"scope {self.scope!r} is reserved")
 
 
-def _time(value: object) -> datetime | None:
-    if value is None or not str(value).strip():
-        return None
-    text = str(value).strip()
-    try:
-        parsed = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise ToolFailed(f"not an ISO-8601 time: {text!r}") from None
-    if parsed.tzinfo is None:
-        raise ToolFailed(f"time {text!r} needs a timezone offset (e.g. +00:00)")
-    return parsed
+def verb_tools(services: Services, binding: Binding) -> list[Tool]:
+    """The catalogue's MCP verbs that ``services`` can serve, bound to ``binding``: no tool
+    takes a scope or an author. ``remember`` is offered with a memory that has no model and
+    answers with :data:`NO_MODEL`'s message (the server says at start that it cannot
+    remember)."""
+    who = VerbBinding(user_id=binding.scope, author=binding.authority)
 
+    def tool(v: Verb) -> Tool:
+        def run(arguments: JSONObject) -> JSONObject:
+            if v.name == "remember" and not services.has("model"):
+                raise ToolFailed(NO_MODEL.message)
+            try:
+                return wire(v.call(services, who, arguments))
+            except (LookupError, ValueError, TypeError, MemoryError) as exc:
+                raise ToolFailed(str(exc).strip("'\"")) from None
 
-def _guarded(fn: Callable[[JSONObject], JSONObject]) -> Callable[[JSONObject], JSONObject]:
-    """Memory's refusals (a bad value, an unknown fact) become error results the model reads."""
+        as_text = _content if v.name == "expand" else None
+        return Tool(v.name, v.description, v.schema, run, v.read_only, as_text)
 
-    def run(arguments: JSONObject) -> JSONObject:
-        try:
-            return fn(arguments)
-        except UnknownFact as exc:
-            raise ToolFailed(str(exc)) from None
-        except (ValueError, TypeError, MemoryError) as exc:
-            raise ToolFailed(str(exc)) from None
-
-    return run
-
-
-def memory_tools(memory: Memory, binding: Binding) -> list[Tool]:
-    """The six memory tools, bound to ``binding``: no tool takes a scope or an author."""
-    scope, author = binding.scope, binding.authority
-
-    def remember(a: JSONObject) -> JSONObject:
-        if memory.complete is None:
-            raise ToolFailed(NO_MODEL.message)
-        report = memory.remember(a["text"], user_id=scope, author=author, at=_time(a.get("at")))
-        return report_out(report).model_dump(mode="json")
-
-    def recall(a: JSONObject) -> JSONObject:
-        budget = max(0, min(int(a.get("token_budget", 1000)), MAX_TOKEN_BUDGET))
-        result = memory.recall(
-            a["query"], user_id=scope, token_budget=budget, as_of=_time(a.get("as_of"))
-        )
-        return recall_out(result).model_dump(mode="json")
-
-    def history(a: JSONObject) -> JSONObject:
-        facts = memory.history(scope, a["subject"], a["relation"])
-        return {"facts": [fact_out(f).model_dump(mode="json") for f in facts]}
-
-    def facts(a: JSONObject) -> JSONObject:
-        found = memory.facts(
-            scope,
-            include_history=bool(a.get("include_history", False)),
-            subject=a.get("subject"),
-            relation=a.get("relation"),
-        )
-        limit = max(1, min(int(a.get("limit", MAX_FACTS)), MAX_FACTS))
-        shown = found[-limit:]
-        return {
-            "facts": [fact_out(f).model_dump(mode="json") for f in shown],
-            "total": len(found),
-            "truncated": len(shown) < len(found),
-        }
-
-    def confirm(a: JSONObject) -> JSONObject:
-        return fact_out(memory.confirm(a["fact_id"], user_id=scope, actor=author)).model_dump(
-            mode="json"
-        )
-
-    def dispute(a: JSONObject) -> JSONObject:
-        fact = memory.dispute(a["fact_id"], user_id=scope, actor=author, reason=a["reason"])
-        return fact_out(fact).model_dump(mode="json")
-
-    text = {"type": "string"}
-    fact_id = {"type": "string", "description": "The id of a fact, as recall or history show it."}
+    has_memory = services.memory is not None
     return [
-        Tool(
-            "remember",
-            "Record something the person said or that you observed, as evidence. A model "
-            "extracts the facts from it; a new value of something known (a new editor, a new "
-            "city) supersedes the old one, which stays in history. Returns the facts stored, "
-            "superseded, reinforced and quarantined (claims by third parties are kept apart).",
-            object_schema(
-                {
-                    "text": text | {"description": "What was said or observed, in full."},
-                    "at": TIME
-                    | {"description": "When it was said, if not now. " + TIME["description"]},
-                },
-                ["text"],
-            ),
-            _guarded(remember),
-        ),
-        Tool(
-            "recall",
-            "What the memory knows about a question, as text ready to read: current facts, "
-            "recent episodes and unverified claims, within a token budget. Never calls a model.",
-            object_schema(
-                {
-                    "query": text | {"description": "The question or topic, in plain words."},
-                    "token_budget": {
-                        "type": "integer",
-                        "description": f"At most this many tokens of text (default 1000, at "
-                        f"most {MAX_TOKEN_BUDGET}).",
-                    },
-                    "as_of": TIME
-                    | {"description": "Answer with what was true then. " + TIME["description"]},
-                },
-                ["query"],
-            ),
-            _guarded(recall),
-            read_only=True,
-        ),
-        Tool(
-            "facts",
-            "List what the memory currently holds as facts (each with its statement, subject, "
-            "relation, value, status and who said it), newest last. Filter by subject or "
-            "relation; include_history adds superseded and disputed values. For a question, "
-            "recall is better: it ranks and fits a token budget.",
-            object_schema(
-                {
-                    "subject": text
-                    | {
-                        "description": "Only facts about this subject: 'user' for the person, "
-                        "or an entity's name."
-                    },
-                    "relation": text
-                    | {"description": "Only this relation, e.g. prefers, uses_tool, located_at."},
-                    "include_history": {
-                        "type": "boolean",
-                        "description": "Also list values that were superseded or disputed "
-                        "(default false: current facts only).",
-                    },
-                    "limit": {
-                        "type": "integer",
-                        "description": f"At most this many facts, the newest (default and "
-                        f"maximum {MAX_FACTS}).",
-                    },
-                }
-            ),
-            _guarded(facts),
-            read_only=True,
-        ),
-        Tool(
-            "history",
-            "Every value one fact has had, oldest first, each with the window it was valid in: "
-            "for 'what did they use before?'.",
-            object_schema(
-                {
-                    "subject": text
-                    | {"description": "Whose fact: 'user' for the person, or an entity's name."},
-                    "relation": text
-                    | {"description": "Which fact, e.g. prefers, located_at, works_as, uses_tool."},
-                },
-                ["subject", "relation"],
-            ),
-            _guarded(history),
-            read_only=True,
-        ),
-        Tool(
-            "confirm",
-            "Re-affirm a fact the person confirmed is still true (it is no longer shown as "
-            "possibly stale).",
-            object_schema({"fact_id": fact_id}, ["fact_id"]),
-            _guarded(confirm),
-        ),
-        Tool(
-            "dispute",
-            "Mark a fact as wrong, with why: it leaves recall and stays in history.",
-            object_schema(
-                {
-                    "fact_id": fact_id,
-                    "reason": text | {"description": "Why the fact is wrong, in a sentence."},
-                },
-                ["fact_id", "reason"],
-            ),
-            _guarded(dispute),
-        ),
+        tool(v)
+        for v in offered("mcp")
+        if v.available(services) or ("model" in v.needs and has_memory)
     ]
+
+
+def _content(out: JSONObject) -> str:
+    """``expand``'s answer reads as the restored result itself."""
+    return str(out["content"])
 
 
 def build_server(
@@ -245,17 +94,19 @@ def build_server(
     binding: Binding,
     attempts: AttemptLog | None = None,
     extra: Sequence[Tool] = (),
+    working: WorkingMemory | None = None,
 ) -> McpServer:
     """The MCP server; the caller owns ``memory`` (and ``attempts``' store). With ``attempts``
-    (an :class:`AttemptLog` whose scope is the binding's) the convergence tools are added;
+    (an :class:`AttemptLog` whose scope is the binding's) the convergence verbs are offered,
+    with ``working`` (the project's working memory) ``expand`` and recall's earlier results;
     ``extra`` tools come last (the agents' ``hook`` tool)."""
-    tools = memory_tools(memory, binding)
     instructions = INSTRUCTIONS
     if attempts is not None:
         if attempts.scope != binding.scope:
             raise ValueError("the attempt log's scope must be the server's scope")
-        tools = [*tools, *attempt_tools(attempts)]
         instructions += " " + ATTEMPT_INSTRUCTIONS
+    services = Services(memory=memory, working=working, attempts=attempts)
+    tools = verb_tools(services, binding)
     return McpServer("veil", __version__, [*tools, *extra], instructions)
 
 
@@ -264,9 +115,10 @@ def run_stdio(
     binding: Binding,
     attempts: AttemptLog | None = None,
     extra: Sequence[Tool] = (),
+    working: WorkingMemory | None = None,
 ) -> None:
     """Serve over stdin/stdout until the client closes the stream."""
-    build_server(memory, binding, attempts, extra).serve()
+    build_server(memory, binding, attempts, extra, working).serve()
 
 
-__all__ = ["Binding", "build_server", "memory_tools", "run_stdio"]
+__all__ = ["Binding", "build_server", "run_stdio", "verb_tools"]

@@ -7,16 +7,18 @@ Times are ISO-8601 with an offset; naive times are refused (Veil never guesses a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Literal, cast
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, create_model
 
 from veil.llm.configure import HOW_TO_CONFIGURE
 from veil.memory import Episode, Fact, Recall, WriteReport
 from veil.tape import ErasureReceipt
-
-MAX_TOKEN_BUDGET = 100_000
+from veil.verbs import CATALOGUE, Earlier, Restored, Verb
+from veil.verbs.attempt_verbs import AttemptRecord, Recorded
+from veil.verbs.memory_verbs import FactList, RecallAnswer
 
 
 def _to_utc(value: datetime) -> datetime:
@@ -33,23 +35,52 @@ class _Request(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class RememberBody(_Request):
-    text: str = Field(min_length=1, description="The evidence: what was said or observed.")
-    at: UtcTime | None = Field(
-        default=None, description="When it happened (default: now). ISO-8601 with offset."
-    )
+def verb_model(name: str, verb: Verb, *, without: Sequence[str] = ()) -> type[_Request]:
+    """The request model of a catalogue verb's arguments (:mod:`veil.verbs`): the same names,
+    types, defaults, bounds and descriptions every surface offers, minus ``without`` (the
+    arguments a route takes from its path)."""
+    fields: dict[str, Any] = {}
+    for p in verb.params:
+        if p.name in without:
+            continue
+        kind: Any = _KINDS[p.kind] if p.kind != "choice" else Literal[tuple(p.choices)]
+        if p.optional:
+            kind = kind | None
+        default = ... if p.required else p.default
+        fields[p.name] = (
+            kind,
+            Field(
+                default=default,
+                description=p.description,
+                ge=p.low,
+                le=p.high,
+                min_length=1 if p.non_empty else None,
+            ),
+        )
+    return create_model(name, __base__=_Request, **fields)
 
 
-class RecallBody(_Request):
-    query: str = Field(description="Free text; empty gives the session-start briefing.")
-    token_budget: int = Field(default=1000, ge=0, le=MAX_TOKEN_BUDGET)
-    as_of: UtcTime | None = Field(
-        default=None, description="Answer with what was valid at this time."
-    )
+_KINDS: dict[str, Any] = {"text": str, "integer": int, "flag": bool, "time": UtcTime,
+                          "texts": list[str]}  # fmt: skip
 
+if TYPE_CHECKING:  # for the type checker, each is a request model; its fields are the verb's
 
-class DisputeBody(_Request):
-    reason: str = Field(min_length=1, description="Why the fact is disputed (kept in history).")
+    class RememberBody(_Request): ...
+
+    class RecallBody(_Request): ...
+
+    class DisputeBody(_Request): ...
+
+    class FactsQuery(_Request): ...
+
+    class HistoryQuery(_Request): ...
+
+else:
+    RememberBody = verb_model("RememberBody", CATALOGUE["remember"])
+    RecallBody = verb_model("RecallBody", CATALOGUE["recall"])
+    DisputeBody = verb_model("DisputeBody", CATALOGUE["dispute"], without=("fact_id",))
+    FactsQuery = verb_model("FactsQuery", CATALOGUE["facts"])
+    HistoryQuery = verb_model("HistoryQuery", CATALOGUE["history"])
 
 
 class ErrorBody(BaseModel):
@@ -137,6 +168,16 @@ class WriteReportOut(BaseModel):
     error: str | None = Field(description="Set when extraction failed; the evidence is kept.")
 
 
+class EarlierOut(BaseModel):
+    """A result moved out of an agent's context that matches the query (``veil mcp
+    --project``; the HTTP API has no working memory and lists none)."""
+
+    pointer: str
+    tool: str
+    target: str
+    tokens: int
+
+
 class RecallOut(BaseModel):
     text: str
     facts: list[FactOut]
@@ -145,10 +186,13 @@ class RecallOut(BaseModel):
     contested: list[FactOut]
     tokens: int
     truncated: bool
+    earlier: list[EarlierOut] = Field(default_factory=lambda: [])
 
 
 class FactsOut(BaseModel):
     facts: list[FactOut]
+    total: int = Field(description="How many facts matched (``facts`` holds the newest).")
+    truncated: bool = Field(description="Whether ``facts`` holds fewer than ``total``.")
 
 
 class ErasureOut(BaseModel):
@@ -228,7 +272,7 @@ def report_out(report: WriteReport) -> WriteReportOut:
     )
 
 
-def recall_out(recall: Recall) -> RecallOut:
+def recall_out(recall: Recall, earlier: Sequence[Earlier] = ()) -> RecallOut:
     return RecallOut(
         text=recall.text,
         facts=[fact_out(f) for f in recall.facts],
@@ -237,7 +281,46 @@ def recall_out(recall: Recall) -> RecallOut:
         contested=[fact_out(f) for f in recall.contested],
         tokens=recall.tokens,
         truncated=recall.truncated,
+        earlier=[
+            EarlierOut(pointer=e.pointer, tool=e.tool, target=e.target, tokens=e.tokens)
+            for e in earlier
+        ],
     )
+
+
+def facts_out(found: Sequence[Fact], total: int | None = None) -> FactsOut:
+    total = len(found) if total is None else total
+    return FactsOut(facts=[fact_out(f) for f in found], total=total, truncated=len(found) < total)
+
+
+def wire(result: object) -> dict[str, Any]:
+    """The JSON of any verb's result (:mod:`veil.verbs`), in this module's wire types: the one
+    encoding the HTTP API, the MCP tools and ``veil memory --json`` share."""
+    out: BaseModel | dict[str, Any]
+    if isinstance(result, WriteReport):
+        out = report_out(result)
+    elif isinstance(result, RecallAnswer):
+        recall = result.recall or Recall("", (), (), (), (), 0, False)
+        out = recall_out(recall, result.earlier)
+    elif isinstance(result, FactList):
+        out = facts_out(result.facts, result.total)
+    elif isinstance(result, Fact):
+        out = fact_out(result)
+    elif isinstance(result, list):
+        out = facts_out(cast(list[Fact], result))
+    elif isinstance(result, Restored):
+        out = {
+            "pointer": result.pointer,
+            "tool": result.tool,
+            "target": result.target,
+            "tokens": result.tokens,
+            "content": result.content,
+        }
+    elif isinstance(result, AttemptRecord | Recorded):
+        out = result.wire()
+    else:
+        raise TypeError(f"no wire type for {type(result).__name__}")
+    return out.model_dump(mode="json") if isinstance(out, BaseModel) else out
 
 
 def erasure_out(receipt: ErasureReceipt) -> ErasureOut:
