@@ -309,10 +309,40 @@ def test_complete_none_is_a_memory_that_only_reads(tmp_path: Path) -> None:
 
 
 def test_unknown_fact_reads_plainly(seeded: Seeded) -> None:
-    """KeyError would print its message quoted; UnknownFact prints it as written."""
+    """A lookup error printed as written (a KeyError would quote its message)."""
     assert str(UnknownFact("no fact x")) == "no fact x"
     with pytest.raises(UnknownFact) as raised:
         seeded.memory.confirm("fa_missing", user_id="u1")
-    assert isinstance(raised.value, KeyError)
+    assert isinstance(raised.value, LookupError) and not isinstance(raised.value, KeyError)
     assert str(raised.value) == "no fact 'fa_missing' in the memory of 'u1'"
     assert f"{raised.value}" == str(raised.value) and not str(raised.value).startswith("'")
+
+
+def test_user_id_is_accepted_by_keyword_on_every_method() -> None:
+    """SPEC shows some methods with ``user_id`` first and positional (``facts("u1")``), others
+    with ``user_id=``; every method that takes one accepts the keyword form too."""
+    import inspect
+
+    from veil.memory import Memory
+
+    takes = [
+        name
+        for name, method in inspect.getmembers(Memory, inspect.isfunction)
+        if not name.startswith("_") and "user_id" in inspect.signature(method).parameters
+    ]
+    assert {"remember", "recall", "facts", "history", "export", "forget", "confirm"} <= set(takes)
+    for name in takes:
+        parameter = inspect.signature(getattr(Memory, name)).parameters["user_id"]
+        assert parameter.kind in (
+            inspect.Parameter.POSITIONAL_OR_KEYWORD,
+            inspect.Parameter.KEYWORD_ONLY,
+        ), name
+
+
+def test_user_id_by_keyword_works(seeded: Seeded) -> None:
+    memory = seeded.memory
+    by_position = memory.facts("u1")
+    assert memory.facts(user_id="u1") == by_position
+    assert memory.history(user_id="u1", subject="user", relation="prefers") == memory.history(
+        "u1", "user", "prefers"
+    )

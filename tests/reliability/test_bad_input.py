@@ -27,7 +27,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.reliability.support import TokenEchoModel, fact, record_figures, size
-from veil.memory import ImportFormatError, Memory, MemoryConfig, MemoryError
+from veil.memory import ImportFormatError, Memory, MemoryConfig, VeilMemoryError
 from veil.server.app import ServerSettings, create_app
 from veil.server.keys import KeyRing
 from veil.testing import FakeClock, HashEmbedder, ScriptedModel
@@ -105,7 +105,7 @@ def test_library_entry_points(memory: Memory, tmp_path: Path) -> None:
         before = memory.store.head()
         try:
             report = memory.remember(text, user_id=scope, author=author)
-        except (ValueError, TypeError, MemoryError):  # TypeError: author 3 / None
+        except (ValueError, TypeError, VeilMemoryError):  # TypeError: author 3 / None
             assert memory.store.head() == before, "a refused remember wrote something"
             return
         (evidence,) = memory.store.read(scope, after=before, kinds=["memory.evidence"])

@@ -208,7 +208,7 @@ def _zone(text: str | None) -> tzinfo | None:
 def _run_verb(args: argparse.Namespace, target: Target, out: TextIO) -> int:
     """A catalogue verb (:mod:`veil.verbs`): its arguments from the command line, checked by
     the verb; the result printed for people, or ``--json`` in the HTTP API's wire types."""
-    from veil.memory import MemoryError
+    from veil.memory import VeilMemoryError
     from veil.verbs import CATALOGUE, Binding, Services
 
     verb = CATALOGUE[args.memory_action]
@@ -227,7 +227,7 @@ def _run_verb(args: argparse.Namespace, target: Target, out: TextIO) -> int:
     with _open(args, target, model="model" in verb.needs) as memory:
         try:
             result = verb.call(Services(memory=memory), who, arguments)
-        except (MemoryError, LookupError, ValueError, TypeError) as exc:
+        except (VeilMemoryError, LookupError, ValueError, TypeError) as exc:
             raise MemoryCommandError(str(exc).strip("'\"")) from None
         if args.memory_json:
             from veil.server.schemas import wire
@@ -258,12 +258,12 @@ def _present_report(
 
 
 def _print_report(out: TextIO, memory: Memory, scope: str, report: WriteReport) -> None:
-    from veil.memory import MemoryError
+    from veil.memory import VeilMemoryError
 
     def statement(fact_id: str) -> str:
         try:
             return memory.fact(fact_id, user_id=scope).statement
-        except MemoryError:
+        except VeilMemoryError:
             return fact_id
 
     out.write(f"remembered {report.evidence_id}: {_counts(report.counts())}\n")
@@ -515,7 +515,7 @@ def _import_chat(
     path: Path,
     out: TextIO,
 ) -> int:
-    from veil.memory import MemoryError
+    from veil.memory import VeilMemoryError
     from veil.memory.transcripts import authors
 
     messages = transcript.messages
@@ -533,7 +533,7 @@ def _import_chat(
                 at=message.at,
                 source=f"import:{path.name}#{number}",
             )
-        except (MemoryError, ValueError, TypeError) as exc:
+        except (VeilMemoryError, ValueError, TypeError) as exc:
             failure = f"message {number} ({message.where}) was not remembered: {exc}"
             break
         if report.error is not None:

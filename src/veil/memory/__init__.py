@@ -7,10 +7,11 @@ from veil.memory.maintain import MaintainReport
 from veil.memory.memory import (
     Complete,
     EvidenceTooLarge,
+    FactNotCurrent,
     Memory,
-    MemoryError,
     NoModel,
     UnknownFact,
+    VeilMemoryError,
 )
 from veil.memory.model import Episode, Fact, InvalidItem, Provenance, WriteReport
 from veil.memory.portability import ImportFormatError, ImportReport
@@ -22,17 +23,18 @@ __all__ = [
     "Episode",
     "EvidenceTooLarge",
     "Fact",
+    "FactNotCurrent",
     "ImportFormatError",
     "ImportReport",
     "InvalidItem",
     "MaintainReport",
     "Memory",
     "MemoryConfig",
-    "MemoryError",
     "NoModel",
     "Provenance",
     "Recall",
     "Relation",
     "UnknownFact",
+    "VeilMemoryError",
     "WriteReport",
 ]

@@ -1,25 +1,31 @@
-"""The long-term memory's errors (re-exported by :mod:`veil.memory`)."""
+"""The long-term memory's errors (re-exported by :mod:`veil.memory`).
+
+Every error the memory raises on purpose is a :class:`VeilMemoryError`; each kind also derives
+from the builtin a caller would expect (a bad value is a ``ValueError``, a missing fact a
+``LookupError``), so generic handlers keep working. The base is not called ``MemoryError``:
+that name is Python's out-of-memory builtin, and shadowing it would hide one behind the other.
+"""
 
 from __future__ import annotations
 
 
-class MemoryError(Exception):
+class VeilMemoryError(Exception):
     """Base class of long-term memory errors."""
 
 
-class EvidenceTooLarge(MemoryError, ValueError):
+class EvidenceTooLarge(VeilMemoryError, ValueError):
     """Evidence longer than ``MemoryConfig.max_evidence_chars``; nothing was written."""
 
 
-class UnknownFact(MemoryError, KeyError):
-    """A fact id that does not exist in this user's memory.
-
-    A ``KeyError`` (lookups by id), but printed as its message: ``KeyError.__str__`` would
-    quote it (``'no fact …'``) in every log line, error body and CLI message."""
-
-    def __str__(self) -> str:
-        return str(self.args[0]) if len(self.args) == 1 else super().__str__()
+class UnknownFact(VeilMemoryError, LookupError):
+    """A fact id that does not exist in this user's memory (a ``LookupError``, printed as its
+    message — not a ``KeyError``, whose ``str`` quotes it in every log line and error body)."""
 
 
-class NoModel(MemoryError):
+class FactNotCurrent(VeilMemoryError):
+    """An operation on a fact that its state does not allow (confirming a superseded or
+    quarantined value): the HTTP API's 409."""
+
+
+class NoModel(VeilMemoryError):
     """``remember`` needs a ``complete`` callable: there is no LLM-free extraction mode."""

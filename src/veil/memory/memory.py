@@ -23,7 +23,13 @@ from veil.memory import arguments, events, write_path
 from veil.memory.arguments import RememberArgs, recall_args, remember_args
 from veil.memory.config import MemoryConfig
 from veil.memory.entities import entity_key
-from veil.memory.errors import EvidenceTooLarge, MemoryError, NoModel, UnknownFact
+from veil.memory.errors import (
+    EvidenceTooLarge,
+    FactNotCurrent,
+    NoModel,
+    UnknownFact,
+    VeilMemoryError,
+)
 from veil.memory.maintain import Maintainer, MaintainReport
 from veil.memory.model import Author, Episode, EpisodeKind, Fact, WriteReport
 from veil.memory.model_call import Complete, call_async, call_sync
@@ -44,10 +50,11 @@ from veil.tape.recorder import Recorder
 __all__ = [
     "Complete",
     "EvidenceTooLarge",
+    "FactNotCurrent",
     "Memory",
-    "MemoryError",
     "NoModel",
     "UnknownFact",
+    "VeilMemoryError",
 ]
 
 
@@ -393,7 +400,7 @@ class Memory:
         actor = arguments.authored_by(actor, "actor")
         fact = self.fact(fact_id, user_id=user_id)
         if fact.status in ("superseded", "quarantined"):
-            raise MemoryError(
+            raise FactNotCurrent(
                 f"fact {fact_id} is {fact.status}; restate it with remember() "
                 "instead of confirming a non-current value"
             )

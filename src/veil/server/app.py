@@ -50,7 +50,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from veil import __version__
-from veil.memory import EvidenceTooLarge, Memory, MemoryError, NoModel, UnknownFact
+from veil.memory import EvidenceTooLarge, FactNotCurrent, Memory, NoModel, UnknownFact
 from veil.server.keys import ApiKey, KeyRing
 from veil.server.limits import BodyLimit, RateLimiter, retry_after_header
 from veil.server.schemas import (
@@ -454,7 +454,7 @@ def _guard(call: Callable[[], T]) -> T:
         raise ApiError(413, "evidence_too_large", str(exc)) from None
     except NoModel:
         raise ApiError(503, NO_MODEL.error, NO_MODEL.message) from None
-    except MemoryError as exc:
+    except FactNotCurrent as exc:
         raise ApiError(409, "conflict", str(exc)) from None
     except (ValueError, OverflowError) as exc:
         raise _invalid_value(str(exc)) from None

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from veil import __version__
 from veil.convergence.record import AttemptLog
-from veil.memory import Memory, MemoryError
+from veil.memory import Memory, VeilMemoryError
 from veil.server.keys import Authority, is_reserved
 from veil.server.mcp_protocol import JSONObject, McpServer, Tool, ToolFailed
 from veil.server.schemas import NO_MODEL, wire
@@ -70,7 +70,7 @@ def verb_tools(services: Services, binding: Binding) -> list[Tool]:
                 raise ToolFailed(NO_MODEL.message)
             try:
                 return wire(v.call(services, who, arguments))
-            except (LookupError, ValueError, TypeError, MemoryError) as exc:
+            except (LookupError, ValueError, TypeError, VeilMemoryError) as exc:
                 raise ToolFailed(str(exc).strip("'\"")) from None
 
         as_text = _content if v.name == "expand" else None
