@@ -174,3 +174,27 @@ def test_a_verb_without_described_arguments_is_refused_when_defined() -> None:
 
     with pytest.raises(TypeError, match="query has no line under Args"):
         parameters_of(undocumented)
+
+
+DOC = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+BEGIN, END = "<!-- verbs:begin -->", "<!-- verbs:end -->"
+
+
+def verb_table() -> str:
+    """The verb × surface table of docs/architecture.md, from :data:`SURFACES`."""
+    surfaces = list(SURFACES)
+    lines = [
+        "| verb | needs | " + " | ".join(surfaces) + " |",
+        "|---|---|" + "---|" * len(surfaces),
+    ]
+    for verb in CATALOGUE.values():
+        marks = ["✓" if verb.name in SURFACES[s] else "" for s in surfaces]
+        needs = " or ".join(sorted(verb.needs))
+        lines.append(f"| `{verb.name}` | {needs} | " + " | ".join(marks) + " |")
+    return "\n".join(lines)
+
+
+def test_the_documented_verb_table_is_the_catalogue() -> None:
+    text = DOC.read_text()
+    documented = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
+    assert documented == verb_table(), "docs/architecture.md's verb table is stale:\n" + verb_table()
