@@ -18,9 +18,9 @@ the verb module's globals, so the services and result types may stay under ``TYP
 
 from __future__ import annotations
 
-import inspect
 import re
 import sys
+import textwrap
 import types
 import typing
 from collections.abc import Callable, Mapping
@@ -156,27 +156,30 @@ def _given(value: object) -> str:
 
 
 def parameters_of(fn: Callable[..., Any]) -> tuple[str, tuple[Param, ...]]:
-    """``(description, params)`` of a verb function (see the module docstring)."""
+    """``(description, params)`` of a verb function (see the module docstring). Read from the
+    function's code object, not :mod:`inspect`, whose import alone would slow ``veil``'s
+    start."""
     description, documented = _docstring(fn)
     namespace = vars(sys.modules[fn.__module__])
+    code = fn.__code__
+    names = code.co_varnames[code.co_argcount : code.co_argcount + code.co_kwonlyargcount]
+    defaults: dict[str, Any] = fn.__kwdefaults__ or {}
     params: list[Param] = []
-    for p in inspect.signature(fn).parameters.values():
-        if p.kind is not inspect.Parameter.KEYWORD_ONLY:
-            continue
-        if p.name not in documented:
-            raise TypeError(f"{fn.__name__}: parameter {p.name} has no line under Args:")
-        annotation = p.annotation
+    for name in names:
+        if name not in documented:
+            raise TypeError(f"{fn.__name__}: parameter {name} has no line under Args:")
+        annotation: object = fn.__annotations__[name]
         if isinstance(annotation, str):
             annotation = eval(annotation, dict(namespace))  # the verb module's own annotation
-        required = p.default is inspect.Parameter.empty
+        required = name not in defaults
         params.append(
             _param(
                 fn.__name__,
-                p.name,
+                name,
                 annotation,
-                documented[p.name],
+                documented[name],
                 required,
-                None if required else p.default,
+                defaults.get(name),
             )
         )
     return description, tuple(params)
@@ -229,7 +232,7 @@ _ARG_LINE = re.compile(r"^(\s+)(\w+):\s*(.*)$")
 def _docstring(fn: Callable[..., Any]) -> tuple[str, Mapping[str, str]]:
     """The text before ``Args:`` (its paragraphs kept, each joined into one line) and each
     argument's description (continuation lines, indented deeper, joined)."""
-    doc = inspect.getdoc(fn) or ""
+    doc = textwrap.dedent(_after_first_line(fn.__doc__ or "")).strip()
     head, _, args = doc.partition("\nArgs:\n")
     paragraphs = [" ".join(p.split()) for p in head.strip().split("\n\n") if p.strip()]
     described: dict[str, str] = {}
@@ -247,6 +250,13 @@ def _docstring(fn: Callable[..., Any]) -> tuple[str, Mapping[str, str]]:
         elif current is not None:
             described[current] += " " + line.strip()
     return "\n\n".join(paragraphs), described
+
+
+def _after_first_line(doc: str) -> str:
+    """A docstring with its first line (which carries no indentation) moved out of the way of
+    :func:`textwrap.dedent`, then put back."""
+    first, _, rest = doc.partition("\n")
+    return first.strip() + "\n" + textwrap.dedent(rest)
 
 
 def object_schema(params: tuple[Param, ...]) -> dict[str, Any]:
