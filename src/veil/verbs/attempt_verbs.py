@@ -66,15 +66,13 @@ def _record_text(found: AttemptRecord) -> str:
 
 @verb(needs=("attempts",), read_only=True, text=_record_text)
 def attempts(on: Services, who: Binding, *, goal: str | None = None) -> AttemptRecord:
-    """What was already tried on a goal in this project, in this and earlier sessions: each
-    attempt (edit, test, command) with its outcome and error fingerprint, the failures seen,
-    and the convergence level (0 fine, 1 circling, 2 take a different approach, 3 stop and ask
-    the user). Call it before retrying a fix. Without a goal: the current goal's record, or
-    the goals that have one.
+    """What was already tried for a goal, in this and earlier sessions, with outcomes, error
+    fingerprints and the convergence level (0 fine, 1 circling, 2 change approach, 3 stop and
+    ask). Call it before retrying a fix. Without a goal: the current goal, or the goals.
 
     Args:
-        goal: The task the attempts are for, in the user's words. Use the same text every
-            time: attempts add up per goal, across sessions.
+        goal: The task, in the user's words (the same text every time: attempts add up per
+            goal, across sessions).
     """
     from veil.convergence.goals import goal_id
 

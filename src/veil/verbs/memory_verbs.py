@@ -80,15 +80,12 @@ async def _aremember(
 def remember(
     on: Services, who: Binding, *, text: Annotated[str, NON_EMPTY], at: datetime | None = None
 ) -> WriteReport:
-    """Record something worth keeping beyond this conversation — what the person said or what
-    you observed (a preference, a decision, a fact about them or the project) — as evidence.
-    A model extracts the facts; a new value of something known (a new editor, a new city)
-    supersedes the old one, which stays in history. Claims by third parties are kept apart.
+    """Remember a durable fact, preference or decision, as evidence: a new value of something
+    known supersedes the old one, which stays in history.
 
     Args:
-        text: What was said or observed, in full: a sentence with who and what.
-        at: When it was said, if not now: an ISO-8601 time with an offset
-            (2024-05-01T09:30:00+00:00).
+        text: What was said or observed, as a full sentence with who and what.
+        at: When it was said, if not now (ISO-8601 with offset).
     """
     return _memory(on).remember(
         text, user_id=who.user_id, author=who.author, at=at, session_id=who.session_id
@@ -141,16 +138,13 @@ def recall(
     token_budget: Annotated[int, Range(0, MAX_TOKEN_BUDGET)] = RECALL_TOKEN_BUDGET,
     as_of: datetime | None = None,
 ) -> RecallAnswer:
-    """What is known about a question, as text ready to read: the long-term memory's current
-    facts (with what they replaced), recent episodes and unverified claims within a token
-    budget, and earlier tool results moved out of the context, each with the pointer that
-    restores it. Never calls a model. Use it before answering anything that depends on what
-    was said or found earlier.
+    """Search long-term memory (current facts, episodes, unverified claims) and earlier tool
+    results moved out of the context (with pointers to restore them). Never calls a model.
 
     Args:
-        query: The question or topic, in plain words (empty: the session-start briefing).
+        query: What to look for, in plain words (empty: the session-start briefing).
         token_budget: At most this many tokens of long-term memory.
-        as_of: Answer with what was true then: an ISO-8601 time with an offset.
+        as_of: Answer with what was true then (ISO-8601 with offset).
     """
     found = None
     if on.memory is not None:
@@ -185,15 +179,12 @@ def facts(
     include_history: bool = False,
     limit: Annotated[int, Range(1, MAX_FACTS)] = MAX_FACTS,
 ) -> FactList:
-    """List what the memory holds as facts (each with its statement, subject, relation, value,
-    status and who said it), newest last. For a question, recall is better: it ranks and fits
-    a token budget.
+    """List the facts the memory holds, newest last (for a question, recall ranks better).
 
     Args:
-        subject: Only facts about this subject: 'user' for the person, or an entity's name.
+        subject: Only facts about this subject: 'user', or an entity's name.
         relation: Only this relation, e.g. prefers, uses_tool, located_at.
-        include_history: Also list values that were superseded or disputed (default: current
-            facts only).
+        include_history: Also list superseded and disputed values.
         limit: At most this many facts, the newest.
     """
     found = _memory(on).facts(
@@ -216,12 +207,11 @@ def history(
     subject: Annotated[str, NON_EMPTY],
     relation: Annotated[str, NON_EMPTY],
 ) -> list[Fact]:
-    """Every value one fact has had, oldest first, each with the window it was valid in: for
-    'what did they use before?'.
+    """Every value a fact has had, oldest first, with validity windows.
 
     Args:
-        subject: Whose fact: 'user' for the person, or an entity's name (a tool, a file…).
-        relation: Which fact, e.g. prefers, located_at, works_as, uses_tool.
+        subject: Whose fact: 'user', or an entity's name (a tool, a file…).
+        relation: Which fact, e.g. prefers, uses_tool, located_at.
     """
     return _memory(on).history(who.user_id, subject, relation)
 
@@ -232,8 +222,7 @@ def _fact_text(fact: Fact) -> str:
 
 @verb(needs=("memory",), read_only=False, text=_fact_text)
 def confirm(on: Services, who: Binding, *, fact_id: Annotated[str, NON_EMPTY]) -> Fact:
-    """Re-affirm a fact the person confirmed is still true: it is no longer shown as possibly
-    stale (a disputed fact confirmed with enough authority is current again).
+    """Re-affirm a fact that is still true: it is no longer shown as possibly stale.
 
     Args:
         fact_id: The id of a fact, as recall, facts or history show it.

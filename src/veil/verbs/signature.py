@@ -72,9 +72,7 @@ class Param:
         """The JSON schema of this argument (with its description, default and bounds)."""
         schema: dict[str, Any]
         if self.kind == "text":
-            schema = {"type": "string"}
-            if self.non_empty:
-                schema["minLength"] = 1
+            schema = {"type": "string"}  # non-empty is checked by parse, not told in every request
         elif self.kind == "integer":
             schema = {"type": "integer"}
             if self.low is not None:

@@ -35,9 +35,8 @@ def _engine(on: Services) -> ContextEngine:
 
 @verb(needs=("working",), read_only=True, text=lambda r: r.content)
 def expand(on: Services, who: Binding, *, pointer: Annotated[str, NON_EMPTY]) -> Restored:
-    """Restore a result Veil moved out of the conversation: pass the veil:// pointer a stub
-    shows and get the original output back, exactly as it was. Use it when you need what a
-    stub stands for instead of running the tool again.
+    """Restore an evicted result from its stub's pointer, byte-identical (instead of running
+    the tool again).
 
     Args:
         pointer: The pointer from a stub, veil://warm/… or veil://cold/…, or an item's id.
