@@ -40,18 +40,15 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta, timezone, tzinfo
+from datetime import UTC, date, datetime, time, timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO, cast
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from typing import TYPE_CHECKING, Any, TextIO
 
 if TYPE_CHECKING:  # the memory layer is imported when an action runs: `veil -p` stays quick
     from veil.memory import Fact, Memory, MemoryConfig, WriteReport
-    from veil.memory.transcripts import Transcript
 
 ACTIONS = (
     "remember", "recall", "facts", "history", "confirm", "dispute", "export", "import", "forget",
@@ -112,7 +109,7 @@ def resolve_target(db: str | None, scope: str | None, *, create: bool) -> Target
     return Target(db, scope, home if create else None)
 
 
-def _open(
+def open_memory(
     args: argparse.Namespace,
     target: Target,
     *,
@@ -153,7 +150,7 @@ def _complete(args: argparse.Namespace) -> Any:
         raise MemoryCommandError(str(exc)) from None
 
 
-def _dump(out: TextIO, value: object) -> None:
+def dump(out: TextIO, value: object) -> None:
     out.write(json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 
 
@@ -181,27 +178,6 @@ def _moment(text: str | None, option: str, *, end_of_day: bool = False) -> datet
     return parsed.astimezone(UTC)
 
 
-def _zone(text: str | None) -> tzinfo | None:
-    if text is None:
-        return None
-    value = text.strip()
-    if value.upper() in ("UTC", "Z"):
-        return UTC
-    offset = re.fullmatch(r"([+-])(\d\d)(?::?(\d\d))?", value)
-    if offset is not None:
-        sign, hours, minutes = offset.groups()
-        delta = timedelta(hours=int(hours), minutes=int(minutes or 0))
-        if delta < timedelta(hours=24):
-            return timezone(-delta if sign == "-" else delta)
-    try:
-        return ZoneInfo(value)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise MemoryCommandError(
-            f"--timezone {text!r}: not a timezone (UTC, an offset like +02:00, or a name like "
-            "Europe/Paris)"
-        ) from None
-
-
 # ---- actions -------------------------------------------------------------------------------
 
 
@@ -224,7 +200,7 @@ def _run_verb(args: argparse.Namespace, target: Target, out: TextIO) -> int:
     if verb.name == "remember" and not str(arguments["text"]).strip():
         raise MemoryCommandError("nothing to remember: the text is empty")
     who = Binding(user_id=target.scope, author=getattr(args, "author", "user"))
-    with _open(args, target, model="model" in verb.needs) as memory:
+    with open_memory(args, target, model="model" in verb.needs) as memory:
         try:
             result = verb.call(Services(memory=memory), who, arguments)
         except (VeilMemoryError, LookupError, ValueError, TypeError) as exc:
@@ -232,7 +208,7 @@ def _run_verb(args: argparse.Namespace, target: Target, out: TextIO) -> int:
         if args.memory_json:
             from veil.server.schemas import wire
 
-            _dump(out, wire(result))
+            dump(out, wire(result))
             return _remembered_status(result)
         return _PRESENT[verb.name](args, memory, target, result, out)
 
@@ -266,7 +242,7 @@ def _print_report(out: TextIO, memory: Memory, scope: str, report: WriteReport) 
         except VeilMemoryError:
             return fact_id
 
-    out.write(f"remembered {report.evidence_id}: {_counts(report.counts())}\n")
+    out.write(f"remembered {report.evidence_id}: {counts(report.counts())}\n")
     for label, ids in (
         ("stored", report.facts),
         ("superseded", report.superseded),
@@ -280,7 +256,7 @@ def _print_report(out: TextIO, memory: Memory, scope: str, report: WriteReport) 
         out.write(f"  not stored: {item.reason}\n")
 
 
-def _counts(counts: dict[str, int]) -> str:
+def counts(counts: dict[str, int]) -> str:
     """``2 facts, 1 superseded`` (only what is not zero), or ``nothing new``."""
     words: list[str] = []
     for key, n in counts.items():
@@ -310,7 +286,7 @@ def _table(out: TextIO, header: Sequence[str], rows: Sequence[Sequence[str]]) ->
         out.write("  ".join([*cells, row[-1]]).rstrip() + "\n")
 
 
-def _when(moment: datetime | None) -> str:
+def when(moment: datetime | None) -> str:
     return "-" if moment is None else f"{moment.astimezone(UTC):%Y-%m-%d %H:%M}"
 
 
@@ -339,7 +315,7 @@ def _present_history(
             file=sys.stderr,
         )
         return 0
-    rows = [(_when(f.valid_from), _when(f.valid_to), f.status, f.statement) for f in facts]
+    rows = [(when(f.valid_from), when(f.valid_to), f.status, f.statement) for f in facts]
     _table(out, ("VALID FROM (UTC)", "VALID TO", "STATUS", "STATEMENT"), rows)
     return 0
 
@@ -366,17 +342,17 @@ def _export(args: argparse.Namespace, target: Target, out: TextIO) -> int:
     if args.path == "-":
         return _export_to_stdout(args, target, out)
     path = Path(args.path)
-    with _open(args, target) as memory:
+    with open_memory(args, target) as memory:
         try:
             written = memory.export(target.scope, path)
         except OSError as exc:
             raise MemoryCommandError(f"{path}: {exc.strerror or exc}") from None
         facts = len(memory.facts(target.scope, include_history=True))
     if args.memory_json:
-        _dump(out, {"path": str(written), "scope": target.scope, "facts": facts})
+        dump(out, {"path": str(written), "scope": target.scope, "facts": facts})
     else:
         out.write(
-            f"exported the memory of {target.scope} ({_counts({'facts': facts})}) to {written}\n"
+            f"exported the memory of {target.scope} ({counts({'facts': facts})}) to {written}\n"
         )
     return 0
 
@@ -385,7 +361,10 @@ def _export_to_stdout(args: argparse.Namespace, target: Target, out: TextIO) -> 
     """``export -``: the JSONL on stdout (written to a temporary file first, as always)."""
     import tempfile
 
-    with tempfile.TemporaryDirectory(prefix="veil-export-") as tmp, _open(args, target) as memory:
+    with (
+        tempfile.TemporaryDirectory(prefix="veil-export-") as tmp,
+        open_memory(args, target) as memory,
+    ):
         written = memory.export(target.scope, Path(tmp) / "export.jsonl")
         with written.open(encoding="utf-8") as handle:
             for line in handle:
@@ -393,198 +372,10 @@ def _export_to_stdout(args: argparse.Namespace, target: Target, out: TextIO) -> 
     return 0
 
 
-def _export_header(path: Path) -> dict[str, object] | None:
-    """The header of a Veil export (its first line), or None when the file is not one."""
-    from veil.memory.portability import FORMAT
-
-    try:
-        with path.open("rb") as handle:
-            first = handle.readline(1_000_000).decode("utf-8-sig")
-        head: object = json.loads(first)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-    if isinstance(head, dict) and cast(dict[str, object], head).get("format") == FORMAT:
-        return cast(dict[str, object], head)
-    return None
-
-
 def _import(args: argparse.Namespace, target: Target, out: TextIO) -> int:
-    from veil.memory import MemoryConfig
-    from veil.memory.transcripts import TranscriptError, read_transcript
+    from veil.cli.memory_import import run_import  # here: this module is imported by it
 
-    path = Path(args.path)
-    if not path.is_file():
-        raise MemoryCommandError(f"{path}: no such file")
-    header = _export_header(path)
-    if header is not None:
-        return _import_export(args, target, path, header, out)
-    try:
-        transcript = read_transcript(
-            path, me=args.me, timezone=_zone(args.timezone), sample=args.sample
-        )
-    except TranscriptError as exc:
-        raise MemoryCommandError(str(exc)) from None
-    if args.start > len(transcript.messages):
-        raise MemoryCommandError(
-            f"--start {args.start}: {path} has {len(transcript.messages)} messages"
-        )
-    config = MemoryConfig(user_names=(transcript.me,)) if transcript.me else None
-    with _open(args, target, model=True, config=config) as memory:
-        return _import_chat(args, memory, target, transcript, path, out)
-
-
-def _import_export(
-    args: argparse.Namespace, target: Target, path: Path, header: dict[str, object], out: TextIO
-) -> int:
-    from veil.memory import ImportFormatError
-
-    with _open(args, target) as memory:
-        try:
-            report = memory.import_(path, restore=args.restore, user_id=target.scope)
-        except ImportFormatError as exc:
-            if not (args.restore and _imported_capped(memory, path, target.scope)):
-                raise MemoryCommandError(_conflict_hint(str(exc), args.restore, path)) from None
-            # `import` then `import --restore` of one's own backup: put it back exactly
-            receipt = memory.forget(target.scope)
-            print(
-                f"veil memory import: replacing the earlier import of {path} (trust capped): "
-                f"erased {receipt.events} events (receipt {receipt.id})",
-                file=sys.stderr,
-            )
-            try:
-                report = memory.import_(path, restore=True, user_id=target.scope)
-            except ImportFormatError as again:
-                raise MemoryCommandError(str(again)) from None
-    if args.memory_json:
-        summary = {
-            "format": "veil",
-            "scope": report.user_id,
-            "events": report.events,
-            "already_present": report.already_present,
-            "restored": report.restored,
-        }
-        _dump(out, summary)
-    else:
-        kept = "exactly (--restore)" if report.restored else "trust capped at third party"
-        out.write(
-            f"imported {report.events} events into {report.user_id} "
-            f"({report.already_present} already present; {kept})\n"
-        )
-    if not report.restored and header.get("user_id") == target.scope:
-        print(
-            f"veil memory import: {path} is an export of this same memory ({target.scope}); "
-            "its facts now count as third-party claims. If it is your own backup, run "
-            f"`veil memory import --restore {path}` to keep their trust (it replaces this import)",
-            file=sys.stderr,
-        )
-    return 0
-
-
-def _imported_capped(memory: Memory, path: Path, scope: str) -> bool:
-    """Whether every event of ``scope`` is one of the export's as an import without
-    ``--restore`` wrote it (trust capped): then restoring it exactly loses nothing."""
-    from veil.memory.portability import read_export
-
-    _, capped = read_export(path, user_id=scope, restore=False, source=f"import:{path.name}")
-    written = {e.id: e.payload for e in capped}
-    stored = memory.store.read(scope)
-    return bool(stored) and all(written.get(e.id) == e.payload for e in stored)
-
-
-def _conflict_hint(message: str, restore: bool, path: Path) -> str:
-    if "already in" not in message:
-        return message
-    if restore:
-        return (
-            f"{path} was imported before without --restore (trust capped) and this memory has "
-            "changed since, so it cannot be replaced in place; nothing was written. To restore "
-            f"it exactly: `veil memory export OTHER.jsonl` to keep what is there, `veil memory "
-            f"forget --yes`, then `veil memory import --restore {path}`"
-        )
-    return (
-        f"{path}: its events are already in this memory with their own trust (where it was "
-        "exported, or imported with --restore); nothing was written"
-    )
-
-
-def _import_chat(
-    args: argparse.Namespace,
-    memory: Memory,
-    target: Target,
-    transcript: Transcript,
-    path: Path,
-    out: TextIO,
-) -> int:
-    from veil.memory import VeilMemoryError
-    from veil.memory.transcripts import authors
-
-    messages = transcript.messages
-    totals: dict[str, int] = {}
-    done = 0
-    failure: str | None = None
-    progress = _progress(len(messages))
-    for number in range(args.start, len(messages) + 1):
-        message = messages[number - 1]
-        try:
-            report = memory.remember(
-                message.text,
-                user_id=target.scope,
-                author=message.author,
-                at=message.at,
-                source=f"import:{path.name}#{number}",
-            )
-        except (VeilMemoryError, ValueError, TypeError) as exc:
-            failure = f"message {number} ({message.where}) was not remembered: {exc}"
-            break
-        if report.error is not None:
-            failure = (
-                f"message {number} ({message.where}): nothing extracted ({report.error}); its "
-                f"text is on the tape as {report.evidence_id}"
-            )
-            break
-        done += 1
-        for key, count in report.counts().items():
-            totals[key] = totals.get(key, 0) + count
-        progress(number)
-    imported = messages[args.start - 1 : args.start - 1 + done]
-    by_author = authors(imported)
-    if args.memory_json:
-        _dump(out, {"format": transcript.shape, "scope": target.scope, "me": transcript.me,
-                    "messages": done, "total": len(messages), "start": args.start,
-                    "authors": by_author, "counts": totals,
-                    "from": imported[0].at.isoformat() if imported else None,
-                    "to": imported[-1].at.isoformat() if imported else None,
-                    "error": failure})  # fmt: skip
-    else:
-        whose = f" as {transcript.me}'s memory (--me: another speaker)" if transcript.me else ""
-        who = ", ".join(f"{n} by {a}" for a, n in by_author.items()) or "none"
-        counts = _counts(totals)
-        span = f"{_when(imported[0].at)} .. {_when(imported[-1].at)} UTC" if imported else "-"
-        out.write(
-            f"imported {done} of {len(messages)} messages from {path} ({transcript.shape})"
-            f"{whose} into {target.scope}: {who}; dated {span}; {counts}\n"
-        )
-    if failure is not None:
-        resume = args.start + done
-        print(
-            f"veil memory import: {failure}; messages {args.start}..{resume - 1} were imported; "
-            f"continue with --start {resume}",
-            file=sys.stderr,
-        )
-        return 1
-    return 0
-
-
-def _progress(total: int) -> Callable[[int], None]:
-    """A progress line on a terminal's stderr; nothing when stderr is not a terminal."""
-    if not sys.stderr.isatty() or total < 5:
-        return lambda _: None
-
-    def show(number: int) -> None:
-        sys.stderr.write(f"\r{number}/{total} messages" + ("\n" if number == total else ""))
-        sys.stderr.flush()
-
-    return show
+    return run_import(args, target, out)
 
 
 def _forget(args: argparse.Namespace, target: Target, out: TextIO) -> int:
@@ -593,12 +384,12 @@ def _forget(args: argparse.Namespace, target: Target, out: TextIO) -> int:
             f"this erases every event and fact of {target.scope} in {target.db} for good; "
             "run again with --yes"
         )
-    with _open(args, target) as memory:
+    with open_memory(args, target) as memory:
         receipt = memory.forget(target.scope)
     if args.memory_json:
         from veil.server.schemas import erasure_out
 
-        _dump(out, erasure_out(receipt).model_dump(mode="json"))
+        dump(out, erasure_out(receipt).model_dump(mode="json"))
     else:
         out.write(
             f"erased {target.scope}: {receipt.events} events (receipt {receipt.id}, {receipt.at})\n"
