@@ -31,8 +31,7 @@ from veil.llm.contract import (
     json_reply,
     sse_reply,
 )
-from veil.llm.scripted import ScriptedCompletionExhausted as ScriptExhausted
-from veil.llm.scripted import ScriptedModel
+from veil.llm.scripted import ScriptedModel, ScriptExhausted
 from veil.tape.contract import NotesProjection, StoreContract, note_event
 
 __all__ = [

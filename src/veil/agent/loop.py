@@ -168,9 +168,11 @@ def run_agent(
                     return
                 yield from _drained(config, turn)
                 continue
+            except ScriptExhausted as exc:
+                yield AgentEnd("script_exhausted", str(exc), turn)
+                return
             except ProviderError as exc:
-                reason = "script_exhausted" if isinstance(exc, ScriptExhausted) else "error"
-                yield AgentEnd(reason, str(exc), turn)
+                yield AgentEnd("error", str(exc), turn)
                 return
             if response is None:
                 yield AgentEnd("error", "the provider's stream ended without a response", turn)

@@ -45,7 +45,10 @@ TEXT_CHUNKS = 3
 
 
 class ScriptExhausted(ProviderError):
-    """The run asked for more replies than the script has (not retryable)."""
+    """A script ran out: a :class:`ScriptedProvider` was asked for more replies, or a
+    :class:`ScriptedModel` called more times, than it has (not retryable). The one class for
+    both — the agent loop ends a run with ``script_exhausted`` on this type, never on a
+    message (also exported as :class:`veil.testing.ScriptExhausted`)."""
 
 
 class ScriptError(ValueError):
@@ -221,17 +224,14 @@ def _chunks(text: str, n: int) -> list[str]:
 # ---- a scripted ``complete`` callable (extraction without a model) -----------------------
 
 
-class ScriptedCompletionExhausted(RuntimeError):
-    """A :class:`ScriptedModel` was called more times than it has responses."""
-
-
 @dataclass
 class ScriptedModel:
     """A ``complete(messages, *, json_schema=None) -> str`` that replays ``responses`` in order.
 
     A response may be a string (returned as is), a dict or list (serialised as JSON), or an
     exception instance (raised, to simulate a failing model). Each call's messages are
-    recorded in :attr:`calls`, its schema in :attr:`schemas`.
+    recorded in :attr:`calls`, its schema in :attr:`schemas`. A call past the last response
+    raises :class:`ScriptExhausted`.
     """
 
     responses: Sequence[str | Mapping[str, Any] | list[Any] | BaseException]
@@ -245,7 +245,7 @@ class ScriptedModel:
         self.schemas.append(json_schema)
         index = len(self.calls) - 1
         if index >= len(self.responses):
-            raise ScriptedCompletionExhausted(
+            raise ScriptExhausted(
                 f"ScriptedModel has {len(self.responses)} responses and was called "
                 f"{index + 1} times; add a response for call {index + 1}"
             )

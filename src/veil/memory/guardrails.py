@@ -21,113 +21,185 @@ memory that promises "nothing silently wrong" catches the mistakes whatever the 
   said it.
 
 :func:`vet` applies them all to one extraction and says, in notes, what it changed.
+
+The words each rule looks for are data, per language, in :mod:`veil.memory.guardrail_rules`
+(English, French, German and Spanish; Italian, Portuguese and Dutch recognised without rules);
+the code here applies them. :func:`identify` says which languages' rules read an evidence: a
+rule that judges by absence (a job needs words of work) stands aside for a language it has no
+words for, instead of dropping what it cannot read. docs/memory.md ("Guardrails and
+languages") says what is and is not covered.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence, Set
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass, replace
 from datetime import date, timedelta
+from functools import lru_cache
 
+from veil.memory import guardrail_rules as rules
 from veil.memory.extraction import EpisodeItem, FactItem, PromptFact
 from veil.memory.grounding import ISO_DATE as _ISO_DATE
 from veil.memory.grounding import ungrounded_specifics
+from veil.memory.guardrail_rules import Markers
+from veil.memory.languages import ENGLISH, LANGUAGES
 from veil.memory.model import EpisodeKind, InvalidItem
 
+Languages = tuple[str, ...]
+"""Codes of :data:`veil.memory.languages.LANGUAGES` whose rules read a text."""
 
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-STOPWORDS = _words(
-    "a an the of to in on at for from by with and or but not no is are was were be been am "
-    "my our your his her their its i me we you he she they it this that these those there "
-    "user users very really just also now then than as into onto out up down off over "
-    "about after before again new old some any all one more most"
-)
-TOOL_WORDS = _words(
-    "vim neovim nvim emacs vscode code sublime atom nano helix zed intellij pycharm "
-    "webstorm goland clion rider xcode eclipse git github gitlab docker podman kubernetes "
-    "kubectl terraform ansible pytest unittest tox nox npm yarn pnpm ruff black flake8 mypy "
-    "pyright jest vitest cargo rustc make cmake bazel gradle maven postgres postgresql "
-    "mysql sqlite redis mongodb zsh bash fish tmux slack jira notion figma chrome firefox "
-    "safari linux macos windows ubuntu python javascript typescript java golang rust ruby "
-    "php sql excel"
-)
-"""Names that are tools, editors or languages: a value of ``works_as`` that is one of these
-is a tool the person uses, not their job."""
-
-_REPORT = re.compile(
-    r"(?P<who>\b(?i:my|our|the|a|an|his|her|their)\s+(?:[A-Za-z][\w'-]*\s+){0,3}?[A-Za-z][\w'-]*"
-    r"|\b[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)"
-    r"\s+(?:says|said|claims|claimed|told me|tells me|thinks|reckons|insists|alleges|swears|"
-    r"mentioned|wrote|reports|reported|believes|warned me|informed me)\b",
-)
-_DETERMINER = re.compile(r"^(?:my|our|the|a|an|his|her|their)\s+", re.IGNORECASE)
 _FIRST_PERSON = re.compile(
     r"\b(I'm|I am|I've|I have|I'd|I'll|I was|I|my|mine|me|myself)\b", re.IGNORECASE
 )
-_ADVERBS = _words(
-    "also really just now still never always often usually sometimes actually currently "
-    "recently finally mostly already even only longer honestly"
-)
-_MODALS = _words("will would can could should must may might shall")
-_PAST = _words(
-    "went was were had did got made said saw took came knew thought told found gave left felt "
-    "kept began ran wrote bought brought sold paid met sent spent built lost won quit put set "
-    "read hit cut let became chose drove flew forgot grew heard held led meant rode sat slept "
-    "spoke stood taught threw understood woke wore"
-)
-_IRREGULAR = {"am": "is", "have": "has", "do": "does", "go": "goes", "was": "was", "be": "is"}
-
-_KIND_SHAPES: dict[EpisodeKind, re.Pattern[str]] = {
-    "commitment": re.compile(
-        r"\b(will|'ll|going to|gonna|promis\w*|plan\w* to|need to|needs to|have to|has to|"
-        r"must|should|appointment|meeting|deadline|due|remind me|schedul\w*|book\w*|"
-        r"fly\w*|flight|trip|renew\w*|submit\w*|send\w*|call\w* back|tomorrow|tonight|"
-        r"(?:by|before|on|next) (?:the end|tomorrow|tonight|monday|tuesday|wednesday|thursday|"
-        r"friday|saturday|sunday|week|month|year|\d))\b",
-        re.IGNORECASE,
-    ),
-    "failure": re.compile(
-        r"\b(fail\w*|error\w*|broke\w*|broken|crash\w*|didn'?t work|doesn'?t work|"
-        r"does not work|did not work|couldn'?t|can'?t|cannot|bug\w*|exception|timeout|"
-        r"timed out|lost|missed|wrong|problem\w*|issue\w*|regress\w*|flak\w*)\b",
-        re.IGNORECASE,
-    ),
-    "fix": re.compile(
-        r"\b(fix\w*|solv\w*|resolv\w*|works now|working now|work now|patch\w*|workaround|"
-        r"repair\w*|retry|retries|corrected)\b",
-        re.IGNORECASE,
-    ),
-    "outcome": re.compile(
-        r"\b(pass\w*|succeed\w*|success\w*|result\w*|won|finish\w*|complet\w*|ship\w*|"
-        r"launch\w*|accept\w*|reject\w*|got|turned out|ended up|outcome)\b",
-        re.IGNORECASE,
-    ),
-}
 _KIND_PRIORITY: tuple[EpisodeKind, ...] = ("fix", "failure", "commitment", "outcome")
 """When the model's kind does not fit the evidence, the first kind here that does (a fix of a
 failure is a fix)."""
 _DATETIME = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ][\d:.]+(?:Z|[+-]\d{2}:?\d{2})?)?")
-_TIME = re.compile(
-    r"\b(\d{4}-\d{2}-\d{2}|\d{1,2}(?::\d{2})?\s?(?:am|pm)|today|tonight|tomorrow|"
-    r"monday|tuesday|wednesday|thursday|friday|saturday|sunday|weekend|next (?:week|month|year)|"
-    r"this (?:week|month|year)|in \w+ (?:days?|weeks?|months?)|january|february|march|april|"
-    r"may|june|july|august|september|october|november|december|deadline|"
-    r"end of (?:the )?(?:day|week|month))\b",
-    re.IGNORECASE,
+
+
+# ---- the rule table, applied ------------------------------------------------------------------
+
+_TOKEN = re.compile(r"[0-9a-z\u00df-\u00f6\u00f8-\u00ff\u0100-\u024f]+")
+"""A word, casefolded: digits and letters of the Latin alphabet, with their accents."""
+
+
+def _latin(letter: str) -> bool:
+    return letter < "\u0250" or "\u1e00" <= letter <= "\u1eff"
+
+
+@lru_cache(maxsize=4096)
+def identify(text: str) -> Languages:
+    """The languages whose rules read ``text``: the language it is in when that is not
+    English — its function words (those it does not share with English) outnumber English's
+    own more than twice over, and no other language's as many (else the words no other
+    language shares decide) — then English, always. None at all when most of its letters are
+    not Latin: no rule here can read it."""
+    letters = [c for c in text if c.isalpha()]
+    if 2 * sum(1 for c in letters if not _latin(c)) > len(letters):
+        return ()
+    words = frozenset(_TOKEN.findall(text.casefold()))
+    english = _IDENTIFYING[ENGLISH]
+    scores: dict[str, tuple[int, int]] = {}
+    for code, own in _IDENTIFYING.items():
+        if code != ENGLISH and len(words & (own - english)) > 2 * len(words & (english - own)):
+            scores[code] = (len(words & (own - english)), len(words & _UNIQUE[code]))
+    ranked = sorted(scores.values(), reverse=True)
+    if not ranked or (len(ranked) > 1 and ranked[0] == ranked[1]):
+        return (ENGLISH,)
+    return (max(scores, key=lambda code: scores[code]), ENGLISH)
+
+
+_IDENTIFYING = {
+    code: language.function_words | language.frequent_words for code, language in LANGUAGES.items()
+}
+"""The words that tell each language."""
+_UNIQUE = {
+    code: own.difference(*(other for c, other in _IDENTIFYING.items() if c != code))
+    for code, own in _IDENTIFYING.items()
+}
+"""Those no other language shares: they decide between two languages that score alike."""
+
+
+@lru_cache(maxsize=64)
+def _stopwords(languages: Languages) -> frozenset[str]:
+    empty: frozenset[str] = frozenset()
+    return empty.union(*(LANGUAGES[code].function_words for code in languages))
+
+
+@dataclass(frozen=True)
+class _Rule:
+    """A :class:`~veil.memory.guardrail_rules.Markers` table, compiled: one pattern a
+    language."""
+
+    patterns: Mapping[str, re.Pattern[str]]
+
+    def found(self, text: str, languages: Languages) -> bool:
+        """Whether one of its markers is in ``text``, in one of ``languages``."""
+        return any(
+            pattern.search(text)
+            for code in languages
+            if (pattern := self.patterns.get(code)) is not None
+        )
+
+    def says(self, text: str, languages: Languages) -> bool:
+        """Whether ``text`` says what the rule looks for, or the rule cannot tell: a language
+        it has no markers for (or none recognised) is not judged by their absence."""
+        return (
+            not languages
+            or any(code not in self.patterns for code in languages)
+            or self.found(text, languages)
+        )
+
+
+def _rule(markers: Markers) -> _Rule:
+    end = "" if markers.open_ended else r"\b"
+    return _Rule(
+        {
+            code: re.compile(r"\b(" + "|".join((*markers.common, *words)) + ")" + end, re.I)
+            for code, words in markers.words.items()
+        }
+    )
+
+
+def _either(words: Iterable[str]) -> str:
+    return "|".join(re.escape(w) for w in words)
+
+
+def _reporting(code: str, reporting: rules.Reporting) -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The pattern of reported speech in one language, and of a reporter's determiner."""
+    language = LANGUAGES[code]
+    joins = any(d.endswith(("'", "’")) for d in reporting.determiners)
+    after = r"(?:\s+|(?<=['’]))" if joins else r"\s+"
+    dets = _either(reporting.determiners)
+    word = f"[{language.capitals}{language.small}][\\w'-]*"
+    cap, small = language.capitals, language.small
+    name = rf"\b[{cap}][{small}]+(?:\s+[{cap}][{small}]+)?"
+    who = rf"(?P<who>\b(?i:{dets}){after}(?:{word}\s+){{0,3}}?{word}|{name})"
+    said = re.compile(who + r"\s+(?:" + "|".join(reporting.verbs) + r")\b")
+    return said, re.compile(f"^(?:{dets}){after}", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class _Days:
+    named: re.Pattern[str]
+    not_days: re.Pattern[str] | None
+    days: rules.Days
+
+    def ahead(self, word: str, today: date) -> int:
+        if word in self.days.relative:
+            return self.days.relative[word]
+        return (self.days.weekdays.index(word) - today.weekday()) % 7 or 7
+
+
+def _days(days: rules.Days) -> _Days:
+    words = _either([*days.relative, *days.weekdays])
+    not_days = re.compile(rf"\b(?:{_either(days.not_days)})\b", re.I) if days.not_days else None
+    return _Days(re.compile(rf"\b({words})\b", re.I), not_days, days)
+
+
+_KIND_SHAPES: dict[str, _Rule] = {kind: _rule(m) for kind, m in rules.EPISODE_KINDS.items()}
+_TIME = _rule(rules.NAMES_A_TIME)
+_RELATION_SHAPES: dict[str, _Rule] = {rel: _rule(m) for rel, m in rules.RELATIONS.items()}
+_RELATION_SHAPES.update(
+    {alias: _RELATION_SHAPES[rel] for alias, rel in rules.RELATIONS_ALIASES.items()}
 )
+_TRANSIENT_PLACE = _rule(rules.TRANSIENT_PLACE)
+_AGAINST = _rule(rules.AVOIDING)
+_FOR = _rule(rules.USING)
+_REPORT = {code: _reporting(code, r) for code, r in rules.REPORTED_SPEECH.items()}
+_DAYS = {code: _days(d) for code, d in rules.DAYS.items()}
 
 
 # ---- grounding --------------------------------------------------------------------------------
 
 
-def content_words(text: str) -> list[str]:
-    """The words that carry meaning: lower-cased, no stopwords, digits kept at any length."""
-    words = re.findall(r"[a-z0-9]+", text.casefold())
-    return [w for w in words if w.isdigit() or (len(w) >= 3 and w not in STOPWORDS)]
+def content_words(text: str, languages: Languages = (ENGLISH,)) -> list[str]:
+    """The words that carry meaning: lower-cased, none of ``languages``' function words,
+    digits kept at any length. Only words of the Latin alphabet (with its accents) count."""
+    stop = _stopwords(languages)
+    words = _TOKEN.findall(text.casefold())
+    return [w for w in words if w.isdigit() or (len(w) >= 3 and w not in stop)]
 
 
 def _same_word(a: str, b: str) -> bool:
@@ -150,11 +222,12 @@ def object_grounded(value: str, evidence: str, also: Iterable[str] = ()) -> bool
     number of it is (two ~ 2). ISO dates are left to :func:`ungrounded_specifics`, which knows
     the calendar the model was shown. A value with no content words cannot be judged and
     passes."""
-    words = content_words(_ISO_DATE.sub(" ", value))
+    languages = identify(evidence)
+    words = content_words(_ISO_DATE.sub(" ", value), languages)
     if not words:
         return True
     source = " ".join([evidence, *also])
-    source_words = content_words(source)
+    source_words = content_words(source, languages)
     numbers = [w for w in words if w.isdigit()]
     if numbers and ungrounded_specifics(" ".join(numbers), source):
         return False
@@ -167,41 +240,23 @@ def object_grounded(value: str, evidence: str, also: Iterable[str] = ()) -> bool
 
 def reported_by(evidence: str, value: str) -> str | None:
     """The reporter when ``value`` is part of what someone else is reported to say ("My
-    landlord says I owe him $500" → "landlord"), else None."""
-    words = content_words(value)
-    for match in _REPORT.finditer(evidence):
-        said = evidence[match.end() :]
-        if not words or any(_same_word(w, s) for w in words for s in content_words(said)):
-            who = re.sub(
-                r"^(?:my|our|the|a|an|his|her|their)\s+", "", match.group("who"), flags=re.I
-            )
-            return who.strip().casefold() if who.strip().casefold() not in {"i", "user"} else None
+    landlord says I owe him $500" → "landlord"), else None. In every language of
+    :data:`~veil.memory.guardrail_rules.REPORTED_SPEECH` ("Mon propriétaire dit que …")."""
+    languages = identify(evidence)
+    words = content_words(value, languages)
+    for code in languages:
+        if code not in _REPORT:
+            continue
+        said_by, determiner = _REPORT[code]
+        for match in said_by.finditer(evidence):
+            said = content_words(evidence[match.end() :], languages)
+            if not words or any(_same_word(w, s) for w in words for s in said):
+                who = determiner.sub("", match.group("who")).strip().casefold()
+                return who if who not in LANGUAGES[code].self_words else None
     return None
 
 
 # ---- relations --------------------------------------------------------------------------------
-
-
-_RELATION_SHAPES: dict[str, re.Pattern[str]] = {
-    "works_as": re.compile(
-        r"\b(work\w*|job\w*|employ\w*|profession\w*|career|hired|promot\w*|quit|retir\w*|"
-        r"occupation|role|position|title|i'?m an? |(?:am|is|are|was|'s|'re) an? |became|become|"
-        r"as an? )",
-        re.IGNORECASE,
-    ),
-    "uses_tool": re.compile(
-        r"\b(us(?:e|es|ed|ing)|switch\w*|start\w*|stop\w*|avoid\w*|install\w*|tool\w*|"
-        r"editor|formatter|linter|laptop|phone|computer|app\w*|language|prefer\w*|run\w*|"
-        r"work\w* with|play\w*|replac\w*|mode|back to|moved to|write|code)\b",
-        re.IGNORECASE,
-    ),
-}
-_RELATION_SHAPES["avoids_tool"] = _RELATION_SHAPES["uses_tool"]
-_TRANSIENT_PLACE = re.compile(
-    r"\b(i'?m at|i am at|i'?m in|currently (?:at|in)|right now|at the moment|waiting|"
-    r"on my way|this (?:week|weekend)|for the (?:day|week|weekend)|visiting)\b",
-    re.IGNORECASE,
-)
 
 
 def unsupported_relation(relation: str, value: str, evidence: str) -> str | None:
@@ -209,9 +264,9 @@ def unsupported_relation(relation: str, value: str, evidence: str) -> str | None
     evidence to speak of work ("I have a dentist appointment" is not ``works_as dentist``), a
     tool needs it to speak of using something (or the value to be a known tool)."""
     shape = _RELATION_SHAPES.get(relation)
-    if shape is None or shape.search(evidence):
+    if shape is None or shape.says(evidence, identify(evidence)):
         return None
-    if relation != "works_as" and set(content_words(value)) & TOOL_WORDS:
+    if relation != "works_as" and set(content_words(value)) & rules.TOOLS:
         return None
     return f"{relation} {value!r}: the evidence says nothing of that kind"
 
@@ -219,19 +274,7 @@ def unsupported_relation(relation: str, value: str, evidence: str) -> str | None
 def transient_place(relation: str, evidence: str) -> bool:
     """Whether a location is where the person is for now ("I'm at the airport"), not where
     they live: such a value sits beside the lasting one instead of superseding it."""
-    return relation == "located_at" and bool(_TRANSIENT_PLACE.search(evidence))
-
-
-_AGAINST = re.compile(
-    r"\b(avoid\w*|stop\w* using|stopped|quit|don'?t use|do not use|no longer use|gave up|"
-    r"dropped|hate|dislike)\b",
-    re.IGNORECASE,
-)
-_FOR = re.compile(
-    r"\b(start\w* using|us(?:e|es|ing) .{0,20}again|went back to|switch\w* (?:back )?to|"
-    r"moved to|adopt\w*|picked up)\b",
-    re.IGNORECASE,
-)
+    return relation == "located_at" and _TRANSIENT_PLACE.found(evidence, identify(evidence))
 
 
 def polarity(relation: str, value: str, evidence: str) -> tuple[str, str | None]:
@@ -240,11 +283,12 @@ def polarity(relation: str, value: str, evidence: str) -> tuple[str, str | None]
     Only when the evidence's words around the value say so (within the same clause)."""
     if relation not in ("uses_tool", "avoids_tool"):
         return relation, None
-    words = content_words(value)
-    for clause in re.split(r"[.;,!?]| but | and ", evidence):
-        if not any(_same_word(w, c) for w in words for c in content_words(clause)):
+    languages = identify(evidence)
+    words = content_words(value, languages)
+    for clause in _clauses(languages).split(evidence):
+        if not any(_same_word(w, c) for w in words for c in content_words(clause, languages)):
             continue
-        against, for_ = _AGAINST.search(clause), _FOR.search(clause)
+        against, for_ = _AGAINST.found(clause, languages), _FOR.found(clause, languages)
         if against and not for_ and relation == "uses_tool":
             return "avoids_tool", f"the evidence avoids {value!r}: avoids_tool"
         if for_ and not against and relation == "avoids_tool":
@@ -252,10 +296,16 @@ def polarity(relation: str, value: str, evidence: str) -> tuple[str, str | None]
     return relation, None
 
 
+@lru_cache(maxsize=64)
+def _clauses(languages: Languages) -> re.Pattern[str]:
+    breaks = [f" {w} " for code in languages for w in LANGUAGES[code].clause_breaks]
+    return re.compile("|".join([r"[.;,!?]", *map(re.escape, breaks)]))
+
+
 def sane_relation(relation: str, value: str) -> tuple[str, str | None]:
     """``(relation, note)``: a job that is a tool's name is the tool the person uses."""
     words = content_words(value)
-    if relation == "works_as" and set(words) & TOOL_WORDS and len(words) <= 2:
+    if relation == "works_as" and set(words) & rules.TOOLS and len(words) <= 2:
         return "uses_tool", f"works_as {value!r} is a tool, not a job: stored as uses_tool"
     return relation, None
 
@@ -278,16 +328,18 @@ def checked_episode(
     notes: list[str] = []
     kind: EpisodeKind = item.kind
     due = item.due
-    to_do = _KIND_SHAPES["commitment"].search(evidence) and _TIME.search(evidence)
+    languages = identify(evidence)
+    named_time = _TIME.found(evidence, languages)
+    to_do = _KIND_SHAPES["commitment"].found(evidence, languages) and named_time
     if due is not None and kind != "commitment" and to_do:
         notes.append(f"episode kind {kind} with a due date on something to be done: commitment")
         kind = "commitment"
     shape = _KIND_SHAPES.get(kind)
-    if shape is not None and not shape.search(evidence):
+    if shape is not None and not shape.says(evidence, languages):
         fitting: list[EpisodeKind] = [
             k
             for k in _KIND_PRIORITY
-            if _KIND_SHAPES[k].search(evidence) and (k != "commitment" or _TIME.search(evidence))
+            if _KIND_SHAPES[k].found(evidence, languages) and (k != "commitment" or named_time)
         ]
         instead: EpisodeKind = fitting[0] if fitting else "interaction"
         notes.append(f"episode kind {kind} is not supported by the evidence: {instead}")
@@ -295,7 +347,7 @@ def checked_episode(
     if due is not None and kind != "commitment":
         notes.append(f"due {due} dropped: only commitments are due")
         due = None
-    elif due is not None and not _TIME.search(evidence):
+    elif due is not None and not _TIME.says(evidence, languages):
         notes.append(f"due {due} dropped: the evidence names no time")
         due = None
     elif due is not None:
@@ -304,10 +356,6 @@ def checked_episode(
             notes.append(f"due {due} corrected to {named}: the date the evidence names")
             due = named
     return replace(item, kind=kind, due=due), notes
-
-
-_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-_RELATIVE = re.compile(r"\b(today|tonight|tomorrow|" + "|".join(_WEEKDAYS) + r")\b", re.I)
 
 
 def resolve_due(evidence: str, today: date | None) -> str | None:
@@ -319,16 +367,17 @@ def resolve_due(evidence: str, today: date | None) -> str | None:
         return "-".join(stated[0])
     if stated or today is None:
         return None
-    words = {m.group(1).casefold() for m in _RELATIVE.finditer(evidence)}
-    if len(words) != 1:
+    ahead: dict[str, int] = {}
+    for code in identify(evidence):
+        if (days := _DAYS.get(code)) is None:
+            continue
+        text = days.not_days.sub(" ", evidence) if days.not_days else evidence
+        for match in days.named.finditer(text):
+            word = match.group(1).casefold()
+            ahead[word] = days.ahead(word, today)
+    if len(ahead) != 1:
         return None
-    (word,) = words
-    if word in ("today", "tonight"):
-        return today.isoformat()
-    if word == "tomorrow":
-        return (today + timedelta(days=1)).isoformat()
-    ahead = (_WEEKDAYS.index(word) - today.weekday()) % 7 or 7
-    return (today + timedelta(days=ahead)).isoformat()
+    return (today + timedelta(days=next(iter(ahead.values())))).isoformat()
 
 
 # ---- third person -----------------------------------------------------------------------------
@@ -336,8 +385,9 @@ def resolve_due(evidence: str, today: date | None) -> str | None:
 
 def third_person(text: str, subject: str = "the user") -> str:
     """``text`` about ``subject`` instead of in the first person: "I moved to Porto" → "The
-    user moved to Porto", "my sister" → "the user's sister", "I live" → "the user lives"."""
-    if not _FIRST_PERSON.search(text):
+    user moved to Porto", "my sister" → "the user's sister", "I live" → "the user lives".
+    English grammar: a text in another language is left as it is."""
+    if identify(text) != (ENGLISH,) or not _FIRST_PERSON.search(text):
         return text
     possessive = f"{subject}'s"
     out: list[str] = []
@@ -366,7 +416,7 @@ def third_person(text: str, subject: str = "the user") -> str:
             words = re.match(r"(\s+)([a-z]+)\b(?:(\s+)([a-z]+)\b)?", rest)
             if words:
                 space, first, gap, second = words.groups()
-                if first in _ADVERBS and second:
+                if first in rules.ADVERBS and second:
                     out.append(f"{space}{first}{gap}{_conjugate(second)}")
                     pos = match.end() + words.end()
                 else:
@@ -380,9 +430,9 @@ def third_person(text: str, subject: str = "the user") -> str:
 
 
 def _conjugate(verb: str) -> str:
-    if verb in _IRREGULAR:
-        return _IRREGULAR[verb]
-    if verb in _MODALS or verb in _PAST or verb.endswith("ed") or verb in _ADVERBS:
+    if verb in rules.IRREGULAR:
+        return rules.IRREGULAR[verb]
+    if verb in rules.MODALS or verb in rules.PAST or verb.endswith("ed") or verb in rules.ADVERBS:
         return verb
     if verb.endswith("s") and not verb.endswith("ss"):
         return verb
@@ -419,10 +469,11 @@ def describe(subject: str, relation: str, value: str) -> str:
 def episode_grounded(text: str, evidence: str) -> bool:
     """Whether an episode's text is about the evidence: a third of its words (at least one)
     are the evidence's. "The user lives in Porto." for "The weather is lovely today." is not."""
-    words = content_words(text)
+    languages = identify(evidence)
+    words = content_words(text, languages)
     if not words:
         return True
-    source = content_words(evidence)
+    source = content_words(evidence, languages)
     shared = sum(1 for w in words if any(_same_word(w, s) for s in source))
     return shared >= max(1, len(words) / 3)
 
@@ -451,6 +502,7 @@ def vet(
     (a fact's ``supersedes`` target lends it words); ``calendar`` the days the prompt listed
     (a date copied from it for "tomorrow" is grounded)."""
     by_id = {f.id: f for f in shown}
+    languages = identify(evidence)
     notes: list[str] = []
     invalid: list[InvalidItem] = []
     out_facts: list[FactItem] = []
@@ -481,9 +533,11 @@ def vet(
                 [*ungrounded_specifics(item.object, source, calendar=set(calendar)), *said]
             )
         )
-        statement_words = content_words(item.statement)
-        about = any(_same_word(w, s) for w in statement_words for s in content_words(source))
-        if not grounded and (not about or not content_words(_DATETIME.sub(" ", item.object))):
+        statement_words = content_words(item.statement, languages)
+        source_words = content_words(source, languages)
+        about = any(_same_word(w, s) for w in statement_words for s in source_words)
+        dated = _DATETIME.sub(" ", item.object)
+        if not grounded and (not about or not content_words(dated, languages)):
             invalid.append(
                 InvalidItem(
                     item=item.__dict__,
