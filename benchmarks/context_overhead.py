@@ -35,8 +35,6 @@ Target: hook p95 ≤ 1 ms of CPU time and ≤ 2 ms wall at 2,000 items.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import statistics
 import sys
 import tempfile
@@ -44,18 +42,22 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from benchmarks.lib.machine import describe
+from benchmarks.lib.report.context_overhead import profile_table, render_table
+from benchmarks.lib.results import save
+from benchmarks.lib.timing import MS, summary
 from veil.clock import SystemClock
 from veil.context import ContextConfig, ContextEngine
 from veil.context.score import score, score_many
 from veil.context.window import Entry
 from veil.embed import default_embedder
 from veil.tape import Event, new_id
+from veil.tape.codec import NoPayload
+from veil.tape.kinds import EventKind, register
 from veil.tape.sqlite import SQLiteStore
 from veil.testing import FakeClock
 
-RESULTS = Path(__file__).resolve().parent / "results"
+register(EventKind("bench.ping", NoPayload, extra="keep"))  # the floor: a bare append
 
 
 def output_for(i: int) -> tuple[str, dict[str, Any], str]:
@@ -81,13 +83,8 @@ def output_for(i: int) -> tuple[str, dict[str, Any], str]:
 
 
 def percentiles(samples: list[float]) -> dict[str, float]:
-    arr = np.array(samples) * 1000.0
-    return {
-        "median": round(float(np.median(arr)), 4),
-        "p95": round(float(np.percentile(arr, 95)), 4),
-        "p99": round(float(np.percentile(arr, 99)), 4),
-        "mean": round(float(arr.mean()), 4),
-    }
+    """Median, p95, p99 and mean of samples in seconds, in milliseconds (four decimals)."""
+    return summary(samples, ("median", "p95", "p99", "mean"), scale=MS, digits=4)
 
 
 def call(engine: ContextEngine, entries: list[Entry], call_id: str, i: int) -> None:
@@ -328,112 +325,6 @@ def profile(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
     }
 
 
-def profile_table(prof: dict[str, Any]) -> str:
-    lines = [
-        "| phase | part | function | µs per hook call | calls per hook call |",
-        "| --- | --- | --- | ---: | ---: |",
-    ]
-    for part in sorted(prof["parts"], key=lambda x: -x["us_per_call"]):
-        lines.append(
-            f"| {part['phase']} | {part['part']} | `{part['function'].split(':')[1]}` "
-            f"| {part['us_per_call']:.1f} | {part['calls_per_call']:.2f} |"
-        )
-    timed = sum(x["us_per_call"] for x in prof["parts"])
-    lines.append(
-        f"| | all the parts above | | {timed:.1f} | |\n| | the instrumented hook "
-        f"(mean CPU) | | {prof['hook_cpu_us_mean']:.1f} | |"
-    )
-    return "\n".join(lines)
-
-
-def render_table(results: list[dict[str, Any]]) -> str:
-    lines = [
-        "| items | hook wall median ms | wall p95 | wall p99 | CPU median | CPU p95 "
-        "| deferred median | deferred p95 | numpy scorer median ms | Python-loop scorer ms "
-        "| bare append ms | moves | calls that evicted | their wall p95 | p95 / numpy "
-        "| p95 / loop |",
-        "| ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: "
-        "| ---: | ---: | ---: | ---: |",
-    ]
-    for r in results:
-        refs = r["references_ms"]
-        ratio = r["ratios_p95_over_reference_median"]
-        lines.append(
-            f"| {r['items']:,} | {r['hook_ms']['median']:.3f} | {r['hook_ms']['p95']:.3f} | "
-            f"{r['hook_ms']['p99']:.3f} | {r['hook_cpu_ms']['median']:.3f} | "
-            f"{r['hook_cpu_ms']['p95']:.3f} | {r['deferred_ms']['median']:.3f} | "
-            f"{r['deferred_ms']['p95']:.3f} | {refs['numpy_score_many']['median']:.3f} | "
-            f"{refs['python_loop_score']['median']:.2f} | {refs['store_append']['median']:.3f} | "
-            f"{r['moves']} | {r['evicting_calls']} | "
-            f"{r['evicting_wall_ms']['p95'] if r['evicting_wall_ms'] else '-'} | "
-            f"{ratio['numpy_score_many']} | {ratio['python_loop_score']} |"
-        )
-    return "\n".join(lines)
-
-
-def split_table(results: list[dict[str, Any]]) -> str:
-    """Where the hook's CPU goes: the capture and the step of the same calls, timed apart
-    (results written before this split was measured show a dash)."""
-    lines = [
-        "| items | capture CPU median ms | capture p95 | step + render CPU median ms | p95 |",
-        "| ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for r in results:
-        cap, st = r.get("capture_cpu_ms"), r.get("step_cpu_ms")
-        cells = [f"{part[q]:.3f}" if part else "-" for part in (cap, st) for q in ("median", "p95")]
-        lines.append(f"| {r['items']:,} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
-
-
-def render_section(data: dict[str, Any]) -> str:
-    results = data["results"]
-    at2k = next((r for r in results if 1500 <= r["items"] <= 2500), None)
-    verdict = ""
-    if at2k is not None:
-        cpu, wall = at2k["hook_cpu_ms"]["p95"], at2k["hook_ms"]["p95"]
-        ok = cpu <= 1.0 and wall <= 2.0
-        verdict = (
-            f"At {at2k['items']:,} items the hook's p95 is {cpu:.3f} ms of CPU and {wall:.3f} ms "
-            f"wall ({'meets' if ok else 'misses'} the 1 ms CPU / 2 ms wall target). "
-        )
-    return "\n".join(
-        [
-            "## Context hook overhead per tool call "
-            "(capture + score + evict + render; persistence deferred)",
-            "",
-            "Source: `benchmarks/results/context_overhead.json`. Command: "
-            "`python -m benchmarks.context_overhead`.",
-            "",
-            render_table(results),
-            "",
-            split_table(results),
-            "",
-            *(
-                [
-                    f"Where the CPU goes, from {data['profile']['items']:,} items on over "
-                    f"{data['profile']['calls']} calls (an instrumented run of the same "
-                    "workload, each part below wrapped in a CPU timer; buffering events also "
-                    "happens inside moves and touches, so the parts overlap a little):",
-                    "",
-                    profile_table(data["profile"]),
-                    "",
-                ]
-                if data.get("profile")
-                else []
-            ),
-            f"{verdict}The hook scores every item on every call (numpy, one pass), runs the three "
-            "stages, renders the request (only what changed since the last one) and buffers "
-            "the call's events; the deferred work (indexing and embedding "
-            "demoted items, one append of the buffered events, `synchronous=normal`) runs while "
-            "the model request is in flight and is measured on its own; the bare append is the "
-            "floor for persisting anything at all. "
-            "Scoring itself is a small share; the Python-loop column shows what the same scores "
-            "cost without vectorising. Cost grows with N mainly through the per-item arrays and "
-            "the stage-2 sort when the window is under pressure.",
-        ]
-    )
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true")
@@ -450,21 +341,15 @@ def main(argv: list[str] | None = None) -> int:
     data = {
         "benchmark": "context_overhead",
         "quick": args.quick,
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": __import__("os").cpu_count(),
-            "python": platform.python_version(),
-        },
+        "machine": describe(),
         "results": results,
         "profile": prof,
         "median_of_medians_ms": statistics.median(r["hook_ms"]["median"] for r in results),
     }
     print(render_table(results))
     print(profile_table(prof))
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / ("context_overhead-quick.json" if args.quick else "context_overhead.json")
-    out.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"\nwrote {out.relative_to(Path.cwd()) if out.is_relative_to(Path.cwd()) else out}")
+    print()
+    save(data, "context_overhead", quick=args.quick, indent=1)
     return 0
 
 

@@ -36,8 +36,9 @@ The replay then runs with those thresholds (and the OpenHands stuck patterns) on
 The JSON records the chosen thresholds and whether they equal ``MonitorConfig()``'s defaults.
 
 Results: a markdown table on stdout and ``benchmarks/results/convergence_replay.json``
-(``convergence_replay-quick.json`` with ``--quick``). :func:`render_section` renders the
-section for ``docs/benchmarks.md`` from that JSON.
+(``convergence_replay-quick.json`` with ``--quick``).
+:func:`benchmarks.lib.report.convergence_replay.render_section` renders the section for
+``docs/benchmarks.md`` from that JSON.
 """
 
 from __future__ import annotations
@@ -45,8 +46,6 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
-import os
-import platform
 import re
 import statistics
 import sys
@@ -56,24 +55,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from benchmarks.lib.machine import describe
+from benchmarks.lib.paths import TRAJECTORIES, TRAJECTORY_SETS
+from benchmarks.lib.report.convergence_replay import render_section
+from benchmarks.lib.results import save
+from benchmarks.lib.timing import summary
 from veil.convergence.attempt import Action, Attempt, call_digest, text_digest
 from veil.convergence.fingerprint import fingerprint
 from veil.convergence.monitor import MonitorConfig, assess, verdicts
 from veil.convergence.outcome import detect, resolve
 from veil.convergence.stuck import Step
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
-SHARED = Path(os.environ.get("VEIL_SHARED_DIR", REPO.parent / "shared"))
-DATA = SHARED / "data" / "trajectories"
-SETS = {
-    "A": "mini_swe_agent_gemini3pro_verified.jsonl.gz",
-    "B": "sweagent_gpt4_lite_3runs.jsonl.gz",
-}
-SET_NAMES = {
-    "A": "A: mini-swe-agent + Gemini 3 Pro (Verified)",
-    "B": "B: SWE-agent + GPT-4 (Lite), held out",
-}
 QUICK_PER_SET = 50
 RULES = {"stop_after": 0.02, "demand_after": 0.10, "note_after": 0.25}
 """Threshold rule: the smallest circling count reached by fewer than this share of set A's
@@ -86,7 +78,7 @@ _SWE_AGENT_EDIT_ERROR = "Your proposed edit has introduced new syntax error"
 
 
 def stream(name: str, limit: int | None) -> Iterator[dict[str, Any]]:
-    with gzip.open(DATA / SETS[name], "rt", encoding="utf-8") as handle:
+    with gzip.open(TRAJECTORIES / TRAJECTORY_SETS[name], "rt", encoding="utf-8") as handle:
         for n, line in enumerate(handle):
             if limit is not None and n >= limit:
                 return
@@ -157,7 +149,7 @@ class Run:
 
 def load(limit: int | None) -> list[Run]:
     runs: list[Run] = []
-    for name in SETS:
+    for name in TRAJECTORY_SETS:
         for traj in stream(name, limit):
             attempts, stuck_steps, index = to_attempts(traj)
             runs.append(
@@ -216,7 +208,7 @@ def replay(run: Run, config: MonitorConfig) -> None:
 
 def summarise(runs: list[Run]) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    for name in SETS:
+    for name in TRAJECTORY_SETS:
         mine = [r for r in runs if r.source == name]
         groups = {
             "resolved": [r for r in mine if r.resolved],
@@ -230,7 +222,9 @@ def summarise(runs: list[Run]) -> dict[str, Any]:
                 "max_circling_median": (
                     statistics.median([r.max_circling for r in group]) if group else None
                 ),
-                "max_circling_p90": _percentile([r.max_circling for r in group], 0.9),
+                "max_circling_p90": summary(
+                    [r.max_circling for r in group], ("p90",), digits=None, method="higher"
+                )["p90"],
                 "stuck_runs": sum(bool(r.stuck) for r in group),
                 "levels": {},
             }
@@ -263,98 +257,6 @@ def summarise(runs: list[Run]) -> dict[str, Any]:
         )
         out[name] = entry
     return out
-
-
-def _percentile(values: list[int], q: float) -> float | None:
-    if not values:
-        return None
-    ordered = sorted(values)
-    return float(ordered[min(len(ordered) - 1, int(q * len(ordered)))])
-
-
-def replay_table(result: dict[str, Any]) -> str:
-    lines = [
-        "| set | resolved / unresolved runs | level | resolved escalated | median step "
-        "| unresolved escalated | median step |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for name, entry in result["sets"].items():
-        res, unres = entry["resolved"], entry["unresolved"]
-        for level in ("1", "2", "3"):
-            a, b = res["levels"][level], unres["levels"][level]
-            first = level == "1"
-            label = SET_NAMES[name] if first else ""
-            counts = f"{res['runs']} / {unres['runs']}" if first else ""
-            lines.append(
-                f"| {label} | {counts} | {level} "
-                f"| {a['runs']} ({_pct(a['share'])}) | {_num(a['median_step'])} "
-                f"| {b['runs']} ({_pct(b['share'])}) | {_num(b['median_step'])} |"
-            )
-    return "\n".join(lines)
-
-
-def _loop(entry: dict[str, Any]) -> str:
-    loop = entry["unresolved_looping"]
-    return f"{loop['stopped']} of {loop['runs']}"
-
-
-def _pct(x: float | None) -> str:
-    return "–" if x is None else f"{100 * x:.1f}%"
-
-
-def _num(x: float | None) -> str:
-    return "–" if x is None else f"{x:g}"
-
-
-MATCH = "These are the `MonitorConfig()` defaults."
-MISMATCH = "NOTE: the `MonitorConfig()` defaults differ from this choice."
-
-
-def render_section(result: dict[str, Any]) -> str:
-    """The markdown section for ``docs/benchmarks.md`` (standard library only)."""
-    t = result["thresholds"]
-    sets = result["sets"]
-    a_res = sets["A"]["resolved"]
-    lines = [
-        "## Convergence replay",
-        "",
-        f"`python -m benchmarks.convergence_replay{' --quick' if result['quick'] else ''}` — "
-        f"{result['trajectories']:,} real SWE-bench trajectories replayed through the "
-        f"convergence monitor, every step recorded as an attempt ({result['seconds']:.0f} s).",
-        "",
-        f"Thresholds chosen on set A only (resolved runs reaching the count: level 3 < 2%, "
-        f"level 2 < 10%, level 1 < 25%): note after **{t['note_after']}**, demand a different "
-        f"approach after **{t['demand_after']}**, stop after **{t['stop_after']}** circling "
-        f"attempts since the last pass; the OpenHands stuck patterns raise the level to 2. "
-        + (MATCH if result["defaults_match"] else MISMATCH),
-        "",
-        replay_table(result),
-        "",
-        "| set | max circling, resolved (median / p90) | unresolved (median / p90) "
-        "| false stops (level 3 on resolved) |",
-        "| --- | ---: | ---: | ---: |",
-    ]
-    for name, entry in sets.items():
-        r, u = entry["resolved"], entry["unresolved"]
-        lines.append(
-            f"| {SET_NAMES[name]} | {_num(r['max_circling_median'])} / "
-            f"{_num(r['max_circling_p90'])} | {_num(u['max_circling_median'])} / "
-            f"{_num(u['max_circling_p90'])} | {_pct(entry['false_stop_rate'])} |"
-        )
-    lines += [
-        "",
-        f"Reading: on set A, level 3 stops {_pct(sets['A']['false_stop_rate'])} of the runs "
-        f"that were resolved and {_pct(sets['A']['unresolved']['levels']['3']['share'])} of "
-        f"those that were not ({_loop(sets['A'])} of the unresolved runs that reached level 2); "
-        f"on held-out set B "
-        f"{_pct(sets['B']['false_stop_rate'])} and "
-        f"{_pct(sets['B']['unresolved']['levels']['3']['share'])} "
-        f"({_loop(sets['B'])}). Set A's resolved runs have a "
-        f"median maximum circling count of {_num(a_res['max_circling_median'])}. Set B has no "
-        "exit codes (its outcomes come from test summaries and tracebacks only, so a passing "
-        "run rarely resets the count) and its runs are short (at most 23 steps).",
-    ]
-    return "\n".join(lines) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -397,19 +299,10 @@ def main(argv: list[str] | None = None) -> int:
         },
         "sets": summarise(runs),
         "stopped_resolved": sorted(r.id for r in runs if r.resolved and 3 in r.first_level_step),
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-        },
+        "machine": describe(),
     }
     print(render_section(result))
-    out: Path = args.out or RESULTS / (
-        "convergence_replay-quick.json" if quick else "convergence_replay.json"
-    )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=2) + "\n")
-    print(f"wrote {out.relative_to(REPO) if out.is_relative_to(REPO) else out}")
+    save(result, "convergence_replay", quick=quick, out=args.out)
     return 0
 
 

@@ -18,7 +18,8 @@ installed) and ``HashEmbedder`` as a no-semantics floor.
   (1,536 questions): m2v-minilm-l6-v2-256d .404 and all-MiniLM-L6-v2 .402 at k=10.
 
 LoCoMo is CC BY-NC 4.0 and is read from the shared data folder (``$VEIL_SHARED_DIR`` or
-``<repo>/../shared``); it is never copied into the repository.
+``<repo>/../shared``; :mod:`benchmarks.lib.locomo` parses it); it is never copied into the
+repository.
 
 Results are printed as a markdown table and written as JSON to
 ``benchmarks/results/embedders.json`` (``embedders-quick.json`` with ``--quick``).
@@ -27,10 +28,6 @@ Results are printed as a markdown table and written as JSON to
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
-import re
 import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -39,77 +36,16 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks.lib.locomo import Conversation, load_locomo
+from benchmarks.lib.machine import describe
+from benchmarks.lib.paths import LOCOMO
+from benchmarks.lib.report.embedders import embedders_table
+from benchmarks.lib.results import save
 from veil.embed import Embedder, HashEmbedder, MiniLMEmbedder, StaticEmbedder
 from veil.embed.onnx import minilm_available
 from veil.embed.static import packaged_weights
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
 KS = (1, 5, 10, 20, 50)
-_EVIDENCE = re.compile(r"D:?(\d+):(\d+)")
-
-
-def locomo_path() -> Path:
-    shared = Path(os.environ.get("VEIL_SHARED_DIR", REPO.parent / "shared"))
-    return shared / "data" / "locomo10.json"
-
-
-@dataclass(frozen=True)
-class Turn:
-    dia_id: str
-    speaker: str
-    text: str
-
-    @property
-    def indexed(self) -> str:
-        return f"{self.speaker}: {self.text}"
-
-
-@dataclass(frozen=True)
-class Question:
-    text: str
-    category: int
-    evidence: frozenset[str]
-
-
-@dataclass(frozen=True)
-class Conversation:
-    sample_id: str
-    turns: tuple[Turn, ...]
-    questions: tuple[Question, ...]
-
-
-def load_locomo(path: Path) -> list[Conversation]:
-    """Conversations with turns in order and category 1-4 questions with normalised evidence."""
-    samples: list[dict[str, Any]] = json.loads(path.read_text())
-    out: list[Conversation] = []
-    for sample in samples:
-        conv: dict[str, Any] = sample["conversation"]
-        sessions = sorted(
-            (int(key.split("_")[1]), key) for key in conv if re.fullmatch(r"session_\d+", key)
-        )
-        turns: list[Turn] = []
-        for _, key in sessions:
-            for raw in conv[key]:
-                text = str(raw["text"])
-                if raw.get("blip_caption"):
-                    text = f"{text} [shares a photo of {raw['blip_caption']}]"
-                turns.append(Turn(str(raw["dia_id"]), str(raw["speaker"]), text))
-        known = {t.dia_id for t in turns}
-        questions: list[Question] = []
-        for qa in sample["qa"]:
-            category = int(qa["category"])
-            if category not in (1, 2, 3, 4):
-                continue
-            evidence = {
-                f"D{int(a)}:{int(b)}"
-                for item in qa.get("evidence", [])
-                for a, b in _EVIDENCE.findall(str(item))
-            } & known
-            if evidence:
-                questions.append(Question(str(qa["question"]), category, frozenset(evidence)))
-        out.append(Conversation(str(sample["sample_id"]), tuple(turns), tuple(questions)))
-    return out
 
 
 @dataclass
@@ -203,22 +139,6 @@ def minilm_size() -> int:
     return onnx.stat().st_size + tok.stat().st_size
 
 
-def table(results: list[Result]) -> str:
-    lines = [
-        "| embedder | dim | load s | emb/s | size MB | recall_all@1 | @5 | @10 | @20 | @50 "
-        "| frac@10 | questions |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for r in results:
-        ra = r.recall_all
-        lines.append(
-            f"| {r.name} | {r.dim} | {r.load_s:.2f} | {r.emb_per_s:,.0f} "
-            f"| {r.size_bytes / 1e6:.1f} | {ra['@1']:.3f} | {ra['@5']:.3f} | {ra['@10']:.3f} "
-            f"| {ra['@20']:.3f} | {ra['@50']:.3f} | {r.recall_frac_10:.3f} | {r.questions} |"
-        )
-    return "\n".join(lines)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Benchmark Veil's embedders.")
     parser.add_argument("--quick", action="store_true", help="200 turns, 2 conversations")
@@ -226,10 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     quick: bool = args.quick
 
-    path = locomo_path()
-    if not path.exists():
-        parser.error(f"LoCoMo not found at {path}; set VEIL_SHARED_DIR")
-    convs = load_locomo(path)
+    if not LOCOMO.exists():
+        parser.error(f"LoCoMo not found at {LOCOMO}; set VEIL_SHARED_DIR")
+    convs = load_locomo(LOCOMO)
     n_texts = 200 if quick else 1000
     texts = [t.text for c in convs for t in c.turns][:n_texts]
     eval_convs = convs[:2] if quick else convs
@@ -250,27 +169,20 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{label}: done ({result.locomo_s:.1f} s of LoCoMo)", flush=True)
         results.append(result)
 
-    print()
-    print(table(results))
-    for label, why in skipped.items():
-        print(f"\nskipped {label}: {why}")
-
-    out: Path = args.out or RESULTS / ("embedders-quick.json" if quick else "embedders.json")
-    out.parent.mkdir(parents=True, exist_ok=True)
     report = {
         "quick": quick,
         "conversations": [c.sample_id for c in eval_convs],
         "throughput_texts": n_texts,
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-        },
+        "machine": describe(),
         "results": [asdict(r) for r in results],
         "skipped": skipped,
     }
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\nwrote {out.relative_to(REPO) if out.is_relative_to(REPO) else out}")
+    print()
+    print(embedders_table(report))
+    for label, why in skipped.items():
+        print(f"\nskipped {label}: {why}")
+    print()
+    save(report, "embedders", quick=quick, out=args.out)
     return 0
 
 

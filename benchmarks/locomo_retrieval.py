@@ -51,10 +51,7 @@ Results are printed as markdown tables and written as JSON to
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import os
-import platform
 import re
 import sys
 import tempfile
@@ -62,16 +59,19 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from benchmarks.embedders import Conversation, load_locomo, locomo_path
-from benchmarks.report import locomo_category_table, locomo_table
-from benchmarks.write_overhead import filesystem_of, source_state, sqlite_version
+from benchmarks.lib.locomo import Conversation, load_locomo, session_dates
+from benchmarks.lib.machine import describe, filesystem_of, source_state, sqlite_version
+from benchmarks.lib.paths import LOCOMO
+from benchmarks.lib.report.locomo_retrieval import locomo_category_table, locomo_table
+from benchmarks.lib.results import read, save
+from benchmarks.lib.timing import MS, summary
 from veil.clock import format_time
 from veil.embed import default_embedder
 from veil.embed.protocol import Embedder
@@ -80,8 +80,6 @@ from veil.memory.memory import Memory
 from veil.tape import Event
 from veil.testing import FakeClock
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
 KS = (1, 5, 10, 20)
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 RRF_K = 60
@@ -155,22 +153,6 @@ def rrf(*rankings: Sequence[int], k: int = RRF_K) -> list[int]:
         for rank, i in enumerate(r):
             fused[i] += 1.0 / (k + rank + 1)
     return ranking(fused)
-
-
-def session_dates(path: Path) -> dict[str, dict[int, datetime]]:
-    """``{sample_id: {session number: datetime}}`` from ``session_<n>_date_time`` (as UTC)."""
-    samples: list[dict[str, Any]] = json.loads(path.read_text())
-    out: dict[str, dict[int, datetime]] = {}
-    for sample in samples:
-        conv: dict[str, Any] = sample["conversation"]
-        dates: dict[int, datetime] = {}
-        for key, value in conv.items():
-            match = re.fullmatch(r"session_(\d+)_date_time", key)
-            if match:
-                parsed = datetime.strptime(str(value), "%I:%M %p on %d %B, %Y")
-                dates[int(match.group(1))] = parsed.replace(tzinfo=UTC)
-        out[str(sample["sample_id"])] = dates
-    return out
 
 
 @dataclass
@@ -301,7 +283,6 @@ def run(
                 for name, ranks in ranked.items():
                     scores[name].add(q.evidence, ranks, q.category)
                     half[name].add(q.evidence, ranks, q.category)
-    lat = np.asarray(latencies) * 1e3
     return {
         "retrievers": {name: s.summary() for name, s in scores.items()},
         "halves": {
@@ -309,11 +290,7 @@ def run(
             for h, per in halves.items()
         },
         "veil_ingest_s": round(ingest_s, 2),
-        "veil_recall_ms": {
-            "p50": round(float(np.percentile(lat, 50)), 2),
-            "p95": round(float(np.percentile(lat, 95)), 2),
-            "mean": round(float(lat.mean()), 2),
-        },
+        "veil_recall_ms": summary(latencies, ("p50", "p95", "mean"), scale=MS, digits=2),
         "veil_lists_shorter_than_20": short_lists,
     }
 
@@ -329,10 +306,9 @@ def vars_of(weights: RecallWeights) -> dict[str, float]:
 
 def _tune_record() -> dict[str, Any] | None:
     """What ``--tune`` chose and on what (if it was run), for the report."""
-    path = RESULTS / "locomo_tune.json"
-    if not path.exists():
+    data = read("locomo_tune")
+    if data is None:
         return None
-    data = json.loads(path.read_text())
     return {k: data[k] for k in ("conversations", "questions", "chosen", "rule", "grid")}
 
 
@@ -396,23 +372,21 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     quick: bool = args.quick
     started = time.perf_counter()
-    path = locomo_path()
-    if not path.exists():
-        print(f"LoCoMo not found at {path}; set VEIL_SHARED_DIR", file=sys.stderr)
+    if not LOCOMO.exists():
+        print(f"LoCoMo not found at {LOCOMO}; set VEIL_SHARED_DIR", file=sys.stderr)
         return 2
-    convs = load_locomo(path)
+    convs = load_locomo(LOCOMO)
     if quick:
         convs = convs[:2]
-    dates = session_dates(path)
+    dates = session_dates(LOCOMO)
     embedder = default_embedder()
     embedder.embed(["warm up"])
     if args.tune:
         with tempfile.TemporaryDirectory(prefix="veil-locomo-", dir=args.dir) as tmp:
             tuned = tune(convs, dates, embedder, Path(tmp) / "tune.db")
         tuned["seconds"] = round(time.perf_counter() - started, 1)
-        out_tune = RESULTS / "locomo_tune.json"
-        out_tune.write_text(json.dumps(tuned, indent=2) + "\n")
-        print(f"chosen on conversations 1-{TUNE_HALF}: {tuned['chosen']}; wrote {out_tune}")
+        print(f"chosen on conversations 1-{TUNE_HALF}: {tuned['chosen']}")
+        save(tuned, "locomo_tune")
         return 0
     with tempfile.TemporaryDirectory(prefix="veil-locomo-", dir=args.dir) as tmp:
         measured = run(convs, dates, embedder, Path(tmp) / "locomo.db")
@@ -435,23 +409,14 @@ def main(argv: list[str] | None = None) -> int:
         **measured,
         "source": source_state(),
         "temp_fs": temp_fs,
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "sqlite": sqlite_version(),
-        },
+        "machine": describe(sqlite=sqlite_version()),
         "seconds": round(time.perf_counter() - started, 1),
     }
     print(locomo_table(report))
     print()
     print(locomo_category_table(report))
-    out: Path = args.out or RESULTS / (
-        "locomo_retrieval-quick.json" if quick else "locomo_retrieval.json"
-    )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\nwrote {out.relative_to(REPO) if out.is_relative_to(REPO) else out}")
+    print()
+    save(report, "locomo_retrieval", quick=quick, out=args.out)
     print(f"total {report['seconds']:.0f} s")
     return 0
 

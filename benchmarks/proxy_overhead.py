@@ -36,8 +36,6 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
-import platform
 import random
 import statistics
 import sys
@@ -51,8 +49,11 @@ from typing import Any
 
 import orjson
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
+from benchmarks.lib import timing
+from benchmarks.lib.machine import describe, load_average
+from benchmarks.lib.report.proxy_overhead import table
+from benchmarks.lib.results import save
+
 WINDOW = 150_000
 FULL_STEPS = 2_000
 QUICK_STEPS = 300
@@ -186,15 +187,8 @@ def fixed_part() -> Json:
 
 
 def summary(values_ms: Sequence[float]) -> Json:
-    """n, p50, p95 (inclusive quantiles) and max, milliseconds."""
-    xs = sorted(values_ms)
-    cuts = statistics.quantiles(xs, n=20, method="inclusive") if len(xs) > 1 else xs * 19
-    return {
-        "n": len(xs),
-        "p50": round(statistics.median(xs), 2),
-        "p95": round(cuts[18], 2),
-        "max": round(xs[-1], 2),
-    }
+    """n, p50, p95 (linear interpolation) and max, milliseconds."""
+    return timing.summary(values_ms, ("n", "p50", "p95", "max"), digits=2)
 
 
 # ---- in process ------------------------------------------------------------------------------
@@ -314,18 +308,9 @@ def end_to_end(bodies: Sequence[bytes], conversations: Any) -> Json:
 # ---- the run ---------------------------------------------------------------------------------
 
 
-def machine() -> Json:
-    return {
-        "cpus": os.cpu_count(),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-    }
-
-
 def run(*, quick: bool) -> Json:
     started = time.perf_counter()
-    before = machine()
+    before = describe(load_average=load_average())
     with tempfile.TemporaryDirectory(prefix="veil-proxy-bench-") as tmp:
         figures, kept, conversations = measure(QUICK_STEPS if quick else FULL_STEPS, Path(tmp))
         try:
@@ -334,40 +319,9 @@ def run(*, quick: bool) -> Json:
             conversations.close()
     figures["quick"] = quick
     figures["machine"] = before
-    figures["load_after"] = machine()["load_average"]
+    figures["load_after"] = load_average()
     figures["seconds"] = round(time.perf_counter() - started, 1)
     return figures
-
-
-def _row(label: str, s: Json) -> str:
-    return f"| {label} | {s['n']:,} | {s['p50']:.2f} | {s['p95']:.2f} | {s['max']:.2f} |"
-
-
-def table(data: Json) -> str:
-    tail = data["newest_tenth"]
-    e2e = data["end_to_end"]
-    m = data["machine"]
-    return "\n".join(
-        [
-            f"{data['steps']:,} results, the newest request {data['tokens_last']:,} estimated "
-            f"tokens as the agent sent it (the newest tenth from {data['tokens_tail_first']:,}); "
-            f"window {data['window']:,}; {data['batches']} requests took a batch of evictions "
-            f"({tail['batch_requests']} of them in the newest tenth).",
-            "",
-            "| per request, ms | n | p50 | p95 | max |",
-            "| --- | ---: | ---: | ---: | ---: |",
-            _row("proxy (parse + prepare), newest tenth", tail["proxy_ms"]),
-            _row("baseline: decode + encode the whole body, newest tenth", tail["baseline_ms"]),
-            _row("proxy, whole run", data["all"]["proxy_ms"]),
-            _row("HTTP, direct to an instant upstream", e2e["direct_ms"]),
-            _row("HTTP, through the proxy", e2e["proxy_ms"]),
-            "",
-            f"Over HTTP the proxy adds {e2e['added_p50_ms']:.2f} ms at the median. "
-            f"Machine: {m['cpus']} CPUs, Python {m['python']}, load average "
-            f"{m['load_average'][0]:.2f} before and {data['load_after'][0]:.2f} after; "
-            f"{data['seconds']:,.0f} s.",
-        ]
-    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -375,9 +329,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help=f"{QUICK_STEPS} results")
     args = parser.parse_args(argv)
     data = run(quick=args.quick)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    name = "proxy_overhead-quick.json" if args.quick else "proxy_overhead.json"
-    (RESULTS / name).write_text(json.dumps(data, indent=2) + "\n")
+    save(data, "proxy_overhead", quick=args.quick)
     print(table(data))
     return 0
 

@@ -45,7 +45,6 @@ import contextlib
 import hashlib
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -57,9 +56,12 @@ from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, cast
 
-REPO = Path(__file__).resolve().parents[1]
+from benchmarks.lib.machine import describe, load_text
+from benchmarks.lib.paths import REPO
+from benchmarks.lib.report.real_model import render_section
+from benchmarks.lib.results import path_for, save
+
 DATA = REPO / "benchmarks" / "real_model_data"
-RESULTS = REPO / "benchmarks" / "results"
 FIXTURES = REPO / "tests" / "data" / "recorded"
 DEFAULT_AT = "2024-03-04T10:00:00+00:00"
 
@@ -434,12 +436,8 @@ def run_agent_task(
 
 
 def machine() -> Json:
-    return {
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-        "python": platform.python_version(),
-        "load": ", ".join(f"{x:.2f}" for x in os.getloadavg()),
-    }
+    """The machine, with its load average at the start as text."""
+    return describe(load=load_text())
 
 
 def model_info(model: str) -> Json:
@@ -454,89 +452,6 @@ def model_info(model: str) -> Json:
             "server": f"llama-server from {local_model.LLAMA_PACKAGE}=={local_model.LLAMA_VERSION}",
         }
     return info
-
-
-def extraction_table(which: str, ext: Json) -> list[str]:
-    """One set's extraction table: raw (guardrails off) beside guarded, same model output."""
-    raw, guarded = ext["raw"], ext["guarded"]
-    lines: list[str] = []
-    rows = [
-        ("fact precision", "precision", "{:.2f}"),
-        ("fact recall", "recall", "{:.2f}"),
-        ("facts correct / wrong / unlabelled", None, ""),
-        ("supersessions done / expected", None, ""),
-        ("wrong supersessions", "supersessions_wrong", "{}"),
-        ("claims kept out of user facts / expected", None, ""),
-        ("due dates right / expected", None, ""),
-        ("spurious due dates", "due_spurious", "{}"),
-        ("ungrounded flags", "ungrounded_flags", "{}"),
-        ("invalid items", "invalid_items", "{}"),
-    ]
-    lines += [
-        "",
-        f"Extraction, {which} set: {ext['statements']} statements, {ext['llm_calls']} model calls, "
-        f"{ext['seconds_per_remember']:.1f} s per remember (median {ext['median_s']:.1f} s).",
-        "",
-        "| | raw (guardrails off) | guarded |",
-        "| --- | ---: | ---: |",
-    ]
-    for name, key, fmt in rows:
-        if key is not None:
-            lines.append(f"| {name} | {fmt.format(raw[key])} | {fmt.format(guarded[key])} |")
-            continue
-
-        def pair(r: Json, name: str = name) -> str:
-            if name.startswith("facts"):
-                return f"{r['correct']} / {r['wrong']} / {r['unlabelled']}"
-            if name.startswith("supersessions"):
-                return f"{r['supersessions_done']} / {r['supersessions_expected']}"
-            if name.startswith("claims"):
-                return f"{r['claims_kept_out']} / {r['claims_expected']}"
-            return f"{r['due_correct']} / {r['due_expected']}"
-
-        lines.append(f"| {name} | {pair(raw)} | {pair(guarded)} |")
-    return lines
-
-
-def render_section(data: Json) -> str:
-    info = data["model"]
-    lines = [
-        f"Model: `{info['model']}`"
-        + (f" ({info['gguf']}, {info['quantisation']}, {info['server']})" if "gguf" in info else "")
-        + f". Machine: {data['machine']['platform']}, {data['machine']['cpus']} CPUs, load "
-        f"{data['machine']['load']} at the start.",
-    ]
-    for which, ext in (data.get("extraction") or {}).items():
-        lines += extraction_table(which, ext)
-    agent = data.get("agent")
-    if agent:
-        lines += [
-            "",
-            f"Agent: {len(agent) // 2} tiny repositories, one failing unittest each, window "
-            f"{data.get('window')} tokens, profile small, at most 12 turns.",
-            "",
-            "| repo | mode | solved | end | turns | tokens in | cached | out | calls from text "
-            "| call problems | evicted | s |",
-            "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
-        ]
-        for r in agent:
-            lines.append(
-                f"| {r['repo']} | {r['mode']} | {'yes' if r['solved'] else 'no'} | {r['end']} "
-                f"| {r['turns']} | {r['tokens_in']} | {r['cached']} | {r['tokens_out']} "
-                f"| {r['from_text']} | {r['call_problems'] + r['invalid_arguments']} "
-                f"| {r['evicted']} | {r['seconds']:.0f} |"
-            )
-        for mode in ("veil", "keep-all"):
-            rs = [r for r in agent if r["mode"] == mode]
-            if rs:
-                lines.append(
-                    f"\n{mode}: {sum(r['solved'] for r in rs)}/{len(rs)} solved, "
-                    f"{sum(r['turns'] for r in rs)} turns, "
-                    f"{sum(r['tokens_in'] for r in rs)} tokens in "
-                    f"({sum(r['cached'] for r in rs)} cached), "
-                    f"{sum(r['seconds'] for r in rs) / 60:.1f} min."
-                )
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -563,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
         print("set VEIL_MODEL (and VEIL_BASE_URL): see docs/local-model.md", file=sys.stderr)
         return 2
     both = not (args.extraction or args.agent)
-    out_path = RESULTS / "real_model.json"
+    out_path = path_for("real_model")
     data: Json = json.loads(out_path.read_text()) if out_path.exists() else {}
     data |= {"benchmark": "real_model", "quick": False, "model": model_info(model)}
     data["machine"] = machine()
@@ -598,8 +513,7 @@ def main(argv: list[str] | None = None) -> int:
         data["window"] = args.window
         if args.save_fixtures:
             save_fixture("agent", model, {"task": TASK, "window": args.window, "runs": recorded})
-    RESULTS.mkdir(exist_ok=True)
-    out_path.write_text(json.dumps(data, indent=1) + "\n")
+    save(data, "real_model", indent=1)
     print(render_section(data))
     return 0
 

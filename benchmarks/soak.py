@@ -31,8 +31,6 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import json
-import os
-import platform
 import tempfile
 import threading
 import time
@@ -42,9 +40,12 @@ from typing import Any
 import httpx
 import numpy as np
 
-from benchmarks.server_load import SCOPE, extraction, start_server
+from benchmarks.lib.machine import describe
+from benchmarks.lib.report.soak import render_section
+from benchmarks.lib.results import save
+from benchmarks.lib.serve import SCOPE, extraction, start_server
+from benchmarks.lib.timing import summary
 
-RESULTS = Path(__file__).resolve().parent / "results"
 WINDOW_S = 10.0
 ROTATE_S = 60.0
 """--steady: erase the scope and start a new context session this often."""
@@ -66,6 +67,11 @@ def rss_mb(pid: int | str = "self") -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
+
+
+def percentiles(samples: dict[str, list[float]], key: str) -> dict[str, float]:
+    """``{"<op>_<key>": value}`` (ms, two decimals) for each operation with samples."""
+    return {f"{op}_{key}": summary(v, (key,), digits=2)[key] for op, v in samples.items() if v}
 
 
 def slope_per_min(t: list[float], y: list[float], skip_s: float) -> float | None:
@@ -147,12 +153,8 @@ def library_phase(seconds: float, rate: float, work: Path, steady: bool = False)
                     "rss_mb": round(rss_mb(), 1),
                     "db_mb": db_mb(work / "soak-memory.db", work / "soak-context.db"),
                     "ops": i,
-                    **{f"{k}_p50": round(float(np.median(v)), 2) for k, v in lat.items() if v},
-                    **{
-                        f"{k}_p95": round(float(np.percentile(v, 95)), 2)
-                        for k, v in lat.items()
-                        if v
-                    },
+                    **percentiles(lat, "p50"),
+                    **percentiles(lat, "p95"),
                 }
             )
             lat = {k: [] for k in lat}
@@ -227,11 +229,9 @@ def server_phase(
                         "db_mb": db_mb(db_path),
                         "requests": len(recent),
                     }
-                    for op in ("remember", "recall"):
-                        values = [s[2] for s in recent if s[1] == op]
-                        if values:
-                            row[f"{op}_p50"] = round(float(np.median(values)), 2)
-                            row[f"{op}_p95"] = round(float(np.percentile(values, 95)), 2)
+                    ops = ("remember", "recall")
+                    by_op = {op: [s[2] for s in recent if s[1] == op] for op in ops}
+                    row |= percentiles(by_op, "p50") | percentiles(by_op, "p95")
                     windows.append(row)
                     next_window += WINDOW_S
             stop.set()
@@ -261,55 +261,6 @@ def summarise(name: str, windows: list[dict[str, Any]], ops: tuple[str, ...]) ->
             [p[0] for p in pts], [p[1] for p in pts], 60.0
         )
     return out
-
-
-def render_section(data: dict[str, Any]) -> str:
-    lines = [
-        "| phase | duration s | RSS first → last MB | RSS slope MB/min | DB first → last MB "
-        "| p95 slope ms/min |",
-        "| --- | ---: | ---: | ---: | ---: | --- |",
-    ]
-    for phase in data["phases"]:
-        w = phase["windows"]
-        slopes = ", ".join(
-            f"{k.split('_p95')[0]} {v}"
-            for k, v in phase.items()
-            if k.endswith("_p95_slope_ms_per_min")
-        )
-        lines.append(
-            f"| {phase['phase']} | {w[-1]['t'] if w else 0} | "
-            f"{w[0]['rss_mb'] if w else '–'} → {w[-1]['rss_mb'] if w else '–'} | "
-            f"{phase['rss_slope_mb_per_min']} | "
-            f"{w[0].get('db_mb', '–') if w else '–'} → {w[-1].get('db_mb', '–') if w else '–'} | "
-            f"{slopes} |"
-        )
-    findings: list[str] = []
-    for phase in data["phases"]:
-        rss = phase["rss_slope_mb_per_min"]
-        if rss is not None and rss > 1.0:
-            findings.append(f"{phase['phase']}: RSS grows {rss} MB/min")
-        for key, value in phase.items():
-            if key.endswith("_p95_slope_ms_per_min") and value is not None and value > 5.0:
-                findings.append(
-                    f"{phase['phase']}: {key.split('_p95')[0]} p95 drifts up {value} ms/min"
-                )
-    verdict = (
-        "Drift found — " + "; ".join(findings) + "."
-        if findings
-        else "No RSS growth above 1 MB/min and no p95 drift above 5 ms/min."
-    )
-    lines += [
-        "",
-        verdict,
-        "",
-        "Slopes are least-squares fits over 10 s windows after the first minute. "
-        "In the growing phases every remember adds an episode and facts, so the database "
-        "grows for the whole run (DB column) and recall/remember work over more data as "
-        "time passes; the steady phases erase the scope every minute, so data stays bounded "
-        "and a slope there is not explained by growth. RSS slope is the leak detector. "
-        "Measured on a shared 2-CPU machine.",
-    ]
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -346,19 +297,12 @@ def main(argv: list[str] | None = None) -> int:
         "steady": args.steady,
         "seconds_per_phase": seconds,
         "total_seconds": round(time.perf_counter() - started, 1),
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-        },
+        "machine": describe(),
         "phases": phases,
     }
     print(render_section(data))
-    RESULTS.mkdir(exist_ok=True)
     name = ("soak-steady" if args.steady else "soak") + (f"-{args.only}" if args.only else "")
-    out = RESULTS / (f"{name}-quick.json" if args.quick else f"{name}.json")
-    out.write_text(json.dumps(data, indent=1) + "\n")
-    print(f"wrote {out}")
+    save(data, name, quick=args.quick, indent=1)
     return 0
 
 

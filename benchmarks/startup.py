@@ -10,7 +10,8 @@ Every command runs as a fresh subprocess in a fresh temporary git repository, so
 warm but the OS page cache (the first, discarded, run of each warms that). The floor is the
 bare interpreter (``python -c pass``) measured in the same run, so the ratio column says how
 much of a start-up is Veil's own. Targets (issue 14): ``veil -p`` under 1.5 s, ``veil mcp``
-initialise under 1.5 s, the TUI's first screen under 2 s, on this machine.
+initialise under 1.5 s, the TUI's first screen under 2 s, on this machine (the report's table
+says whether each held: :data:`benchmarks.lib.report.startup.TARGETS`).
 
 Also recorded: which provider SDKs a scripted run imports (none should be: ``-X importtime``).
 """
@@ -22,11 +23,9 @@ import contextlib
 import fcntl
 import json
 import os
-import platform
 import pty
 import select
 import signal
-import statistics
 import struct
 import subprocess
 import sys
@@ -37,9 +36,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
-TARGETS = {"veil -p (one scripted turn)": 1.5, "veil mcp initialize": 1.5, "TUI first screen": 2.0}
+from benchmarks.lib.machine import describe, load_text
+from benchmarks.lib.report.startup import render_section
+from benchmarks.lib.results import save
+from benchmarks.lib.timing import summary
+
 SCRIPT = {"turns": [{"content": "Done."}]}
 
 
@@ -181,15 +182,6 @@ def sdk_imports(root: Path) -> list[str]:
     return sorted(found & {"openai", "anthropic"})
 
 
-def stats(samples: list[float]) -> dict[str, float]:
-    return {
-        "median": statistics.median(samples),
-        "min": min(samples),
-        "max": max(samples),
-        "n": len(samples),
-    }
-
-
 def measure(runs: int, tmp: Path) -> dict[str, Any]:
     cases: dict[str, Callable[[Path], float]] = {
         "python -c pass (floor)": time_floor,
@@ -206,37 +198,9 @@ def measure(runs: int, tmp: Path) -> dict[str, Any]:
             seconds = case(root)
             if i:  # the first run warms the page cache
                 samples.append(seconds)
-        out[name] = stats(samples)
+        out[name] = summary(samples, ("median", "min", "max", "n"), digits=None)
         print(f"{name}: median {out[name]['median']:.2f} s", file=sys.stderr)
     return out
-
-
-def render_section(data: dict[str, Any]) -> str:
-    floor = data["results"]["python -c pass (floor)"]["median"]
-    lines = [
-        f"Median of {data['runs']} fresh subprocesses each (a discarded first run warms the page "
-        f"cache), load average {data['load_before']} before the run.",
-        "",
-        "| command | median s | min | max | x floor | target |",
-        "| --- | ---: | ---: | ---: | ---: | --- |",
-    ]
-    for name, s in data["results"].items():
-        target = TARGETS.get(name)
-        verdict = ""
-        if target is not None:
-            verdict = f"< {target:g} s: {'met' if s['median'] < target else 'MISSED'}"
-        lines.append(
-            f"| {name} | {s['median']:.2f} | {s['min']:.2f} | {s['max']:.2f} "
-            f"| {s['median'] / floor:.1f} | {verdict} |"
-        )
-    sdks = data["sdk_imports_scripted"]
-    lines += [
-        "",
-        "Provider SDKs imported by a scripted run: "
-        + (", ".join(sdks) if sdks else "none (openai and anthropic load only when chosen)")
-        + ".",
-    ]
-    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -244,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     runs = 2 if args.quick else 7
-    load_before = ", ".join(f"{x:.2f}" for x in os.getloadavg())
+    load_before = load_text()
     with tempfile.TemporaryDirectory(prefix="veil-startup-") as tmp:
         results = measure(runs, Path(tmp))
         sdks = sdk_imports(git_repo(Path(tmp) / "imports"))
@@ -253,18 +217,12 @@ def main(argv: list[str] | None = None) -> int:
         "quick": args.quick,
         "runs": runs,
         "load_before": load_before,
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "python": platform.python_version(),
-        },
+        "machine": describe(),
         "results": results,
         "sdk_imports_scripted": sdks,
     }
     print(render_section(data))
-    RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / ("startup-quick.json" if args.quick else "startup.json")
-    out.write_text(json.dumps(data, indent=1) + "\n")
+    save(data, "startup", quick=args.quick, indent=1)
     return 0
 
 

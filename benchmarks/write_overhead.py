@@ -51,10 +51,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -66,16 +63,21 @@ from typing import Any, Literal
 
 import numpy as np
 
-from benchmarks.report import write_overhead_kind_table, write_overhead_table
+from benchmarks.lib.machine import describe, filesystem_of, source_state, sqlite_version
+from benchmarks.lib.report.write_overhead import write_overhead_kind_table, write_overhead_table
+from benchmarks.lib.results import save
+from benchmarks.lib.timing import MS, summary
 from veil.embed import default_embedder
 from veil.embed.protocol import Embedder
 from veil.memory.memory import Memory
 from veil.memory.projection import ENTITIES, FACTS
 from veil.tape import Event, new_id
+from veil.tape.codec import NoPayload
+from veil.tape.kinds import EventKind, register
 from veil.testing import FakeClock
 
-REPO = Path(__file__).resolve().parents[1]
-RESULTS = REPO / "benchmarks" / "results"
+register(EventKind("bench.ping", NoPayload, extra="keep"))  # the floor: a bare append
+
 USER = "bench-user"
 FACTS_PER_POPULATE_CALL = 20
 WARMUP_CALLS = 5
@@ -192,14 +194,7 @@ def measured_steps(count: int, populate_calls: int, tag: str) -> list[Step]:
 
 def percentiles(samples_s: Sequence[float]) -> dict[str, float]:
     """Median, p95, p99, mean and max of samples in seconds, returned in milliseconds."""
-    a = np.asarray(samples_s, dtype=np.float64) * 1e3
-    return {
-        "median": round(float(np.percentile(a, 50)), 3),
-        "p95": round(float(np.percentile(a, 95)), 3),
-        "p99": round(float(np.percentile(a, 99)), 3),
-        "mean": round(float(a.mean()), 3),
-        "max": round(float(a.max()), 3),
-    }
+    return summary(samples_s, ("median", "p95", "p99", "mean", "max"), scale=MS)
 
 
 def populate(path: Path, n_facts: int, embedder: Embedder, clock: FakeClock) -> dict[str, Any]:
@@ -383,12 +378,7 @@ def main(argv: list[str] | None = None) -> int:
         "source": source_state(),
         "temp_dir": str(Path(tmpdir).parent),
         "temp_fs": filesystem_of(Path(tmpdir).parent),
-        "machine": {
-            "python": platform.python_version(),
-            "platform": platform.platform(),
-            "cpus": os.cpu_count(),
-            "sqlite": sqlite_version(),
-        },
+        "machine": describe(sqlite=sqlite_version()),
         "results": [r.__dict__ for r in results],
     }
     print()
@@ -399,61 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"\nLLM calls per remember: {calls} over {2 * n_measured} measured calls (must be [1])")
     print(f"existing facts: {built['method']}")
     print(f"databases on {report['temp_dir']} ({report['temp_fs']})")
-
-    out: Path = args.out or RESULTS / (
-        "write_overhead-quick.json" if quick else "write_overhead.json"
-    )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(report, indent=2) + "\n")
-    print(f"\nwrote {out.relative_to(REPO) if out.is_relative_to(REPO) else out}")
+    print()
+    save(report, "write_overhead", quick=quick, out=args.out)
     return 0
-
-
-def source_state() -> dict[str, Any]:
-    """The commit measured and whether ``src/`` had uncommitted changes (``None``: no git)."""
-    try:
-        commit = subprocess.run(
-            ["git", "rev-parse", "HEAD"], cwd=REPO, capture_output=True, text=True, check=True
-        ).stdout.strip()
-        status = subprocess.run(
-            ["git", "status", "--porcelain", "--", "src"],
-            cwd=REPO,
-            capture_output=True,
-            text=True,
-            check=True,
-        ).stdout
-    except (OSError, subprocess.CalledProcessError):
-        return {"commit": None, "src_dirty": None}
-    return {"commit": commit, "src_dirty": bool(status.strip())}
-
-
-def filesystem_of(path: Path) -> str:
-    """The file system type holding ``path`` (Linux ``/proc/mounts``), else ``unknown``."""
-    mounts = Path("/proc/mounts")
-    if not mounts.exists():
-        return "unknown"
-    best, fs = "", "unknown"
-    target = str(path.resolve())
-    for line in mounts.read_text().splitlines():
-        parts = line.split()
-        if len(parts) < 3:
-            continue
-        point = parts[1]
-        inside = target == point or target.startswith(point.rstrip("/") + "/")
-        if inside and len(point) > len(best):
-            best, fs = point, parts[2]
-    return fs
-
-
-def sqlite_version() -> str:
-    """The SQLite library version the store's driver uses."""
-    from veil.tape.sqlite_driver import connect
-
-    conn: Any = connect(":memory:", timeout_s=1.0)
-    try:
-        return str(conn.execute("select sqlite_version()").fetchone()[0])
-    finally:
-        conn.close()
 
 
 if __name__ == "__main__":

@@ -4,7 +4,8 @@ Each quick run is the documented command (``python -m benchmarks.NAME --quick``)
 subprocess; it must exit 0, write ``benchmarks/results/NAME-quick.json`` and leave the full
 result ``NAME.json`` untouched. Together they take about 30 s (embedders ~17 s, write_overhead
 ~2 s, recall_latency ~6 s, locomo_retrieval ~2 s). The report must render from whatever
-results exist.
+results exist, without ``veil``; and ``benchmarks/`` keeps its shape: scripts import the shared
+library (``benchmarks.lib`` and the benchmarks' own packages), never each other.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from benchmarks import report
+from benchmarks.lib.report import document
 from benchmarks.run import BENCHMARKS, EXPLICIT
 
 from tests.hosts.binaries import CLAUDE_CODE, AgentUnavailable, install
@@ -150,10 +151,109 @@ def test_run_lists_every_benchmark_module() -> None:
 
 
 def test_report_renders_from_results() -> None:
-    text = report.render()
+    text = document.render()
     assert text.startswith("# Benchmarks")
-    for section in report.SECTIONS:
+    for section in document.SECTIONS:
         assert section.command in text
+
+
+def test_report_renders_without_veil_or_third_party_packages() -> None:
+    """``python -m benchmarks.report`` imports no ``veil`` (it must render while the package is
+    broken or mid-edit) and no third-party package: run in a fresh interpreter."""
+    code = (
+        "import sys\n"
+        "from benchmarks import report\n"
+        "assert report.main(['--stdout']) == 0\n"
+        "third_party = {'veil', 'numpy', 'httpx', 'orjson', 'matplotlib', 'psycopg'}\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & third_party), file=sys.stderr)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("# Benchmarks")
+    assert done.stderr.strip() == "[]"
+
+
+SCRIPTS = frozenset(f"benchmarks.{name}" for name in (*BENCHMARKS, *EXPLICIT, "run", "report"))
+"""The modules of ``benchmarks/`` run as ``python -m benchmarks.NAME``; everything else there is
+the library they share."""
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(REPO).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module ``path`` names in an import, anywhere in it (function bodies too):
+    ``import a.b`` gives ``a.b``; ``from a.b import c`` gives ``a.b`` and ``a.b.c`` (which is a
+    module or a name in ``a.b``); relative imports resolved."""
+    name = _module(path)
+    package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join([*parts, base] if base else parts)
+            out.add(base)
+            out |= {f"{base}.{alias.name}" for alias in node.names}
+    return out
+
+
+def _benchmark_modules() -> dict[str, Path]:
+    return {_module(p): p for p in sorted((REPO / "benchmarks").rglob("*.py"))}
+
+
+def test_scripts_import_the_library_never_each_other() -> None:
+    """Scripts import only the library (``benchmarks.lib``, the benchmarks' own packages such
+    as ``benchmarks.replay``, ``benchmarks.redaction_corpus``), ``veil`` and third-party
+    packages — never another script; the library imports no script; of ``tests`` only the
+    agent harness ``tests.hosts`` is used (the real Claude Code the hook benchmark drives)."""
+    modules = _benchmark_modules()
+    assert not SCRIPTS - set(modules), sorted(SCRIPTS - set(modules))
+    wrong: list[str] = []
+    for name, path in modules.items():
+        imported = _imports(path)
+        wrong += [f"{name} imports the script {m}" for m in sorted(imported & SCRIPTS)]
+        wrong += [
+            f"{name} imports {m}"
+            for m in sorted(imported)
+            if (m == "tests" or m.startswith("tests.")) and not m.startswith("tests.hosts")
+        ]
+    assert wrong == []
+
+
+def test_benchmarks_have_no_import_cycle() -> None:
+    """The import graph of ``benchmarks/`` (a module depends on what it imports and on the
+    packages above it, whose ``__init__`` runs first) has no cycle."""
+    modules = _benchmark_modules()
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        parents = {".".join(name.split(".")[:k]) for k in range(1, name.count(".") + 1)}
+        graph[name] = ((_imports(path) | parents) & set(modules)) - {name}
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    stack: list[str] = []
+
+    def visit(node: str) -> None:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph[node]):
+            if state.get(nxt) == 1:
+                cycle = [*stack[stack.index(nxt) :], nxt]
+                raise AssertionError("import cycle: " + " -> ".join(cycle))
+            if nxt not in state:
+                visit(nxt)
+        stack.pop()
+        state[node] = 2
+
+    for name in sorted(graph):
+        if name not in state:
+            visit(name)
 
 
 def test_recall_profile_quick() -> None:
@@ -243,3 +343,16 @@ def test_hook_latency_quick() -> None:
     wall = data["session_start"]["wall_ms"]
     assert set(wall) == {"python -c pass (floor)", "SessionStart startup", "SessionStart resume"}
     assert all(s["n"] == 3 and s["p50"] > 0 for s in wall.values())
+
+
+def test_vector_search_quick() -> None:
+    data = run_quick("vector_search")
+    (row,) = data["results"]
+    assert row["vectors"] == 1_000 and row["vectors_all_scopes"] == 2_000
+    assert set(row["methods"]) == {"in-process", "sqlite-vec vec0", "sqlite-vec scan"}
+    for name, method in row["methods"].items():
+        assert method["recall_at_10"] == 1.0, name  # all three are exact at this size
+        q = method["per_query_ms"]
+        assert q["n"] == 20 and 0 < q["p50"] <= q["p95"] <= q["max"], name
+        assert method["cold_first_query_ms"] > 0, name
+    assert data["extension"]["driver"].startswith(("sqlite3", "sqlean"))

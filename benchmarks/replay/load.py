@@ -14,21 +14,15 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
+from benchmarks.lib.paths import TRAJECTORIES, TRAJECTORY_SETS
 from veil.tokens import estimate_tokens
 
-REPO = Path(__file__).resolve().parents[2]
-SHARED = Path(os.environ.get("VEIL_SHARED_DIR", REPO.parent / "shared"))
-DATA = SHARED / "data" / "trajectories"
-SETS = {
-    "A": "mini_swe_agent_gemini3pro_verified.jsonl.gz",
-    "B": "sweagent_gpt4_lite_3runs.jsonl.gz",
-}
+DATA = TRAJECTORIES
+SETS = TRAJECTORY_SETS
 CONFIGS = "prompts_and_configs.json"
 
 

@@ -4,8 +4,8 @@ One file in WAL mode; writers serialise on ``BEGIN IMMEDIATE`` with a busy timeo
 processes can append to the same file safely while readers never block. ``seq`` is an
 ``AUTOINCREMENT`` key: strictly increasing and never reused. Full-text search is FTS5 with
 each scope a rowid range (:mod:`veil.tape.sqlite_text`); vectors live in a plain table and are
-searched through in-process indexes, exact or HNSW, persisted as sidecar files
-(:mod:`veil.tape.sqlite_vectors`).
+searched through in-process indexes (exact, or projected candidates ranked exactly), persisted as
+sidecar files (:mod:`veil.tape.sqlite_vectors`); no SQLite extension is loaded.
 
 Durability: ``synchronous=FULL`` by default — a write acknowledged by ``append`` survives a
 process crash and a power loss. ``?synchronous=normal`` in the URL trades the power-loss

@@ -1,68 +1,34 @@
-"""Choosing a SQLite that can load sqlite-vec.
+"""The SQLite the store runs on: the bundled one of ``sqlean.py``, on every platform.
 
-The stdlib ``sqlite3`` is used when it was built with extension loading; many Pythons (this
-project's CI interpreter, macOS system Python) are not, and then the bundled SQLite of
-``sqlean.py`` (a drop-in DB-API module with FTS5 and extension loading) is used. Both expose
-the same DB-API surface, so the backend code is identical on either path.
+The store needs FTS5 and SQLite 3.35 or later (``RETURNING``). The stdlib ``sqlite3`` has them
+only when the interpreter was built against such a library: older system libraries (3.34 and
+earlier) lack ``RETURNING`` and some builds leave FTS5 out. ``sqlean.py`` is a drop-in DB-API
+module with its own recent SQLite built with FTS5, so every platform runs the SQLite the tests
+run on, and nothing is probed at start-up.
+
+No extension is loaded: vectors are searched in process (:mod:`veil.tape.sqlite_vectors`),
+measured faster than sqlite-vec on the same rows (``python -m benchmarks.vector_search``).
 """
 
 from __future__ import annotations
 
 import functools
-import importlib.util
-import os
-import sqlite3
 from types import ModuleType
 from typing import Any
 
 
 @functools.cache
-def vec_extension() -> str:
-    """The path of sqlite-vec's loadable extension, found without importing ``sqlite_vec``
-    (whose import loads numpy when it is installed: 120 ms a hook cannot afford)."""
-    spec = importlib.util.find_spec("sqlite_vec")
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    if not locations:
-        raise ImportError("sqlite-vec is not installed (pip install sqlite-vec)")
-    return os.path.normpath(os.path.join(locations[0], "vec0"))
-
-
-def _stdlib_can_load() -> bool:
-    if not hasattr(sqlite3.Connection, "enable_load_extension"):
-        return False
-    try:
-        conn = sqlite3.connect(":memory:")
-        try:
-            conn.enable_load_extension(True)
-            conn.load_extension(vec_extension())
-            conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
-        finally:
-            conn.close()
-    except Exception:
-        return False
-    return True
-
-
-@functools.cache
 def driver() -> ModuleType:
-    """The DB-API module to use: stdlib ``sqlite3`` if it can load extensions, else sqlean."""
-    if _stdlib_can_load():
-        return sqlite3
+    """The DB-API module of the bundled SQLite."""
     import sqlean  # pyright: ignore[reportMissingTypeStubs]
 
     return sqlean
 
 
 def connect(path: str, *, timeout_s: float) -> Any:
-    """Open a connection in autocommit mode (transactions are explicit) with sqlite-vec loaded."""
+    """Open a connection in autocommit mode (transactions are explicit)."""
     module = driver()
-    conn: Any = module.connect(
-        path, timeout=timeout_s, isolation_level=None, check_same_thread=False
-    )
-    conn.enable_load_extension(True)
-    conn.load_extension(vec_extension())
-    conn.enable_load_extension(False)
-    return conn
+    return module.connect(path, timeout=timeout_s, isolation_level=None, check_same_thread=False)
 
 
 def driver_name() -> str:

@@ -1,15 +1,14 @@
-"""The recall-latency section of ``docs/benchmarks.md``, rendered from its JSON only.
-
-Standard library only (like :mod:`benchmarks.report`): the tables and the reading paragraph are
-generated from ``benchmarks/results/recall_latency.json`` and, for the before/after table, from
-``recall_latency-baseline.json`` (the same benchmark run on the code before issue 17).
-"""
+"""The recall-latency section: recall percentiles per backend and size, the floor measured in
+the same run, before and after issue 17 (``recall_latency-baseline.json``), and the plot."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
-Report = dict[str, Any]
+from benchmarks.lib import results
+from benchmarks.lib.report.common import Report, source_line
+from benchmarks.lib.results import Loaded
 
 
 def _ms(stats: dict[str, Any], key: str) -> str:
@@ -218,3 +217,75 @@ def recall_latency_reading(report: Report, baseline: Report | None = None) -> st
             "commit in the JSON) and carried over, not re-measured by this one."
         )
     return " ".join(parts)
+
+
+def section(loaded: Loaded, other: Loaded | None) -> str:
+    data = loaded.data
+    baseline = results.read("recall_latency-baseline", loaded.path.parent)
+    lines = [
+        recall_latency_table(data),
+        "",
+        "Per query type:",
+        "",
+        recall_latency_type_table(data),
+        "",
+        "The floor, measured on the same queries in the same run (the briefing has no query "
+        "text and is left out), and recall's ratio to it:",
+        "",
+        recall_latency_ratio_table(data),
+        "",
+    ]
+    if baseline is not None:
+        lines += [
+            "Before and after issue 17 (before: `recall_latency-baseline.json`):",
+            "",
+            before_after_table(data, baseline),
+            "",
+        ]
+    if data.get("plot"):
+        lines += [f"![recall latency vs N]({data['plot'].removeprefix('docs/')})", ""]
+    lines += [
+        f"Setup: {data['queries']} measured queries per size after {data['warmup_queries']} "
+        f"warm-up queries, mix {data['query_mix']}, `token_budget={data['token_budget']}`, "
+        f"embedder `{data['embedder']}` (query embedding inside the measured time); workload: "
+        f"{data['workload']}; SQLite databases in `{data.get('temp_dir', '?')}` "
+        f"({data.get('temp_fs', 'unknown')}), default `synchronous`; "
+        f"{source_line(data.get('source', {}))}; the run took {data['seconds']:,.0f} s.",
+        "",
+        recall_latency_reading(data, baseline),
+    ]
+    return "\n".join(lines)
+
+
+def plot(report: Report, path: Path) -> None:
+    """Log-log p50/p95 vs N per backend, with the SPEC targets."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows_all: list[dict[str, Any]] = report["results"]
+    targets: dict[str, float] = report["targets_p95_ms"]
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    styles = {"sqlite": "tab:blue", "postgresql": "tab:green"}
+    for name, color in styles.items():
+        rows = sorted((r for r in rows_all if r["backend"] == name), key=lambda r: r["n_items"])
+        if not rows:
+            continue
+        xs = [r["n_items"] for r in rows]
+        ax.plot(xs, [r["recall_ms"]["p50"] for r in rows], "o-", color=color, label=f"{name} p50")
+        ax.plot(xs, [r["recall_ms"]["p95"] for r in rows], "s--", color=color, label=f"{name} p95")
+    for n, target in targets.items():
+        ax.plot([int(n)], [target], "r*", markersize=12)
+    ax.plot([], [], "r*", label="SPEC p95 target")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("items in one scope (80% facts, 20% episodes)")
+    ax.set_ylabel("Memory.recall latency, ms")
+    ax.set_title("Veil recall latency (token_budget=1000, query embedding included)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)

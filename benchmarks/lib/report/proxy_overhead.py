@@ -1,0 +1,50 @@
+"""The proxy-overhead section: what ``veil proxy`` does to a request before forwarding it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from benchmarks.lib.results import Loaded
+
+Json = dict[str, Any]
+
+
+def _row(label: str, s: Json) -> str:
+    return f"| {label} | {s['n']:,} | {s['p50']:.2f} | {s['p95']:.2f} | {s['max']:.2f} |"
+
+
+def table(data: Json) -> str:
+    tail = data["newest_tenth"]
+    e2e = data["end_to_end"]
+    m = data["machine"]
+    return "\n".join(
+        [
+            f"{data['steps']:,} results, the newest request {data['tokens_last']:,} estimated "
+            f"tokens as the agent sent it (the newest tenth from {data['tokens_tail_first']:,}); "
+            f"window {data['window']:,}; {data['batches']} requests took a batch of evictions "
+            f"({tail['batch_requests']} of them in the newest tenth).",
+            "",
+            "| per request, ms | n | p50 | p95 | max |",
+            "| --- | ---: | ---: | ---: | ---: |",
+            _row("proxy (parse + prepare), newest tenth", tail["proxy_ms"]),
+            _row("baseline: decode + encode the whole body, newest tenth", tail["baseline_ms"]),
+            _row("proxy, whole run", data["all"]["proxy_ms"]),
+            _row("HTTP, direct to an instant upstream", e2e["direct_ms"]),
+            _row("HTTP, through the proxy", e2e["proxy_ms"]),
+            "",
+            f"Over HTTP the proxy adds {e2e['added_p50_ms']:.2f} ms at the median. "
+            f"Machine: {m['cpus']} CPUs, Python {m['python']}, load average "
+            f"{m['load_average'][0]:.2f} before and {data['load_after'][0]:.2f} after; "
+            f"{data['seconds']:,.0f} s.",
+        ]
+    )
+
+
+def section(loaded: Loaded, other: Loaded | None) -> str:
+    return (
+        "What Veil's model-API proxy (docs/proxy.md) does to each request before forwarding "
+        "it — read the conversation, capture the new results, measure, evict in a batch when "
+        "over budget, stub, splice — timed in process on a growing Claude Code-like "
+        "conversation, and over HTTP against an upstream that answers at once.\n\n"
+        + table(loaded.data)
+    )
