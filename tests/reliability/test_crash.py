@@ -62,7 +62,11 @@ from veil.context.engine import ContextEngine
 from veil.context.projection import ITEMS
 from veil.memory.projection import ENTITIES, EPISODES, EVIDENCE, FACTS, FACTS_TEXT, WIKI
 from veil.tape import Event, Store, new_id, open_store
+from veil.tape.codec import NoPayload
+from veil.tape.kinds import EventKind, register
 from veil.testing import HashEmbedder
+
+register(EventKind("probe.write", NoPayload, extra="keep"))  # a bare write that probes a lock
 
 REPO = Path(__file__).resolve().parents[2]
 KILLS_PER_DB = 10

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
-from typing import Literal
+from dataclasses import dataclass, field, fields, replace
+from typing import Annotated, Literal
 
 import pytest
 from hypothesis import given
@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from veil.context.items import ContextItem
 from veil.context.projection import ITEM_COLUMNS
 from veil.context.records import ITEM_CODEC, item_from_row, item_payload
-from veil.tape.codec import Codec, UnsupportedField
+from veil.tape.codec import SPARSE, Codec, DateText, Ident, TimeText, UnsupportedField
+from veil.tape.events import JSONObject, JSONValue
 
 
 @dataclass(frozen=True)
@@ -66,10 +67,17 @@ def test_an_older_payload_missing_fields_or_nulls_takes_the_defaults() -> None:
 def test_a_field_it_cannot_store_is_refused_when_the_codec_is_built() -> None:
     @dataclass(frozen=True)
     class Bad:
-        mapping: dict[str, int]
+        mapping: dict[int, str]
 
     with pytest.raises(UnsupportedField, match="mapping"):
         Codec(Bad)
+
+    @dataclass(frozen=True)
+    class AlsoBad:
+        names: set[str]
+
+    with pytest.raises(UnsupportedField, match="names"):
+        Codec(AlsoBad)
 
 
 def test_every_context_item_field_is_a_column_of_the_items_table() -> None:
@@ -103,3 +111,85 @@ _opt = st.none() | _text
 )
 def test_a_context_item_survives_payload_and_row(item: ContextItem) -> None:
     assert item_from_row(item_payload(item)) == item
+
+
+@dataclass(frozen=True)
+class Part:
+    name: Ident
+    size: int = 0
+
+
+@dataclass(frozen=True)
+class Whole:
+    id: Ident
+    parts: tuple[Part, ...]
+    main: Part | None = None
+    weights: dict[str, float] | None = None
+    level: Literal[0, 1, 2] = 0
+    due: DateText | None = None
+    at: TimeText | None = None
+    data: JSONValue = None
+    meta: JSONObject = field(default_factory=lambda: {})
+    later: Annotated[tuple[str, ...], SPARSE] = ()
+
+
+WHOLE = Codec(Whole)
+
+
+def test_nested_values_lists_maps_and_json_round_trip() -> None:
+    value = Whole(
+        "w1",
+        (Part("a", 1), Part("b")),
+        Part("m", 3),
+        {"x": 0.5},
+        2,
+        "2026-01-05",
+        "2026-01-05T09:00:00.000000+00:00",
+        [1, {"k": None}],
+        {"free": ["form"]},
+    )
+    payload = WHOLE.payload(value)
+    assert payload["parts"] == [{"name": "a", "size": 1}, {"name": "b", "size": 0}]
+    assert payload["main"] == {"name": "m", "size": 3} and "later" not in payload
+    assert WHOLE.problem(payload) is None and WHOLE.decode(payload) == value
+    assert WHOLE.payload(replace(value, later=("x",)))["later"] == ["x"]
+    assert [(c.name, c.type) for c in WHOLE.columns()][1:3] == [("parts", "json"), ("main", "json")]
+
+
+def test_a_payload_is_checked_strictly_and_decoded_leniently() -> None:
+    good: dict[str, object] = {"id": "w", "parts": [{"name": "p"}]}
+    assert WHOLE.problem(good) is None
+    problems = {
+        "payload.id: missing": {"parts": []},
+        "payload.id: must not be empty": {"id": " ", "parts": []},
+        "payload.parts[0].name: missing": {"id": "w", "parts": [{}]},
+        "payload.parts[0].size: expected an integer": {
+            "id": "w",
+            "parts": [{"name": "p", "size": 1.5}],
+        },
+        "payload.parts[0]: unknown keys 'colour'": {
+            "id": "w",
+            "parts": [{"name": "p", "colour": 1}],
+        },
+        "payload.weights['x']: expected a number": {**good, "weights": {"x": "heavy"}},
+        "payload.level: expected one of 0, 1, 2": {**good, "level": 3},
+        "payload.due: expected an ISO date": {**good, "due": "2026-13-01"},
+        "payload.at: expected an ISO-8601 time with an offset": {**good, "at": "2026-01-05T09:00"},
+        "payload.meta: expected an object": {**good, "meta": [1]},
+        "payload.parts[0].size: expected a 64-bit integer": {
+            "id": "w",
+            "parts": [{"name": "p", "size": 2**63}],
+        },
+    }
+    for expected, payload in problems.items():
+        found = WHOLE.problem(payload)
+        assert found is not None and found.startswith(expected), (expected, found)
+    # Decoding what is stored never refuses: missing keys take their defaults.
+    assert WHOLE.decode({"id": "w", "extra": 1}) == Whole("w", ())  # pyright: ignore[reportArgumentType]
+
+
+def test_rows_read_by_position_decode_without_a_name_list() -> None:
+    positions = CODEC.positions(offset=1)
+    assert positions["sample_id"] == 1 and positions["when"] == 8
+    row = ("scope", "s1", "a", 2, 0.5, True, ["n"], None, None)
+    assert CODEC.decode_values(row, offset=1) == Sample("s1", "a", 2, 0.5, True, ("n",))

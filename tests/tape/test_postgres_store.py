@@ -9,11 +9,23 @@ import pytest
 from tests.conftest import fresh_pg_database
 from veil.embed.protocol import Embedder
 from veil.tape import open_store
+from veil.tape.contract import (
+    CONCERNS,
+    AdminContract,
+    AppendContract,
+    KindsContract,
+    ProjectionContract,
+    SearchContract,
+)
 from veil.tape.postgres import PostgresStore
-from veil.testing import FakeClock, HashEmbedder, NotesProjection, StoreContract, note_event
+from veil.testing import FakeClock, HashEmbedder, NotesProjection, note_event
 
 
-class TestPostgresStore(StoreContract):
+class TestPostgresStore(
+    AppendContract, KindsContract, ProjectionContract, SearchContract, AdminContract
+):
+    """The whole contract suite (every concern of :data:`veil.tape.contract.CONCERNS`)."""
+
     @pytest.fixture(autouse=True)
     def _server(self, pg_server_dsn: str) -> Iterator[None]:
         self.server = pg_server_dsn
@@ -61,3 +73,7 @@ def test_open_store_dispatches_to_postgres(pg_database: str) -> None:
         assert store.dialect == "postgresql"
     finally:
         store.close()
+
+
+def test_every_concern_of_the_contract_runs_on_this_backend() -> None:
+    assert set(CONCERNS) <= set(TestPostgresStore.__mro__)

@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from veil.tape import Event, open_store
+from veil.tape.contract import NOTE_ADDED
+from veil.tape.contract_notes import NoteAdded
 from veil.tape.recorder import Recorder
 from veil.testing import FakeClock, HashEmbedder
 
@@ -22,12 +24,12 @@ def test_an_event_carries_the_writers_scope_actor_provenance_prefix_and_time(
     clock = FakeClock()
     store = open_store(tmp_path / "t.db", embedder=HashEmbedder())
     rec = Recorder(store, "u1", "veil", clock, id_prefix="cx", provenance={"session_id": "s1"})
-    payload = {"a": 1}
-    event = rec.event("note.added", payload)
+    event = rec.event(NOTE_ADDED, NoteAdded("a", None, "alpha"))
+    payload = {"note": "a", "title": None, "body": "alpha"}
     assert event == Event(
-        event.id, "u1", "note.added", clock.now(), "veil", {"a": 1}, {"session_id": "s1"}
+        event.id, "u1", "note.added", clock.now(), "veil", payload, {"session_id": "s1"}
     )
-    assert event.id.startswith("cx_") and event.payload is not payload
+    assert event.id.startswith("cx_")
     assert store.head() == 0  # built, not appended
     store.close()
 
@@ -37,11 +39,11 @@ def test_an_id_and_a_time_decided_before_are_kept(tmp_path: Path) -> None:
     store = open_store(tmp_path / "t.db", embedder=HashEmbedder())
     rec = Recorder(store, "u1", "harness", clock)
     then = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
-    event = rec.record("note.added", {"a": 1}, id="att_1", at=then)
+    event = rec.record(NOTE_ADDED, NoteAdded("a"), id="att_1", at=then)
     (stored,) = store.read("u1")
     assert (event.id, event.at) == ("att_1", then)
     assert (stored.id, stored.at, stored.actor, stored.provenance) == ("att_1", then, "harness", {})
-    rec.record("note.added", {"a": 1}, id="att_1", at=then)  # the same event again: a no-op
+    rec.record(NOTE_ADDED, NoteAdded("a"), id="att_1", at=then)  # the same event again: a no-op
     assert store.head() == 1
     store.close()
 
@@ -50,9 +52,9 @@ def test_another_writer_is_another_recorder(tmp_path: Path) -> None:
     store = open_store(tmp_path / "t.db", embedder=HashEmbedder())
     rec = Recorder(store, "u1", "library", FakeClock())
     by_user = replace(rec, actor="user", provenance={"evidence_id": "ev_1"})
-    event = by_user.event("note.added", {})
+    event = by_user.event(NOTE_ADDED, NoteAdded())
     assert (event.scope, event.actor, event.provenance) == ("u1", "user", {"evidence_id": "ev_1"})
-    assert rec.event("note.added", {}).provenance == {}
+    assert rec.event(NOTE_ADDED, NoteAdded()).provenance == {}
     store.close()
 
 
@@ -90,3 +92,15 @@ def test_the_rule_sees_a_hand_built_event() -> None:
         "threading.Event()\nE('i', 's', 'k', at, 'a')\n"
     )
     assert _builds_events(tree) == [4]
+
+
+def test_a_payload_of_another_kind_is_refused_before_anything_is_built(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "t.db", embedder=HashEmbedder())
+    rec = Recorder(store, "u1", "veil", FakeClock())
+    try:
+        rec.event(NOTE_ADDED, {"note": "a"})  # type: ignore[arg-type]
+    except TypeError as exc:
+        assert "a note.added event carries a NoteAdded, not a dict" in str(exc)
+    else:
+        raise AssertionError("a dict was accepted as a NoteAdded")
+    store.close()

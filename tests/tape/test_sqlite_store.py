@@ -6,12 +6,24 @@ import pytest
 
 from veil.embed.protocol import Embedder
 from veil.tape import open_store
+from veil.tape.contract import (
+    CONCERNS,
+    AdminContract,
+    AppendContract,
+    KindsContract,
+    ProjectionContract,
+    SearchContract,
+)
 from veil.tape.sqlite import SQLiteStore
-from veil.tape.sqlite_driver import driver_name
-from veil.testing import FakeClock, HashEmbedder, NotesProjection, StoreContract, note_event
+from veil.tape.sqlite_driver import driver, driver_name
+from veil.testing import FakeClock, HashEmbedder, NotesProjection, note_event
 
 
-class TestSQLiteStore(StoreContract):
+class TestSQLiteStore(
+    AppendContract, KindsContract, ProjectionContract, SearchContract, AdminContract
+):
+    """The whole contract suite (every concern of :data:`veil.tape.contract.CONCERNS`)."""
+
     @pytest.fixture(autouse=True)
     def _dir(self, tmp_path: Path) -> None:
         self.dir = tmp_path
@@ -29,14 +41,21 @@ class TestSQLiteStore(StoreContract):
         return store
 
 
-def test_driver_can_load_sqlite_vec() -> None:
-    # The path CI takes: this interpreter's stdlib sqlite3 cannot load extensions, so the
-    # bundled sqlean SQLite is used. Either way vec_version() must answer.
+def test_driver_is_the_bundled_sqlite_with_fts5_and_no_extension() -> None:
+    # sqlean's SQLite on every platform: FTS5 and RETURNING (3.35) whatever the stdlib has.
+    # No extension is loaded (vectors are searched in process), so sqlite-vec's functions
+    # do not exist on a store's connection.
     store = SQLiteStore(":memory:")
     with store._read() as cur:  # pyright: ignore[reportPrivateUsage]
-        cur.execute("SELECT vec_version()")
-        assert cur.fetchone()[0].startswith("v")
-    assert "SQLite" in driver_name()
+        cur.execute("SELECT sqlite_version()")
+        version = tuple(int(part) for part in cur.fetchone()[0].split("."))
+        assert version >= (3, 35)
+        cur.execute("SELECT sqlite_compileoption_used('ENABLE_FTS5')")
+        assert cur.fetchone()[0] == 1
+        with pytest.raises(driver().OperationalError, match="no such function"):
+            cur.execute("SELECT vec_version()")
+    assert driver_name().startswith("sqlean (SQLite ")
+    store.close()
 
 
 def test_wal_mode_and_migrations_recorded(tmp_path: Path) -> None:
@@ -116,3 +135,7 @@ def test_a_handle_that_just_imported_ranks_by_rowid_and_has_statistics(tmp_path:
     hits = store.search_text("notes_text", scope="u1", query="alpha", limit=5)
     assert len(hits) == 5
     store.close()
+
+
+def test_every_concern_of_the_contract_runs_on_this_backend() -> None:
+    assert set(CONCERNS) <= set(TestSQLiteStore.__mro__)

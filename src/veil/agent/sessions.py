@@ -9,16 +9,50 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import cast
+from typing import Literal, cast
 
 from veil.agent.transcript import message_from_dict, message_to_dict
 from veil.clock import Clock, SystemClock, format_time, parse_time
 from veil.llm.messages import Message
-from veil.tape import Column, Event, JSONValue, Op, Patch, Put, Store, Table, new_id
+from veil.tape import Column, Event, JSONObject, Op, Patch, Put, Store, Table, new_id
+from veil.tape.codec import Ident
+from veil.tape.kinds import EventKind, catalogue
 from veil.tape.recorder import Recorder
 
 SESSIONS = "agent_sessions"
 MESSAGES = "agent_messages"
+
+SessionKind = Literal["session.started", "session.message", "session.ended"]
+
+
+@dataclass(frozen=True)
+class Started:
+    session_id: Ident
+    parent_id: str | None
+    title: str
+    model: str
+
+
+@dataclass(frozen=True)
+class MessageAdded:
+    """The transcript's message number ``idx`` (``message_to_dict``'s form)."""
+
+    session_id: Ident
+    idx: int
+    message: JSONObject
+
+
+@dataclass(frozen=True)
+class Ended:
+    session_id: Ident
+    status: str
+    summary: str
+
+
+STARTED = EventKind("session.started", Started)
+MESSAGE = EventKind("session.message", MessageAdded)
+ENDED = EventKind("session.ended", Ended)
+KINDS = catalogue(SessionKind, STARTED, MESSAGE, ENDED)
 
 
 class SessionProjection:
@@ -57,7 +91,7 @@ class SessionProjection:
     def apply(self, event: Event) -> list[Op]:
         p = event.payload
         scope = event.scope
-        if event.kind == "session.started":
+        if event.kind == STARTED.name:
             return [
                 Put(
                     SESSIONS,
@@ -76,7 +110,7 @@ class SessionProjection:
                 )
             ]
         key = {"scope": scope, "session_id": p.get("session_id")}
-        if event.kind == "session.message":
+        if event.kind == MESSAGE.name:
             return [
                 Put(
                     MESSAGES,
@@ -97,7 +131,7 @@ class SessionProjection:
                     },
                 ),
             ]
-        if event.kind == "session.ended":
+        if event.kind == ENDED.name:
             return [
                 Patch(
                     SESSIONS,
@@ -150,17 +184,7 @@ class Sessions:
         """A new session (``session_id`` when the caller chose it, else a fresh id); with
         ``parent_id`` and ``copy_messages`` it branches from there."""
         session_id = session_id or new_id("s")
-        events = [
-            self._recorder.event(
-                "session.started",
-                {
-                    "session_id": session_id,
-                    "parent_id": parent_id,
-                    "title": title[:200],
-                    "model": model,
-                },
-            )
-        ]
+        events = [self._recorder.event(STARTED, Started(session_id, parent_id, title[:200], model))]
         for idx, message in enumerate(copy_messages or []):
             events.append(self._message_event(session_id, idx, message))
         self.store.append(events)
@@ -176,10 +200,7 @@ class Sessions:
         """How the session ended: ``status`` is the run's end reason (``done``, ``error``,
         ``max_turns``…) or ``refused`` (done, but calls were refused for lack of approval).
         Recorded again, it amends the ending: the last one is the session's status."""
-        self._recorder.record(
-            "session.ended",
-            {"session_id": session_id, "status": status, "summary": summary[:4000]},
-        )
+        self._recorder.record(ENDED, Ended(session_id, status, summary[:4000]))
 
     def messages(self, session_id: str) -> list[Message]:
         rows = self.store.fetch(
@@ -219,9 +240,5 @@ class Sessions:
         return found[0] if found else None
 
     def _message_event(self, session_id: str, idx: int, message: Message) -> Event:
-        payload: dict[str, JSONValue] = {
-            "session_id": session_id,
-            "idx": idx,
-            "message": message_to_dict(message),
-        }
-        return self._recorder.event("session.message", payload)
+        payload = MessageAdded(session_id, idx, message_to_dict(message))
+        return self._recorder.event(MESSAGE, payload)

@@ -16,9 +16,9 @@ The attempts themselves are ``convergence.*`` events of :class:`~veil.convergenc
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import Literal, TypeVar, cast
 
 from veil.clock import Clock, format_time
 from veil.convergence import monitor, stuck
@@ -34,6 +34,8 @@ from veil.tape import (
     canonical_json,
     new_id,
 )
+from veil.tape.codec import Ident, TimeText
+from veil.tape.kinds import EventKind, catalogue
 from veil.tape.recorder import Recorder
 
 SESSIONS = "cc_sessions"
@@ -42,6 +44,53 @@ COMPACTIONS = "cc_compactions"
 ACTOR = "claude-code-hook"
 PART_CHARS = 4_000_000
 """A compaction record is split into events of at most this many characters of JSON."""
+
+ClaudeCodeKind = Literal["claude_code.goal", "claude_code.step", "claude_code.compaction"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hooked:
+    """What every hook event repeats: its own id, its session and its time (the row's)."""
+
+    id: Ident
+    session_id: str
+    at: TimeText
+
+
+@dataclass(frozen=True, kw_only=True)
+class GoalSet(Hooked):
+    goal_id: str
+    intent: str
+    reason: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepTaken(Hooked):
+    action: str
+    observation: str
+    is_error: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class Compaction(Hooked):
+    """One part of the transcript entries Claude Code was about to summarise."""
+
+    trigger: str
+    custom_instructions: str
+    transcript_path: str
+    part: int
+    parts: int
+    first_line: int
+    last_line: int
+    entries: tuple[JSONValue, ...]
+    problem: str | None
+
+
+GOAL = EventKind("claude_code.goal", GoalSet)
+STEP = EventKind("claude_code.step", StepTaken)
+COMPACTION = EventKind("claude_code.compaction", Compaction)
+KINDS = catalogue(ClaudeCodeKind, GOAL, STEP, COMPACTION)
+P = TypeVar("P")
 
 
 class ClaudeCodeProjection:
@@ -97,13 +146,13 @@ class ClaudeCodeProjection:
 
     def apply(self, event: Event) -> list[Op]:
         p = event.payload
-        if event.kind == "claude_code.goal":
+        if event.kind == GOAL.name:
             row = {k: p.get(k) for k in ("session_id", "goal_id", "intent", "reason", "at")}
             return [Put(SESSIONS, {"scope": event.scope, **row, "seq": event.seq})]
-        if event.kind == "claude_code.step":
+        if event.kind == STEP.name:
             row = {k: p.get(k) for k in ("session_id", "action", "observation", "is_error", "at")}
             return [Put(STEPS, {"scope": event.scope, "step_id": p["id"], **row, "seq": event.seq})]
-        if event.kind == "claude_code.compaction":
+        if event.kind == COMPACTION.name:
             entries = p.get("entries")
             return [
                 Put(
@@ -147,15 +196,12 @@ class HookState:
         provenance: dict[str, JSONValue] = {"session_id": session_id}
         return Recorder(self.store, self.scope, ACTOR, self.clock, "cc", provenance)
 
-    def _append(self, kind: str, session_id: str, payload: dict[str, JSONValue]) -> str:
-        """One event whose payload repeats its id, session and time (the projection's row)."""
+    def _append(self, kind: EventKind[P], session_id: str, payload: Callable[[Hooked], P]) -> str:
+        """One event whose payload repeats its id, session and time (the projection's row):
+        ``payload`` builds it from them."""
         event_id, now = new_id("cc"), self.clock.now()
-        head: dict[str, JSONValue] = {
-            "id": event_id,
-            "session_id": session_id,
-            "at": format_time(now),
-        }
-        self._recorder(session_id).record(kind, head | payload, id=event_id, at=now)
+        head = Hooked(id=event_id, session_id=session_id, at=format_time(now))
+        self._recorder(session_id).record(kind, payload(head), id=event_id, at=now)
         return event_id
 
     # ---- goals -----------------------------------------------------------------------
@@ -169,9 +215,9 @@ class HookState:
 
     def set_goal(self, session_id: str, goal_id: str, intent: str, reason: str) -> SessionGoal:
         self._append(
-            "claude_code.goal",
+            GOAL,
             session_id,
-            {"goal_id": goal_id, "intent": intent[:4000], "reason": reason},
+            lambda h: GoalSet(**vars(h), goal_id=goal_id, intent=intent[:4000], reason=reason),
         )
         return SessionGoal(goal_id, intent, reason)
 
@@ -179,9 +225,11 @@ class HookState:
 
     def add_step(self, session_id: str, action: str, observation: str, is_error: bool) -> None:
         self._append(
-            "claude_code.step",
+            STEP,
             session_id,
-            {"action": action, "observation": observation, "is_error": is_error},
+            lambda h: StepTaken(
+                **vars(h), action=action, observation=observation, is_error=is_error
+            ),
         )
 
     def steps(self, session_id: str) -> list[stuck.Step]:
@@ -243,21 +291,21 @@ class HookState:
         line = first_line
         for index, part in enumerate(parts):
             event_id = new_id("cc")
-            payload: dict[str, JSONValue] = {
-                "id": event_id,
-                "session_id": session_id,
-                "at": format_time(now),
-                "trigger": trigger,
-                "custom_instructions": custom_instructions,
-                "transcript_path": transcript_path,
-                "part": index + 1,
-                "parts": len(parts),
-                "first_line": line,
-                "last_line": line + len(part),
-                "entries": part,
-                "problem": problem,
-            }
-            events.append(rec.event("claude_code.compaction", payload, id=event_id, at=now))
+            payload = Compaction(
+                id=event_id,
+                session_id=session_id,
+                at=format_time(now),
+                trigger=trigger,
+                custom_instructions=custom_instructions,
+                transcript_path=transcript_path,
+                part=index + 1,
+                parts=len(parts),
+                first_line=line,
+                last_line=line + len(part),
+                entries=tuple(part),
+                problem=problem,
+            )
+            events.append(rec.event(COMPACTION, payload, id=event_id, at=now))
             line += len(part)
         self.store.append(events)
         return [e.id for e in events]

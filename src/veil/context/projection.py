@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import cast
 
+from veil.context import events
 from veil.context.records import ITEM_CODEC
 from veil.tape import (
     Column,
@@ -91,13 +92,13 @@ class ContextProjection:
         p = event.payload
         scope = event.scope
         kind = event.kind
-        if kind == "context.item":
+        if kind == events.ITEM.name:
             item = cast(dict[str, JSONValue], p["item"])
             row: dict[str, JSONValue] = {"scope": scope, **{k: item.get(k) for k in ITEM_FIELDS}}
             row["seq"] = event.seq
             return [Put(ITEMS, row)]
         key = {"scope": scope, "item_id": p.get("id")}
-        if kind == "context.access":
+        if kind == events.ACCESS.name:
             return [
                 Patch(
                     ITEMS,
@@ -112,7 +113,7 @@ class ContextProjection:
                     },
                 )
             ]
-        if kind == "context.tier":
+        if kind == events.TIER.name:
             excerpt = int(cast(int, p.get("excerpt") or 0))
             ops: list[Op] = [
                 Patch(ITEMS, key, {"tier": p["tier"], "indexed": False, "excerpt": excerpt})
@@ -121,7 +122,7 @@ class ContextProjection:
                 ops.append(IndexText(ITEMS_TEXT, scope, str(p["id"]), ""))
                 ops.append(IndexVector(ITEMS_VEC, scope, str(p["id"]), ""))
             return ops
-        if kind == "context.indexed":
+        if kind == events.INDEXED.name:
             # Indexing of demoted items is spread over the following calls (a burst of
             # evictions must not stall one tool call); the engine drains it before searching.
             text = str(p.get("search_text") or "")
@@ -131,23 +132,23 @@ class ContextProjection:
                 # item would dominate the cost for no gain in nearest-neighbour quality.
                 IndexVector(ITEMS_VEC, scope, str(p["id"]), text[:1000]),
             ]
-        if kind == "context.whole":  # a truncated result's full output is shown from now on
+        if kind == events.WHOLE.name:  # a truncated result's full output is shown from now on
             return [Patch(ITEMS, key, {"partial": False, "tokens": p["tokens"]})]
-        if kind == "context.pin":
+        if kind == events.PIN.name:
             return [Patch(ITEMS, key, {"pinned": p["pinned"]})]
-        if kind == "context.manual":
+        if kind == events.MANUAL.name:
             # protect_only: an expand (protected a few ticks, not counted as a load by hand)
             if p.get("protect_only"):
                 return [Patch(ITEMS, key, {"manual_tick": p["tick"]})]
             return [Patch(ITEMS, key, {"manual": True, "manual_tick": p["tick"]})]
-        if kind == "context.cognitive":
+        if kind == events.COGNITIVE.name:
             return [
                 Patch(ITEMS, {"scope": scope, "item_id": item_id}, {"cognitive_weight": w})
                 for item_id, w in cast(dict[str, JSONValue], p["weights"]).items()
             ]
-        if kind == "context.turn_kind":
+        if kind == events.TURN_KIND.name:
             return [Patch(ITEMS, key, {"turn_kind": p["kind"]})]
-        if kind == "context.state":
+        if kind == events.STATE.name:
             return [
                 Put(
                     STATE,
@@ -164,7 +165,7 @@ class ContextProjection:
                     },
                 )
             ]
-        if kind == "context.conflict":
+        if kind == events.CONFLICT.name:
             c = cast(dict[str, JSONValue], p["conflict"])
             return [
                 Put(
@@ -184,7 +185,7 @@ class ContextProjection:
                     },
                 )
             ]
-        if kind == "context.resolved":
+        if kind == events.RESOLVED.name:
             return [
                 Patch(
                     CONFLICTS,

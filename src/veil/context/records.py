@@ -1,9 +1,10 @@
-"""Context items and conflicts as tape payloads and projection rows (and back), each through
-its one codec (:mod:`veil.tape.codec`)."""
+"""Context items and beliefs as tape payloads and projection rows (and back), each through its
+one codec (:mod:`veil.tape.codec`). The events that carry them, and the payloads of the events
+that change an item, are declared in :mod:`veil.context.events`."""
 
 from __future__ import annotations
 
-from veil.context.conflicts import Belief, Conflict
+from veil.context.conflicts import Belief
 from veil.context.items import ContextItem
 from veil.tape import JSONValue, Row
 from veil.tape.codec import Codec
@@ -21,14 +22,3 @@ def item_payload(item: ContextItem) -> dict[str, JSONValue]:
 
 def item_from_row(row: Row) -> ContextItem:
     return ITEM_CODEC.decode(row)
-
-
-def conflict_payload(conflict: Conflict, session_id: str) -> dict[str, JSONValue]:
-    return {
-        "id": conflict.id,
-        "session_id": session_id,
-        "subject": conflict.subject,
-        "relation": conflict.relation,
-        "a": BELIEF_CODEC.payload(conflict.a),
-        "b": BELIEF_CODEC.payload(conflict.b),
-    }

@@ -21,9 +21,13 @@ import contextlib
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from typing import TypeVar
 
-from veil.tape import Event, JSONValue
+from veil.tape import Event
+from veil.tape.kinds import EventKind
 from veil.tape.recorder import Recorder
+
+P = TypeVar("P")
 
 
 class ContextWriter:
@@ -48,7 +52,8 @@ class ContextWriter:
         self._thread: ThreadPoolExecutor | None = None
         self._writing: Future[None] | None = None
 
-    def emit(self, kind: str, payload: dict[str, JSONValue]) -> None:
+    def emit(self, kind: EventKind[P], payload: P) -> None:
+        """Buffer one event of ``kind`` (declared in :mod:`veil.context.events`)."""
         self._pending.append(self.recorder.event(kind, payload))
 
     def _take(self) -> list[Event]:

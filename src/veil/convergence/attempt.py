@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from veil.tape import JSONValue, canonical_json
+from veil.tape.codec import Codec
 
 Action = Literal["edit", "run", "test", "command", "tool", "steer"]
 """What was done: changed a file, ran a program, ran tests, ran a shell command, called a tool."""
@@ -72,23 +73,10 @@ def text_digest(text: str) -> str:
     return hashlib.sha256(text.strip().encode()).hexdigest()[:24]
 
 
+ATTEMPT_CODEC: Codec[Attempt] = Codec(Attempt)
+"""An attempt as the ``convergence.attempt`` payload (its fields, ``files`` a list)."""
+
+
 def attempt_payload(attempt: Attempt) -> dict[str, JSONValue]:
     """The ``convergence.attempt`` event payload."""
-    return {
-        "id": attempt.id,
-        "goal_id": attempt.goal_id,
-        "iteration": attempt.iteration,
-        "action": attempt.action,
-        "target": attempt.target,
-        "outcome": attempt.outcome,
-        "evidence": attempt.evidence,
-        "fingerprint": attempt.fingerprint,
-        "session_id": attempt.session_id,
-        "tool_call_id": attempt.tool_call_id,
-        "tool_name": attempt.tool_name,
-        "call_digest": attempt.call_digest,
-        "output_digest": attempt.output_digest,
-        "files": list(attempt.files),
-        "failures": attempt.failures,
-        "at": attempt.at,
-    }
+    return ATTEMPT_CODEC.payload(attempt)

@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import cast
 
 from veil.convergence import monitor
-from veil.convergence.attempt import Action, Attempt, Level, Outcome
+from veil.convergence.attempt import Attempt, Level
+from veil.convergence.events import ATTEMPT, ESCALATED, GOAL
 from veil.tape import Column, Event, Op, Put, Row, Table
+from veil.tape.codec import Codec
 
 ATTEMPTS = "conv_attempts"
 ESCALATIONS = "conv_escalations"
@@ -83,7 +85,7 @@ class ConvergenceProjection:
     def apply(self, event: Event) -> list[Op]:
         p = event.payload
         scope = event.scope
-        if event.kind == "convergence.attempt":
+        if event.kind == ATTEMPT.name:
             row: Row = {"scope": scope, "attempt_id": p["id"]}
             for name in (
                 "goal_id",
@@ -105,7 +107,7 @@ class ConvergenceProjection:
                 row[name] = p.get(name)
             row["seq"] = event.seq
             return [Put(ATTEMPTS, row)]
-        if event.kind == "convergence.escalated":
+        if event.kind == ESCALATED.name:
             return [
                 Put(
                     ESCALATIONS,
@@ -123,7 +125,7 @@ class ConvergenceProjection:
                     },
                 )
             ]
-        if event.kind == "convergence.goal":
+        if event.kind == GOAL.name:
             return [
                 Put(
                     GOALS,
@@ -141,30 +143,12 @@ class ConvergenceProjection:
         return []
 
 
-def attempt_from_row(row: Row) -> Attempt:
-    def text(name: str) -> str:
-        value = row.get(name)
-        return "" if value is None else str(value)
+ATTEMPT_ROW: Codec[Attempt] = Codec(Attempt, renames={"id": "attempt_id"})
+"""An ``conv_attempts`` row as an :class:`Attempt` (the columns are the attempt's fields)."""
 
-    failures = row.get("failures")
-    return Attempt(
-        id=text("attempt_id"),
-        goal_id=text("goal_id"),
-        iteration=int(cast(int, row["iteration"])),
-        action=cast(Action, row["action"]),
-        target=text("target"),
-        outcome=cast(Outcome, row["outcome"]),
-        evidence=text("evidence"),
-        fingerprint=cast("str | None", row.get("fingerprint")),
-        session_id=text("session_id"),
-        tool_call_id=cast("str | None", row.get("tool_call_id")),
-        tool_name=text("tool_name"),
-        call_digest=text("call_digest"),
-        output_digest=text("output_digest"),
-        files=tuple(cast("list[str]", row.get("files") or [])),
-        failures=None if failures is None else int(cast(int, failures)),
-        at=text("at"),
-    )
+
+def attempt_from_row(row: Row) -> Attempt:
+    return ATTEMPT_ROW.decode(row)
 
 
 def escalation_from_row(row: Row) -> monitor.Escalation:

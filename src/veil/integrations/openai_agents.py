@@ -29,11 +29,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, TypeVar, cast
 
 try:
-    from agents import FunctionTool, function_tool
+    from agents import FunctionTool
     from agents.items import TResponseInputItem
     from agents.memory import SessionSettings
     from agents.run_config import CallModelData, ModelInputData
@@ -45,32 +46,42 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
     ) from exc
 
 from veil.clock import Clock, SystemClock
-from veil.context import ContextConfig, ContextEngine, UnknownItem
+from veil.context import ContextConfig, ContextEngine
 from veil.context.transcript import Call, Found
 from veil.embed.protocol import Embedder
-from veil.integrations.long_term import (
-    BUDGET_DESCRIPTION,
-    QUERY_DESCRIPTION,
-    RECALL_DESCRIPTION,
-    REMEMBER_DESCRIPTION,
-    TEXT_DESCRIPTION,
-    MemoryBinding,
-    recall_text,
-    remember_text,
-)
-from veil.integrations.window import (
-    EXPAND_DESCRIPTION,
-    EXPAND_TOOL,
-    POINTER_DESCRIPTION,
-    ContextWindow,
-    WindowReport,
-)
+from veil.integrations.long_term import AdapterVerbs, tool_name
+from veil.integrations.window import ContextWindow, WindowReport
 from veil.memory import Memory
 from veil.memory.model import Author
 from veil.tape import JSONValue, Store, open_store
+from veil.tape.codec import Ident
+from veil.tape.kinds import EventKind, catalogue
 from veil.tape.recorder import Recorder
+from veil.verbs import Verb
 
-ITEM, POP, CLEAR = "agents.item", "agents.pop", "agents.clear"
+AgentsKind = Literal["agents.item", "agents.pop", "agents.clear"]
+
+
+@dataclass(frozen=True)
+class ItemAdded:
+    """An item added to the session, stored as given (JSON)."""
+
+    session_id: Ident
+    item: JSONValue
+
+
+@dataclass(frozen=True)
+class SessionChanged:
+    """The latest item popped, or every item cleared."""
+
+    session_id: Ident
+
+
+ITEM = EventKind("agents.item", ItemAdded)
+POP = EventKind("agents.pop", SessionChanged)
+CLEAR = EventKind("agents.clear", SessionChanged)
+KINDS = catalogue(AgentsKind, ITEM, POP, CLEAR)
+P = TypeVar("P")
 
 
 class VeilSession:
@@ -155,15 +166,17 @@ class VeilSession:
         """Apply this session's events appended since the last read (by any process);
         returns whether a clear was among them."""
         cleared = False
-        for event in self.store.read(self.scope, after=self._after, kinds=(ITEM, POP, CLEAR)):
+        for event in self.store.read(
+            self.scope, after=self._after, kinds=(ITEM.name, POP.name, CLEAR.name)
+        ):
             self._after = event.seq or self._after
             if event.payload.get("session_id") != self.session_id:
                 continue
-            if event.kind == ITEM:
+            if event.kind == ITEM.name:
                 self._items.append(event.payload.get("item"))
-            elif event.kind == POP and self._items:
+            elif event.kind == POP.name and self._items:
                 self._items.pop()
-            elif event.kind == CLEAR:
+            elif event.kind == CLEAR.name:
                 self._items = []
                 self._generation += 1
                 cleared = True
@@ -173,11 +186,10 @@ class VeilSession:
         if self._read_new():
             self.window = self._window()
 
-    def _append(self, kind: str, payloads: Sequence[dict[str, JSONValue]]) -> None:
+    def _append(self, kind: EventKind[P], payloads: Sequence[P]) -> None:
         """One batch at one time, the session id in every payload (items are read back by it)."""
         now = self.clock.now()
-        session: dict[str, JSONValue] = {"session_id": self.session_id}
-        self.store.append([self._recorder.event(kind, session | p, at=now) for p in payloads])
+        self.store.append([self._recorder.event(kind, p, at=now) for p in payloads])
         self._sync()
 
     # ---- the session protocol -------------------------------------------------------------
@@ -196,7 +208,7 @@ class VeilSession:
         if not items:
             return
         async with self._lock:
-            self._append(ITEM, [{"item": _json(item)} for item in items])
+            self._append(ITEM, [ItemAdded(self.session_id, _json(item)) for item in items])
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Remove and return the latest item (as stored), or ``None`` when there is none."""
@@ -205,14 +217,14 @@ class VeilSession:
             if not self._items:
                 return None
             last = self._items[-1]
-            self._append(POP, [{}])
+            self._append(POP, [SessionChanged(self.session_id)])
             return cast(TResponseInputItem, last)
 
     async def clear_session(self) -> None:
         """Remove every item; working memory starts afresh (earlier items stay on the tape
         and their pointers keep working)."""
         async with self._lock:
-            self._append(CLEAR, [{}])
+            self._append(CLEAR, [SessionChanged(self.session_id)])
 
     # ---- rendering ------------------------------------------------------------------------
 
@@ -257,15 +269,8 @@ class VeilSession:
         return ModelInputData(input=rendered, instructions=data.model_data.instructions)
 
     def expand_tool(self) -> FunctionTool:
-        """``veil_expand``: the full content behind a stub."""
-
-        async def veil_expand(ctx: ToolContext[Any], pointer: str) -> str:
-            try:
-                return self.window.expand(pointer, call_id=ctx.tool_call_id)
-            except UnknownItem as exc:
-                return f"{EXPAND_TOOL}: {exc}; use the veil:// pointer a stub shows"
-
-        return _tool(veil_expand, EXPAND_TOOL, EXPAND_DESCRIPTION, {"pointer": POINTER_DESCRIPTION})
+        """``veil_expand``: the full content behind a stub (the catalogue's ``expand``)."""
+        return _tools(AdapterVerbs(None, window=self.window), ("expand",))[0]
 
     def close(self) -> None:
         """Write what is buffered; close the store when the session opened it."""
@@ -388,31 +393,39 @@ def memory_tools(
     author: Author = "assistant",
     session: VeilSession | None = None,
 ) -> list[FunctionTool]:
-    """``veil_recall`` and ``veil_remember`` over ``memory``, bound to ``user_id`` and
-    ``author`` (the model cannot choose either). With ``session``, recall also lists the
-    session's evicted outputs that match."""
-    binding = MemoryBinding(memory, user_id, author)
-
-    async def veil_recall(query: str, token_budget: int = 800) -> str:
-        window = session.window if session is not None else None
-        return await recall_text(binding, query, token_budget, window)
-
-    async def veil_remember(text: str) -> str:
-        return await remember_text(binding, text)
-
-    return [
-        _tool(veil_recall, "veil_recall", RECALL_DESCRIPTION,
-              {"query": QUERY_DESCRIPTION, "token_budget": BUDGET_DESCRIPTION}),
-        _tool(veil_remember, "veil_remember", REMEMBER_DESCRIPTION, {"text": TEXT_DESCRIPTION}),
-    ]  # fmt: skip
+    """``veil_recall`` and ``veil_remember`` over ``memory`` (``veil_remember`` only when it
+    has a model to extract with), bound to ``user_id`` and ``author`` (the model cannot choose
+    either). With ``session``, recall also lists the conversation's evicted tool results that
+    match."""
+    window = session.window if session is not None else None
+    return _tools(AdapterVerbs(memory, user_id, author, window), ("recall", "remember"))
 
 
-def _tool(function: Any, name: str, description: str, arguments: dict[str, str]) -> FunctionTool:
-    """A function tool whose description and every argument's are written for a model."""
-    lines = [description, "", "Args:"]
-    lines += [f"    {arg}: {text}" for arg, text in arguments.items()]
-    function.__doc__ = "\n".join(lines)
-    return function_tool(function, name_override=name, docstring_style="google")
+def _tools(verbs: AdapterVerbs, names: tuple[str, ...]) -> list[FunctionTool]:
+    """The catalogue's verbs as the SDK's function tools: name, description and JSON schema
+    from the catalogue; a bad argument or an unknown pointer is an answer the model reads."""
+
+    def tool(verb: Verb) -> FunctionTool:
+        async def invoke(ctx: ToolContext[Any], raw: str) -> str:
+            try:
+                parsed: object = json.loads(raw or "{}")
+                if not isinstance(parsed, dict):
+                    raise ValueError("the arguments must be a JSON object")
+                arguments = cast(dict[str, object], parsed)
+                return await verbs.run(verb, arguments, ctx.tool_call_id)
+            except (LookupError, ValueError) as exc:
+                hint = "; use the veil:// pointer a stub shows" if verb.name == "expand" else ""
+                return f"{tool_name(verb)}: {exc}{hint}"
+
+        return FunctionTool(
+            name=tool_name(verb),
+            description=verb.description,
+            params_json_schema=verb.schema,
+            on_invoke_tool=invoke,
+            strict_json_schema=False,
+        )
+
+    return [tool(v) for v in verbs.offered("agents_sdk", names)]
 
 
 __all__ = ["VeilSession", "memory_tools"]

@@ -24,11 +24,12 @@ from veil.clock import Clock, format_time
 from veil.memory import events as build
 from veil.memory.config import MemoryConfig
 from veil.memory.entities import USER, normalise
+from veil.memory.events import WikiSection
 from veil.memory.extraction import ExtractionParseError, first_json_object
-from veil.memory.model import Episode, Fact
+from veil.memory.model import Episode, EpisodeKind, Fact
 from veil.memory.projection import EPISODES, FACTS, WIKI
 from veil.memory.rows import episode_from_row, fact_from_row
-from veil.tape import Event, JSONValue, Store, new_id
+from veil.tape import Event, Store, new_id
 from veil.tape.recorder import Recorder
 
 KEEP_VERBATIM = ("failure", "fix", "commitment")
@@ -67,7 +68,7 @@ class MaintainReport:
     error: str | None = None
 
 
-def compile_wiki(facts: Sequence[Fact]) -> list[dict[str, JSONValue]]:
+def compile_wiki(facts: Sequence[Fact]) -> list[WikiSection]:
     """One section per subject of trusted, grounded, uncontested current facts."""
     by_subject: dict[str, list[Fact]] = {}
     for fact in facts:
@@ -79,14 +80,12 @@ def compile_wiki(facts: Sequence[Fact]) -> list[dict[str, JSONValue]]:
         ):
             continue
         by_subject.setdefault(_key(fact), []).append(fact)
-    sections: list[dict[str, JSONValue]] = []
+    sections: list[WikiSection] = []
     for key in sorted(by_subject, key=lambda k: (k != USER, k)):
         items = sorted(by_subject[key], key=lambda f: (f.relation, f.statement))
         title = "The user" if key == USER else items[0].subject
         text = "\n".join([f"### {title}", *(f"- {f.statement}" for f in items)])
-        sections.append(
-            {"section": key, "title": title, "text": text, "fact_ids": [f.id for f in items]}
-        )
+        sections.append(WikiSection(key, title, text, tuple(f.id for f in items)))
     return sections
 
 
@@ -122,7 +121,7 @@ class Maintainer:
         ]
         sections = compile_wiki(facts)
         existing = {str(r["section"]) for r in self.store.fetch(WIKI, scope=user_id)}
-        removed = sorted(existing - {str(s["section"]) for s in sections})
+        removed = sorted(existing - {s.section for s in sections})
         rec = Recorder(self.store, user_id, "veil", self.clock)
         events: list[Event] = [build.wiki(rec, sections, removed, at=now)]
         folded, fold_events = self._fold_duplicates(rec, now)
@@ -219,7 +218,7 @@ def _consolidation_messages(episodes: Sequence[Episode]) -> list[dict[str, str]]
     ]
 
 
-def _parse_consolidation(output: str, ids: set[str]) -> list[tuple[str, str, list[str]]]:
+def _parse_consolidation(output: str, ids: set[str]) -> list[tuple[EpisodeKind, str, list[str]]]:
     """Validated merges; an output that covers an id twice or invents one is rejected whole,
     and inputs the model left out simply stay as they are."""
     parsed = first_json_object(output)
@@ -229,7 +228,7 @@ def _parse_consolidation(output: str, ids: set[str]) -> list[tuple[str, str, lis
     if not isinstance(items, list):
         raise ExtractionParseError('"episodes" must be a list')
     seen: set[str] = set()
-    merges: list[tuple[str, str, list[str]]] = []
+    merges: list[tuple[EpisodeKind, str, list[str]]] = []
     for item in cast(list[Any], items):
         if not isinstance(item, dict):
             raise ValueError("each episode must be an object")

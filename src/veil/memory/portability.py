@@ -13,22 +13,16 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
-from datetime import date, datetime
+from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import Any, cast
 
 from veil.clock import format_time, parse_time
-from veil.memory.model import (
-    AUTHORS,
-    EPISODE_KINDS,
-    VOLATILITIES,
-    Disclosure,
-    Episode,
-    Fact,
-    FactState,
-)
+from veil.memory import events as kinds
+from veil.memory.model import Episode, Fact
 from veil.tape import Event, JSONValue, Store, canonical_json
 from veil.tape.events import seal, validate_scope
+from veil.tape.kinds import check_payload as tape_check_payload
 
 FORMAT = "veil.memory.export"
 VERSION = 1
@@ -196,7 +190,7 @@ def _event_from(record: dict[str, Any], scope: str, *, restore: bool, source: st
         raise ValueError("payload and provenance must be objects")
     body: dict[str, JSONValue] = dict(cast(dict[str, JSONValue], payload))
     check_payload(kind, body)
-    if not restore and kind == "memory.fact":
+    if not restore and kind == kinds.FACT.name:
         fact = dict(cast(dict[str, JSONValue], body["fact"]))
         fact["trust"] = 0
         fact["source"] = source
@@ -227,159 +221,9 @@ def _time(value: object, name: str) -> datetime:
         ) from None
 
 
-# ---- what the projection and the readers need of each event kind ---------------------------
-
-_Type = Literal["id", "str", "time", "date", "int", "bool", "strs"] | tuple[str, ...]
-_Spec = dict[str, tuple[_Type, bool]]
-"""field → (type, required). Required: present and not null. Other keys are not checked."""
-
-_FACT: _Spec = {
-    "fact_id": ("id", True),
-    "subject": ("str", True),
-    "subject_key": ("str", False),
-    "relation": ("str", True),
-    "relation_class": ("str", False),
-    "object": ("str", True),
-    "object_key": ("str", False),
-    "statement": ("str", True),
-    "volatility": (VOLATILITIES, True),
-    "valid_from": ("time", True),
-    "valid_to": ("time", False),
-    "state": (get_args(FactState), True),
-    "superseded_by": ("str", False),
-    "reason": ("str", False),
-    "author": (AUTHORS, True),
-    "disclosure": (get_args(Disclosure), True),
-    "claimant": ("str", True),
-    "event_id": ("str", True),
-    "derived_from": ("strs", False),
-    "session_id": ("str", False),
-    "tool_call_id": ("str", False),
-    "source": ("str", False),
-    "trust": ("int", True),
-    "last_confirmed_at": ("time", True),
-    "flags": ("strs", False),
-    "contested_with": ("strs", False),
-    "times_used": ("int", False),
-    "last_outcome": ("bool", False),
-}
-_EPISODE: _Spec = {
-    "episode_id": ("id", True),
-    "kind": (EPISODE_KINDS, True),
-    "text": ("str", True),
-    "at": ("time", True),
-    "due": ("date", False),
-    "event_id": ("str", False),
-    "session_id": ("str", False),
-    "derived_from": ("strs", False),
-}
-_WIKI_SECTION: _Spec = {
-    "section": ("id", True),
-    "title": ("str", True),
-    "text": ("str", True),
-    "fact_ids": ("strs", True),
-}
-_PAYLOADS: dict[str, _Spec] = {
-    "memory.evidence": {
-        "text": ("str", True),
-        "author": (AUTHORS, True),
-        "source": ("str", False),
-        "session_id": ("str", False),
-        "tool_call_id": ("str", False),
-        "derived_from": ("strs", False),
-    },
-    "memory.extraction": {
-        "evidence_id": ("id", True),
-        "status": ("str", False),
-        "error": ("str", False),
-    },
-    "memory.superseded": {
-        "fact_id": ("id", True),
-        "valid_to": ("time", True),
-        "by": ("str", False),
-        "reason": ("str", False),
-    },
-    "memory.reinforced": {"fact_id": ("id", True), "at": ("time", True)},
-    "memory.contested": {"fact_id": ("id", True), "contested_with": ("strs", True)},
-    "memory.confirmed": {
-        "fact_id": ("id", True),
-        "at": ("time", True),
-        "state": (get_args(FactState), True),
-        "reason": ("str", False),
-    },
-    "memory.disputed": {"fact_id": ("id", True), "reason": ("str", False)},
-    "memory.outcome": {
-        "fact_id": ("id", True),
-        "times_used": ("int", True),
-        "ok": ("bool", True),
-    },
-    "memory.consolidated": {"episode_ids": ("strs", True), "into": ("id", True)},
-    "memory.wiki": {
-        "removed": ("strs", False),
-        "compiled_at": ("time", True),
-    },
-}
-_INT64 = 2**63
-
-
 def check_payload(kind: str, payload: dict[str, JSONValue]) -> None:
-    """Raise ``ValueError`` when a ``memory.*`` payload lacks what the memory projection and its
-    readers rely on (types, enumerations, ISO times). Kinds without a projection pass."""
-    if kind == "memory.fact":
-        _check(_object(payload.get("fact"), "fact"), _FACT, "fact")
-    elif kind == "memory.episode":
-        _check(_object(payload.get("episode"), "episode"), _EPISODE, "episode")
-    elif kind in _PAYLOADS:
-        _check(payload, _PAYLOADS[kind], "payload")
-    if kind == "memory.wiki":
-        sections = payload.get("sections")
-        if not isinstance(sections, list):
-            raise ValueError('"sections" must be a list')
-        for section in sections:
-            _check(_object(section, "section"), _WIKI_SECTION, "section")
-
-
-def _object(value: JSONValue, name: str) -> dict[str, JSONValue]:
-    if not isinstance(value, dict):
-        raise ValueError(f"{name!r} must be an object")
-    return value
-
-
-def _check(values: dict[str, JSONValue], spec: _Spec, where: str) -> None:
-    for name, (type_, required) in spec.items():
-        value = values.get(name)
-        if value is None:
-            if required:
-                raise ValueError(f"{where} needs {name!r}")
-            continue
-        if not _is(type_, value):
-            expected = f"one of {', '.join(type_)}" if isinstance(type_, tuple) else type_
-            raise ValueError(f"{where} {name!r} must be {expected}, got {_short(value)}")
-
-
-def _is(type_: _Type, value: JSONValue) -> bool:
-    if isinstance(type_, tuple):
-        return value in type_
-    if type_ == "strs":
-        return isinstance(value, list) and all(isinstance(v, str) for v in value)
-    if type_ == "int":
-        return isinstance(value, int) and not isinstance(value, bool) and -_INT64 <= value < _INT64
-    if type_ == "bool":
-        return isinstance(value, bool)
-    if not isinstance(value, str):
-        return False
-    if type_ == "id":
-        return bool(value.strip())
-    if type_ == "time":
-        try:
-            parse_time(value)
-        except (ValueError, OverflowError):
-            return False
-        return True
-    if type_ == "date":
-        try:
-            date.fromisoformat(value)
-        except ValueError:
-            return False
-        return True
-    return True
+    """Raise ``ValueError`` (:class:`~veil.tape.events.InvalidEvent`) unless ``payload`` is
+    one the memory's kind ``kind`` could have written: the declaration in
+    :mod:`veil.memory.events` the tape checks every append against (types, enumerations, ISO
+    times and dates, 64-bit integers; other keys are kept)."""
+    tape_check_payload(kind, payload)

@@ -1,16 +1,20 @@
 """The long-term memory's projection of the tape: evidence, facts, entities, episodes.
 
-Event kinds (payloads are complete: ``apply`` never reads the store):
-``memory.evidence`` raw evidence, recorded before any LLM call; ``memory.extraction`` how the
-extraction went; ``memory.fact`` a new fact with full provenance; ``memory.superseded``,
-``memory.reinforced``, ``memory.contested``, ``memory.confirmed``, ``memory.disputed``,
-``memory.outcome`` lifecycle changes; ``memory.episode`` an episode.
+Event kinds (declared in :mod:`veil.memory.events`; payloads are complete: ``apply`` never
+reads the store): ``memory.evidence`` raw evidence, recorded before any LLM call;
+``memory.extraction`` how the extraction went; ``memory.fact`` a new fact with full provenance;
+``memory.superseded``, ``memory.reinforced``, ``memory.contested``, ``memory.confirmed``,
+``memory.disputed``, ``memory.outcome`` lifecycle changes; ``memory.episode`` an episode.
+``apply`` reads the payloads as stored (``dict`` access with defaults), so events written by
+any earlier version replay.
 """
 
 from __future__ import annotations
 
 from typing import Any, cast
 
+from veil.memory import events as kinds
+from veil.memory.records import FACT_CODEC
 from veil.tape import (
     Column,
     Event,
@@ -36,37 +40,9 @@ EPISODES_TEXT = "mem_episodes_text"
 EPISODES_VEC = "mem_episodes_vec"
 WIKI = "mem_wiki"
 
-FACT_COLUMNS = (
-    Column("fact_id", "text", nullable=False),
-    Column("subject", "text"),
-    Column("subject_key", "text"),
-    Column("relation", "text"),
-    Column("relation_class", "text"),
-    Column("object", "text"),
-    Column("object_key", "text"),
-    Column("statement", "text"),
-    Column("volatility", "text"),
-    Column("valid_from", "time"),
-    Column("valid_to", "time"),
-    Column("state", "text"),
-    Column("superseded_by", "text"),
-    Column("reason", "text"),
-    Column("author", "text"),
-    Column("disclosure", "text"),
-    Column("claimant", "text"),
-    Column("event_id", "text"),
-    Column("derived_from", "json"),
-    Column("session_id", "text"),
-    Column("tool_call_id", "text"),
-    Column("source", "text"),
-    Column("trust", "int"),
-    Column("last_confirmed_at", "time"),
-    Column("flags", "json"),
-    Column("contested_with", "json"),
-    Column("times_used", "int"),
-    Column("last_outcome", "bool"),
-    Column("recorded_seq", "int"),
-)
+FACT_COLUMNS = (*FACT_CODEC.columns(), Column("recorded_seq", "int"))
+"""A fact's columns: :class:`~veil.memory.records.FactRecord`'s fields, in order, then the seq
+of the event that recorded it."""
 FACT_FIELDS = tuple(c.name for c in FACT_COLUMNS)
 EPISODE_COLUMNS = (
     Column("episode_id", "text", nullable=False),
@@ -155,7 +131,7 @@ class MemoryProjection:
         p = event.payload
         scope = event.scope
         kind = event.kind
-        if kind == "memory.evidence":
+        if kind == kinds.EVIDENCE.name:
             text = p.get("text")
             return [
                 Put(
@@ -173,7 +149,7 @@ class MemoryProjection:
                     },
                 )
             ]
-        if kind == "memory.extraction":
+        if kind == kinds.EXTRACTION.name:
             return [
                 Patch(
                     EVIDENCE,
@@ -181,7 +157,7 @@ class MemoryProjection:
                     {"status": p.get("status"), "error": p.get("error")},
                 )
             ]
-        if kind == "memory.fact":
+        if kind == kinds.FACT.name:
             fact = cast(dict[str, JSONValue], p["fact"])
             row: dict[str, JSONValue] = {"scope": scope, **{k: fact.get(k) for k in FACT_FIELDS}}
             row["recorded_seq"] = event.seq
@@ -205,7 +181,7 @@ class MemoryProjection:
             ops.append(IndexVector(FACTS_VEC, scope, fid, text))
             return ops
         key = {"scope": scope, "fact_id": p.get("fact_id")}
-        if kind == "memory.superseded":
+        if kind == kinds.SUPERSEDED.name:
             return [
                 Patch(
                     FACTS,
@@ -218,11 +194,11 @@ class MemoryProjection:
                     },
                 )
             ]
-        if kind == "memory.reinforced":
+        if kind == kinds.REINFORCED.name:
             return [Patch(FACTS, key, {"last_confirmed_at": p["at"]})]
-        if kind == "memory.contested":
+        if kind == kinds.CONTESTED.name:
             return [Patch(FACTS, key, {"contested_with": p["contested_with"]})]
-        if kind == "memory.confirmed":
+        if kind == kinds.CONFIRMED.name:
             return [
                 Patch(
                     FACTS,
@@ -230,11 +206,11 @@ class MemoryProjection:
                     {"last_confirmed_at": p["at"], "state": p["state"], "reason": p.get("reason")},
                 )
             ]
-        if kind == "memory.disputed":
+        if kind == kinds.DISPUTED.name:
             return [Patch(FACTS, key, {"state": "disputed", "reason": p.get("reason")})]
-        if kind == "memory.outcome":
+        if kind == kinds.OUTCOME.name:
             return [Patch(FACTS, key, {"times_used": p["times_used"], "last_outcome": p["ok"]})]
-        if kind == "memory.episode":
+        if kind == kinds.EPISODE.name:
             ep = cast(dict[str, JSONValue], p["episode"])
             eid = str(ep["episode_id"])
             return [
@@ -257,7 +233,7 @@ class MemoryProjection:
                 IndexText(EPISODES_TEXT, scope, eid, str(ep.get("text") or "")),
                 IndexVector(EPISODES_VEC, scope, eid, str(ep.get("text") or "")),
             ]
-        if kind == "memory.consolidated":
+        if kind == kinds.CONSOLIDATED.name:
             # Episodes folded into a consolidated one: they leave the index, keep their rows.
             ops = []
             for eid in cast(list[str], p["episode_ids"]):
@@ -271,7 +247,7 @@ class MemoryProjection:
                 ops.append(IndexText(EPISODES_TEXT, scope, eid, ""))
                 ops.append(IndexVector(EPISODES_VEC, scope, eid, ""))
             return ops
-        if kind == "memory.wiki":
+        if kind == kinds.WIKI.name:
             ops = [
                 Remove(WIKI, {"scope": scope, "section": section})
                 for section in cast(list[str], p.get("removed") or [])

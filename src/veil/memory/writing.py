@@ -21,6 +21,7 @@ from veil.memory.entities import USER, entity_key, value_key
 from veil.memory.extraction import EpisodeItem, FactItem, PromptFact
 from veil.memory.grounding import ungrounded_specifics
 from veil.memory.model import AUTHORITY, Author, Disclosure, InvalidItem, Volatility, WriteReport
+from veil.memory.records import FactRecord
 from veil.memory.supersession import Candidate, CurrentFact, decide, supersession_reason
 from veil.memory.trust import disclosure_of, is_third_party_claim, trust_of
 from veil.tape import Event, JSONValue, new_id
@@ -228,7 +229,7 @@ class _Batch:
     contested: list[str] = field(default_factory=lambda: [])
     ungrounded: list[str] = field(default_factory=lambda: [])
     pending: dict[tuple[str, str], list[CurrentFact]] = field(default_factory=lambda: {})
-    pending_rows: dict[str, dict[str, JSONValue]] = field(default_factory=lambda: {})
+    pending_rows: dict[str, FactRecord] = field(default_factory=lambda: {})
     closed: set[str] = field(default_factory=set[str])
 
     def fact(self, item: FactItem) -> None:
@@ -253,8 +254,7 @@ class _Batch:
             self.ungrounded.append(fact_id)
             self.notes.append(f"{fact_id}: not in the evidence: {', '.join(missing)}")
         if reading.quarantined:
-            row["state"] = "quarantined"
-            row["trust"] = 0
+            row = replace(row, state="quarantined", trust=0)
             self.events.append(events.fact(rec, row, at=at))
             self.quarantined.append(fact_id)
             return
@@ -295,11 +295,14 @@ class _Batch:
             self.reinforced.append(decision.reinforce)
             return
         if decision.superseded_by:
-            row["state"] = "superseded"
-            row["superseded_by"] = decision.superseded_by
-            row["reason"] = "older evidence"
             newer = next(f for f in current if f.id == decision.superseded_by)
-            row["valid_to"] = format_time(newer.valid_from)
+            row = replace(
+                row,
+                state="superseded",
+                superseded_by=decision.superseded_by,
+                reason="older evidence",
+                valid_to=format_time(newer.valid_from),
+            )
         self.events.append(events.fact(rec, row, at=at))
         self.added.append(fact_id)
         self.pending_rows[fact_id] = row
@@ -324,7 +327,7 @@ class _Batch:
                 with_ = sorted({*theirs.contested_with, fact_id})
                 self.events.append(events.contested(rec, other, with_, at=at))
             self.contested.extend([fact_id, *decision.contest])
-        if row["state"] == "current":
+        if row.state == "current":
             self.pending[slot].append(
                 CurrentFact(fact_id, value_key(item.object), trust, at, tuple(decision.contest))
             )
@@ -364,45 +367,42 @@ class _Batch:
 
     def _object_of(self, fact_id: str) -> str:
         if fact_id in self.pending_rows:
-            return str(self.pending_rows[fact_id]["object"])
+            return self.pending_rows[fact_id].object
         return self.current.objects.get(fact_id, "")
 
 
 def _fact_row(
     fact_id: str, item: FactItem, reading: _Reading, evidence: Event, *, flags: list[str]
-) -> dict[str, JSONValue]:
-    """The new fact's row as recorded, current until a decision says otherwise."""
+) -> FactRecord:
+    """The new fact as recorded, current until a decision says otherwise."""
     at = format_time(evidence.at)
-    return {
-        "fact_id": fact_id,
-        "subject": _display_subject(item.subject, reading.subject_key),
-        "subject_key": reading.subject_key,
-        "relation": item.relation,
-        "relation_class": "registered" if reading.relation else "unclassified",
-        "object": item.object,
-        "object_key": value_key(item.object),
-        "statement": item.statement or f"{item.subject} {item.relation} {item.object}.",
-        "volatility": reading.volatility,
-        "valid_from": at,
-        "valid_to": None,
-        "state": "current",
-        "superseded_by": None,
-        "reason": None,
-        "author": reading.author,
-        "disclosure": reading.disclosure,
-        "claimant": item.claimant,
-        "event_id": evidence.id,
-        "derived_from": list(cast(list[JSONValue], evidence.payload.get("derived_from") or [])),
-        "session_id": cast(str | None, evidence.payload.get("session_id")),
-        "tool_call_id": cast(str | None, evidence.payload.get("tool_call_id")),
-        "source": cast(str | None, evidence.payload.get("source")),
-        "trust": reading.trust,
-        "last_confirmed_at": at,
-        "flags": list(flags),
-        "contested_with": [],
-        "times_used": 0,
-        "last_outcome": None,
-    }
+    payload = evidence.payload
+    return FactRecord(
+        fact_id=fact_id,
+        subject=_display_subject(item.subject, reading.subject_key),
+        subject_key=reading.subject_key,
+        relation=item.relation,
+        relation_class="registered" if reading.relation else "unclassified",
+        object=item.object,
+        object_key=value_key(item.object),
+        statement=item.statement or f"{item.subject} {item.relation} {item.object}.",
+        volatility=reading.volatility,
+        valid_from=at,
+        state="current",
+        author=reading.author,
+        disclosure=reading.disclosure,
+        claimant=item.claimant,
+        event_id=evidence.id,
+        derived_from=tuple(
+            str(d) for d in cast(list[JSONValue], payload.get("derived_from") or [])
+        ),
+        session_id=cast(str | None, payload.get("session_id")),
+        tool_call_id=cast(str | None, payload.get("tool_call_id")),
+        source=cast(str | None, payload.get("source")),
+        trust=reading.trust,
+        last_confirmed_at=at,
+        flags=tuple(flags),
+    )
 
 
 def _author_for(prepared: Prepared, item: FactItem) -> Author:

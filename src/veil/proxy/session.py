@@ -34,9 +34,10 @@ from veil.context.prefix import shared_prefix
 from veil.context.transcript import Transcript
 from veil.context.window import Entry, Part
 from veil.embed import Embedder
+from veil.proxy.events import REQUEST, RequestForwarded
 from veil.proxy.tools import EXPAND_TOOLS, describe
 from veil.proxy.wire import Request, Spliced, Splicer, dumps
-from veil.tape import JSONValue, Store
+from veil.tape import Store
 from veil.tape.recorder import Recorder
 from veil.tokens import estimate_tokens
 
@@ -262,20 +263,19 @@ class Conversations:
                                "cache_write": cache_write})  # fmt: skip
 
     def record(self, prepared: Prepared, usage: Mapping[str, int] | None = None) -> None:
-        payload: dict[str, JSONValue] = {
-            "conversation": prepared.conversation,
-            "tokens_before": prepared.tokens_before,
-            "tokens_sent": prepared.tokens_sent,
-            "stubbed": prepared.stubbed,
-            "evicted": prepared.evicted,
-            "exact": prepared.exact,
-            "overhead_ms": round(prepared.seconds * 1000, 3),
-        }
-        if usage is not None:
-            payload["usage"] = {k: int(v) for k, v in usage.items()}
+        payload = RequestForwarded(
+            conversation=prepared.conversation,
+            tokens_before=prepared.tokens_before,
+            tokens_sent=prepared.tokens_sent,
+            stubbed=prepared.stubbed,
+            evicted=prepared.evicted,
+            exact=prepared.exact,
+            overhead_ms=round(prepared.seconds * 1000, 3),
+            usage=None if usage is None else {k: int(v) for k, v in usage.items()},
+        )
         # the figures are a record, never a reason to fail a request
         with contextlib.suppress(Exception):
-            self._recorder.record("proxy.request", payload)
+            self._recorder.record(REQUEST, payload)
 
     def close(self) -> None:
         with self._lock:

@@ -30,7 +30,9 @@ from typing import Literal, cast, get_args
 
 from veil.clock import Clock, SystemClock, parse_time
 from veil.tape import Column, Event, JSONValue, Op, Patch, Put, Store, Table
+from veil.tape.codec import Ident
 from veil.tape.events import validate_scope
+from veil.tape.kinds import EventKind, catalogue
 from veil.tape.recorder import Recorder
 
 Authority = Literal["user", "assistant", "tool"]
@@ -45,6 +47,29 @@ KEY_PREFIX = "vk_"
 _KEY = re.compile(r"^vk_([0-9a-f]{12})_([0-9a-f]{64})$")
 KEYS_TABLE = "api_keys"
 MAX_LABEL_CHARS = 100
+
+
+ServerKind = Literal["server.key_created", "server.key_revoked"]
+
+
+@dataclass(frozen=True)
+class KeyCreated:
+    key_id: Ident
+    digest: Ident
+    scopes: tuple[str, ...]
+    authority: Authority
+    admin: bool
+    label: str | None = None
+
+
+@dataclass(frozen=True)
+class KeyRevoked:
+    key_id: Ident
+
+
+KEY_CREATED = EventKind("server.key_created", KeyCreated)
+KEY_REVOKED = EventKind("server.key_revoked", KeyRevoked)
+KINDS = catalogue(ServerKind, KEY_CREATED, KEY_REVOKED)
 
 
 class KeyRequestError(ValueError):
@@ -120,7 +145,7 @@ class KeysProjection:
         if event.scope != KEYS_SCOPE:
             return []
         p = event.payload
-        if event.kind == "server.key_created":
+        if event.kind == KEY_CREATED.name:
             return [
                 Put(
                     KEYS_TABLE,
@@ -138,7 +163,7 @@ class KeysProjection:
                     keep_existing=True,
                 )
             ]
-        if event.kind == "server.key_revoked":
+        if event.kind == KEY_REVOKED.name:
             return [
                 Patch(
                     KEYS_TABLE,
@@ -195,15 +220,8 @@ class KeyRing:
             )
         key_id = secrets.token_hex(6)
         token = f"{KEY_PREFIX}{key_id}_{secrets.token_hex(32)}"
-        payload: dict[str, JSONValue] = {
-            "key_id": key_id,
-            "digest": digest_of(token),
-            "scopes": list(bound),
-            "authority": authority,
-            "admin": admin,
-            "label": label,
-        }
-        created = self._recorder.record("server.key_created", payload)
+        payload = KeyCreated(key_id, digest_of(token), tuple(bound), authority, admin, label)
+        created = self._recorder.record(KEY_CREATED, payload)
         key = ApiKey(key_id, frozenset(bound), authority, admin, created.at, False, label)
         return NewKey(token, key)
 
@@ -231,7 +249,7 @@ class KeyRing:
         rows = self.store.fetch(KEYS_TABLE, scope=KEYS_SCOPE, where={"key_id": key_id})
         if not rows or rows[0]["revoked_at"] is not None:
             return False
-        self._recorder.record("server.key_revoked", {"key_id": key_id})
+        self._recorder.record(KEY_REVOKED, KeyRevoked(key_id))
         return True
 
 

@@ -78,6 +78,13 @@ def new_id(prefix: str = "ev") -> str:
     return f"{prefix}_{millis:012x}{os.urandom(10).hex()}"
 
 
+def validate_kind(kind: str) -> str:
+    """Kinds are dotted lower_snake names (``memory.fact``) of at most 64 characters."""
+    if len(kind) > MAX_KIND_LENGTH or not _KIND_RE.match(kind):
+        raise InvalidEvent(f"bad event kind {kind!r}: use dotted lower_snake names")
+    return kind
+
+
 def validate_scope(scope: str) -> str:
     """Scopes are opaque tenant keys (``user:alice``, ``team:backend``); never empty."""
     if not isinstance(scope, str) or not scope.strip():  # pyright: ignore[reportUnnecessaryIsInstance]
@@ -123,12 +130,12 @@ def seal(event: Event) -> Sealed:
 
 def validate(event: Event) -> Event:
     """Check an event's envelope before it is appended; returns it with ``at`` normalised to
-    UTC. (Payload serialisability is checked by :func:`seal`.)"""
+    UTC. (Payload serialisability is checked by :func:`seal`, the payload against its kind's
+    declaration by :func:`veil.tape.kinds.check`.)"""
     validate_scope(event.scope)
     if not event.id or len(event.id) > 128 or _CONTROL_OR_SPACE.search(event.id):
         raise InvalidEvent(f"bad event id {event.id!r}")
-    if len(event.kind) > MAX_KIND_LENGTH or not _KIND_RE.match(event.kind):
-        raise InvalidEvent(f"bad event kind {event.kind!r}: use dotted lower_snake names")
+    validate_kind(event.kind)
     if not event.actor:
         raise InvalidEvent("actor must be non-empty")
     try:

@@ -52,7 +52,8 @@ class TextIndex:
 
 @dataclass(frozen=True)
 class VectorIndex:
-    """A vector index (sqlite-vec / pgvector) whose vectors come from the store's embedder."""
+    """A vector index (in process over a SQLite table / pgvector) whose vectors come from the
+    store's embedder."""
 
     name: str
 

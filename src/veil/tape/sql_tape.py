@@ -37,6 +37,7 @@ from veil.tape.events import (
     seal,
     validate_scope,
 )
+from veil.tape.kinds import check
 from veil.tape.projection import (
     Hit,
     IndexText,
@@ -52,7 +53,8 @@ from veil.tape.projection import (
 )
 from veil.tape.redacting import redacted
 from veil.tape.sql_codec import TableCodec, encode_value
-from veil.tape.store import MAX_PAYLOAD_BYTES, Dialect, Range, UnknownName, fts_query
+from veil.tape.sql_fetch import select_rows
+from veil.tape.store import MAX_PAYLOAD_BYTES, Dialect, UnknownName, fts_query
 
 
 class Cursor(Protocol):
@@ -188,7 +190,9 @@ class SqlTape(ABC):
 
         An id already on the tape with the same content returns the stored event unchanged;
         with different content the whole batch fails with :class:`EventConflict` and nothing
-        is written. Projections are applied in the same transaction.
+        is written. Every event is checked against its registered kind
+        (:func:`veil.tape.kinds.check`) after redaction. Projections are applied in the same
+        transaction.
         """
         self._ensure_open()
         batch: list[Sealed] = []
@@ -196,6 +200,7 @@ class SqlTape(ABC):
         for raw in events:
             sealed = seal(redacted(raw, self.redactor))
             event = sealed.event
+            check(event)
             if event.id in seen:
                 if seen[event.id] != sealed.digest:
                     raise EventConflict(f"event {event.id} appears twice with different content")
@@ -498,44 +503,12 @@ class SqlTape(ABC):
         validate_scope(scope)
         self._check_reading(scope)
         spec = self._table(self._projections.tables(), table)
-        types = {c.name: c.type for c in spec.columns}
-        clauses = ["scope = ?"]
-        params: list[Any] = [scope]
-        for name, value in (where or {}).items():
-            if name not in types:
-                raise UnknownName(f"{table}.{name}")
-            if value is None:
-                clauses.append(f"{name} IS NULL")
-            elif isinstance(value, Range):
-                for op, bound in ((">=", value.low), ("<=", value.high)):
-                    if bound is not None:
-                        clauses.append(f"{name} {op} ?")
-                        params.append(encode_value(types[name], bound))
-            elif isinstance(value, (list, tuple, set, frozenset)):
-                values = sorted(cast(Collection[JSONValue], value), key=repr)
-                if not values:
-                    return []
-                clauses.append(f"{name} IN ({', '.join('?' for _ in values)})")
-                params.extend(encode_value(types[name], v) for v in values)
-            else:
-                clauses.append(f"{name} = ?")
-                params.append(encode_value(types[name], cast(JSONValue, value)))
-        order: list[str] = []
-        for item in order_by:
-            name = item.removeprefix("-")
-            if name not in types:
-                raise UnknownName(f"{table}.{name}")
-            order.append(f"{name} {'DESC' if item.startswith('-') else 'ASC'}")
-        # The key tiebreak must not make the planner walk the primary key instead of the
-        # filter's index (a full scope scan): SQLite's unary + hides it from the planner.
-        order.extend(f"{self._no_index(k)} ASC" for k in spec.key)
-        sql = (
-            f"SELECT {', '.join(spec.column_names())} FROM {table} "
-            f"WHERE {' AND '.join(clauses)} ORDER BY {', '.join(order)}"
+        query = select_rows(
+            spec, scope=scope, where=where, order_by=order_by, limit=limit, no_index=self._no_index
         )
-        if limit is not None:
-            sql += " LIMIT ?"
-            params.append(max(0, int(limit)))
+        if query is None:
+            return []
+        sql, params = query
         with self._read() as cur:
             cur.execute(self._sql(sql), params)
             rows = cur.fetchall()

@@ -161,20 +161,75 @@ def _strings(value: object) -> Iterator[str]:
 
 
 class Store(Protocol):
-    """The backend contract every store passes (see ``veil.testing.StoreContract``)."""
+    """The backend contract every store passes (``veil.testing.StoreContract`` runs it).
+
+    Common to every method: a closed store raises :class:`TapeError` (``store is closed``);
+    a scope that is empty, longer than 256 characters or holds control characters raises
+    :class:`~veil.tape.events.InvalidEvent`; a table or index no projection registered (or
+    attached) on this handle declares raises :class:`UnknownName`. Scoped reads inside
+    :meth:`reading` of another scope raise :class:`TapeError`. Methods documented as
+    *administrative* read or write every scope: only rebuild, export, checks and the admin
+    commands call them.
+    """
 
     dialect: Dialect
+    """``"sqlite"`` or ``"postgresql"``."""
     url: str
+    """Where the store is: ``sqlite:///path``, or the PostgreSQL connection string."""
     redactor: Redactor
     """What every event passes through before it is written (no secret reaches the tape);
     layers that keep text in memory redact it with the same one."""
 
-    def register(self, *projections: Projection) -> None: ...
-    def attach(self, *projections: Projection) -> None: ...
-    def append(self, events: Sequence[Event], *, keep_recorded_at: bool = False) -> list[Event]: ...
+    def register(self, *projections: Projection) -> None:
+        """Maintain ``projections`` on this handle from now on: create their tables and
+        indexes when the database has none, and when the recorded signature (version, schema,
+        the embedder of its vector indexes) differs, drop and rebuild the projection from the
+        whole tape — in one transaction, so a crash leaves the old projection or the new one.
+
+        Idempotent per handle: a projection already held with the same signature is skipped
+        (writes nothing). Raises ``ValueError`` for the same name with another signature on
+        this handle, a table another projection declares, a bad or reserved name, or vector
+        indexes on a store opened without an embedder."""
+        ...
+
+    def attach(self, *projections: Projection) -> None:
+        """The read-only twin of :meth:`register`: hold ``projections`` the database already
+        records with the same signature, for reads and :meth:`check`, writing nothing. Raises
+        :class:`ProjectionMismatch` (nothing attached) for a projection not in the database or
+        recorded with another version, schema or embedder; ``ValueError`` as ``register``."""
+        ...
+
+    def append(self, events: Sequence[Event], *, keep_recorded_at: bool = False) -> list[Event]:
+        """Append ``events`` as one transaction; returns them as stored (``seq``,
+        ``recorded_at``, payload after redaction), in the order given, a duplicate within the
+        batch once.
+
+        Every event is redacted, then checked: its envelope (id, scope, kind, actor, an
+        aware ``at``, JSON payload and provenance of at most 16 MiB) and its payload against
+        the kind registered under its name (:func:`veil.tape.kinds.check`: an unregistered
+        kind, or a payload its codec refuses, is an :class:`~veil.tape.events.InvalidEvent`
+        naming the event, the kind and the key). Idempotent by id: an id already on the tape
+        with the same content returns the stored event and writes nothing more; with other
+        content (or twice in the batch with different content) it is an
+        :class:`~veil.tape.events.EventConflict`. Any error — these, or an exception from a
+        projection's ``apply`` — leaves nothing of the batch written.
+
+        New events get increasing ``seq`` values, never reused, committed in ``seq`` order
+        across processes, and one ``recorded_at`` for the batch from the store's clock
+        (``keep_recorded_at``: each event's own, when it has one — restoring an export).
+        Registered projections apply the new events inside the same transaction."""
+        ...
+
     def bulk_append(
         self, batches: Iterable[Sequence[Event]], *, keep_recorded_at: bool = False
-    ) -> int: ...
+    ) -> int:
+        """:meth:`append` for each batch in order, each its own transaction (a failure
+        raises; earlier batches stay written), then derived indexes brought up to date (so the
+        first search after an import does not pay for them). Returns the number of events
+        the appends returned (an id already on the tape counts, a duplicate within a batch
+        once)."""
+        ...
+
     def read(
         self,
         scope: str,
@@ -182,12 +237,37 @@ class Store(Protocol):
         after: int = 0,
         kinds: Collection[str] | None = None,
         limit: int | None = None,
-    ) -> list[Event]: ...
-    def scan(self, *, after: int = 0, limit: int | None = None) -> list[Event]: ...
-    def head(self) -> int: ...
-    def scopes(self) -> list[str]: ...
-    def recorded_projections(self) -> list[str]: ...
-    def rebuild(self) -> RebuildReport: ...
+    ) -> list[Event]:
+        """``scope``'s events with ``seq > after``, in ``seq`` order, at most ``limit``;
+        only those whose kind is in ``kinds`` when given (an empty collection: none). Events
+        are returned as stored; nothing is validated on the way out."""
+        ...
+
+    def scan(self, *, after: int = 0, limit: int | None = None) -> list[Event]:
+        """Administrative: events of every scope with ``seq > after``, in ``seq`` order, at
+        most ``limit``."""
+        ...
+
+    def head(self) -> int:
+        """The highest ``seq`` on the tape; 0 when it is empty."""
+        ...
+
+    def scopes(self) -> list[str]:
+        """Administrative: every scope that has events, sorted."""
+        ...
+
+    def recorded_projections(self) -> list[str]:
+        """Administrative: the names of every projection this database has ever had
+        registered (on any handle), sorted."""
+        ...
+
+    def rebuild(self) -> RebuildReport:
+        """Drop every projection held by this handle and replay the whole tape through them,
+        in one transaction (the old projections stay until it commits), then rebuild derived
+        files (vector sidecars). Returns the events replayed and the rows of each table and
+        index. Afterwards :meth:`snapshot` equals the one before when nothing had drifted."""
+        ...
+
     def fetch(
         self,
         table: str,
@@ -196,7 +276,15 @@ class Store(Protocol):
         where: Mapping[str, object] | None = None,
         order_by: Sequence[str] = (),
         limit: int | None = None,
-    ) -> list[Row]: ...
+    ) -> list[Row]:
+        """``scope``'s rows of ``table`` as dicts (``scope`` included), decoded by column type
+        (``json`` parsed, ``bool`` as ``True``/``False``, ``time`` as fixed-width UTC text).
+        ``where``: column equality, a list/tuple/set value meaning "one of" (empty: no rows),
+        ``None`` meaning null, a :class:`Range` an inclusive range. ``order_by``: column names,
+        ``-`` prefix for descending; ties, and an empty ``order_by``, follow the table's key.
+        An unknown column in either raises :class:`UnknownName`."""
+        ...
+
     def fetch_values(
         self,
         table: str,
@@ -205,20 +293,81 @@ class Store(Protocol):
         where: Mapping[str, object] | None = None,
         order_by: Sequence[str] = (),
         limit: int | None = None,
-    ) -> list[tuple[JSONValue, ...]]: ...
-    def reading(self, scope: str) -> AbstractContextManager[None]: ...
-    def search_text(self, index: str, *, scope: str, query: str, limit: int = 10) -> list[Hit]: ...
+    ) -> list[tuple[JSONValue, ...]]:
+        """:meth:`fetch` by position: each row a tuple in ``Table.column_names()`` order
+        (``scope`` first), for callers that build values by position."""
+        ...
+
+    def reading(self, scope: str) -> AbstractContextManager[None]:
+        """One consistent read of ``scope``: the scoped reads made inside on this thread
+        (``read``, ``fetch``, ``fetch_values``, ``search_text``, ``search_vector``) share one
+        read transaction and see one snapshot. A read of another scope inside raises
+        :class:`TapeError`; writes inside are not allowed."""
+        ...
+
+    def search_text(self, index: str, *, scope: str, query: str, limit: int = 10) -> list[Hit]:
+        """Full-text search of ``index`` in ``scope``: at most ``limit`` hits, best first
+        (``score`` larger is better). ``query`` is free text: operators and quotes are
+        neutralised, stop words dropped unless nothing else is left; a query with no term, or
+        ``limit <= 0``, returns ``[]``. Never returns another scope's documents."""
+        ...
+
     def search_vector(
         self, index: str, *, scope: str, query: str | Vectors, limit: int = 10
-    ) -> list[Hit]: ...
-    def snapshot(self) -> dict[str, list[tuple[Any, ...]]]: ...
-    def check(self) -> CheckReport: ...
-    def erase(self, scope: str) -> ErasureReceipt: ...
-    def purge(self, selection: PurgeSelection) -> ErasureReceipt: ...
-    def sizes(self, scope: str, *, field: str) -> dict[str | None, int]: ...
-    def vacuum(self) -> None: ...
-    def erasures(self) -> list[ErasureReceipt]: ...
-    def close(self) -> None: ...
+    ) -> list[Hit]:
+        """Nearest neighbours in ``index`` within ``scope`` by cosine, at most ``limit``, best
+        first; ``score`` is the cosine similarity. ``query`` is text (embedded with the
+        store's embedder; blank text returns ``[]``) or a vector of the embedder's dimension
+        (another dimension raises ``ValueError``). A query embedding to zeros, or ``limit <=
+        0``, returns ``[]``; a store without an embedder raises ``ValueError``."""
+        ...
+
+    def snapshot(self) -> dict[str, list[tuple[Any, ...]]]:
+        """Administrative: the content of every table and index held by this handle, each
+        sorted canonically (``table:``, ``text:`` and ``vector:`` keys), for equality checks."""
+        ...
+
+    def check(self) -> CheckReport:
+        """Administrative, writes nothing: the database's integrity check, duplicate event
+        ids, every held projection compared with a rebuild done in a transaction that is
+        rolled back, and the derived indexes (in-process vector indexes, sidecars) compared
+        with their tables. ``ok`` when no problem was found."""
+        ...
+
+    def erase(self, scope: str) -> ErasureReceipt:
+        """Compliance erasure, the one exception to append-only: remove every event of
+        ``scope``, its rows in every held projection, its text and vector index entries and
+        derived files, in one transaction, and keep a content-free receipt (a salted hash of
+        the scope, counts, time). Erasing a scope with no events still writes a receipt."""
+        ...
+
+    def purge(self, selection: PurgeSelection) -> ErasureReceipt:
+        """Remove the events ``selection`` names (of every scope it covers), rebuild every
+        projection from what is left, reclaim the space, and keep a content-free receipt.
+        Raises :class:`PurgeRefused` (nothing removed) when a projection this database
+        records is not registered on this handle. A selection matching nothing still writes
+        a receipt (0 events)."""
+        ...
+
+    def sizes(self, scope: str, *, field: str) -> dict[str | None, int]:
+        """Administrative: bytes of ``scope``'s events (payload and provenance JSON) grouped
+        by the top-level ``field`` of their provenance, else of their payload; ``None`` groups
+        events without it. ``field`` must be a plain name (else ``ValueError``)."""
+        ...
+
+    def vacuum(self) -> None:
+        """Give the space of deleted rows back (SQLite: VACUUM and the WAL truncated;
+        PostgreSQL: VACUUM of every table). Changes no content."""
+        ...
+
+    def erasures(self) -> list[ErasureReceipt]:
+        """Administrative: every erasure and purge receipt, oldest first."""
+        ...
+
+    def close(self) -> None:
+        """Persist derived files (a handle that only attached writes none) and release the
+        connection(s). Idempotent; appends and reads raise :class:`TapeError` after it."""
+        ...
 
 
 def check_identifier(name: str) -> str:
