@@ -14,85 +14,52 @@ does not flush; the caller persists with :meth:`ContextEngine.persist_in_backgro
 model request is in flight (the harness does), so the hook on the tool-call path is arithmetic
 only. An event counts as acknowledged once its flush returned; a crash before that loses only
 decisions the model has not yet acted on, never a written event.
+
+:class:`ContextEngine` is the wiring of its layers, one module each:
+:class:`~veil.context.working_memory.WorkingMemory` (the state, the query side, the recorded
+changes and their persistence), :class:`~veil.context.restore.RestoreVerbs` (pointers,
+``expand``, ``load``, ``pin``) and :class:`~veil.context.boundary.TurnBoundary` (``step``,
+``window``, ``render``). Here: building the state and resuming it, capture, and the rest of the
+model's verbs (``touch`` on reference, ``evict``, ``mark_turn``, outcomes, contradictions).
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
-from concurrent.futures import Future
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from veil.clock import Clock, SystemClock
-from veil.context.access import recalled
+from veil.context import events
+from veil.context.boundary import Boundary, EvictionReport, TurnBoundary
 from veil.context.calibration import Calibration
 from veil.context.capture import Origin, call_effect, generic_target, new_item
 from veil.context.codegraph import CodeGraph
 from veil.context.config import ContextConfig
 from veil.context.conflicts import Belief, Conflict, ConflictBook, content_digest
-from veil.context.eviction import Move, Plan
-from veil.context.items import (
-    ITEM_KINDS,
-    NEVER_EVICTED,
-    ContextItem,
-    ItemKind,
-    Tier,
-    TurnKind,
-)
-from veil.context.manifest import manifest_of
-from veil.context.pressure import clip_unread, plan_step, shrink_excerpts, with_their_turns
+from veil.context.items import ITEM_KINDS, NEVER_EVICTED, ContextItem, ItemKind, TurnKind
 from veil.context.projection import ContextProjection
-from veil.context.records import conflict_payload, item_payload
-from veil.context.render import stub
-from veil.context.resume import read_item, read_session, recall_files
+from veil.context.restore import POINTER, RestoreVerbs
+from veil.context.resume import read_session, restore_into
 from veil.context.score import Task
-from veil.context.search import IndexQueue, find, search_text
+from veil.context.search import IndexQueue
 from veil.context.signals import tags_of
-from veil.context.threshold import Threshold, on_regret, on_tick
+from veil.context.threshold import Threshold, on_regret
 from veil.context.turns import CallKind, classify_turn
-from veil.context.window import Entry, Rendered, Renderer
+from veil.context.working_memory import UnknownItem
 from veil.context.workingset import WorkingSet
 from veil.context.writer import ContextWriter
 from veil.embed.protocol import Embedder
-from veil.tape import JSONValue, Store
+from veil.tape import Store
 from veil.tape.recorder import Recorder
 from veil.tokens import TokenCounter, TokenMemo, estimate_tokens
 
-POINTER = re.compile(r"^veil://(warm|cold|live)/([A-Za-z0-9_\-]+)$")
 
+class ContextEngine(RestoreVerbs, TurnBoundary):
+    """Working memory for one session of a project (``scope``), over ``store``; a new engine
+    with the session id of one that ran resumes it (see the module docstring)."""
 
-class UnknownItem(KeyError):
-    """An id or pointer that names no item of this project's working memory."""
-
-    def __str__(self) -> str:  # a KeyError would quote its message
-        return str(self.args[0]) if self.args else "unknown item"
-
-
-@dataclass(frozen=True)
-class EvictionReport:
-    tick: int
-    moves: tuple[Move, ...]
-    threshold_before: float
-    threshold_after: float
-    live_tokens_before: int
-    live_tokens_after: int
-    budget: int
-    pressure: bool
-
-
-@dataclass(frozen=True)
-class Boundary:
-    """A turn boundary as :meth:`ContextEngine.window` ran it: what moved, and the request's
-    conversation as the model will see it (``rendered.tokens`` in estimated tokens; the
-    report's ``live_tokens_after`` is the same count without the tail)."""
-
-    report: EvictionReport
-    rendered: Rendered
-
-
-class ContextEngine:
     def __init__(
         self,
         store: Store,
@@ -113,10 +80,9 @@ class ContextEngine:
         self.scope = scope
         self.config = config or ContextConfig()
         self.embedder = embedder
-        self.clock: Clock = clock or SystemClock()
+        self.clock = clock or SystemClock()
         self.count_tokens = token_counter
         self._count = TokenMemo(token_counter)
-        """The renderer's counter: the same counts, remembered for texts seen again."""
         self.calibration = Calibration()
         self.graph = CodeGraph(project_root) if project_root else None
         if register:
@@ -140,97 +106,19 @@ class ContextEngine:
         self.tick = 0
         self._boundary_tick = 0
         self._step_boundary = 0
-        """The boundary before the last step: results captured after it were unread there."""
         self.overhead_tokens = 0
         self._threshold = Threshold.start(self.config.threshold)
         self._tail_tokens = 0
-        self._renderer: Renderer | None = None
-        self._looks_changed: set[str] = set()
-        """Items whose look in a request changed since the last rendering (tier, excerpt,
-        size, turn kind): the renderer re-renders from their first entry."""
+        self._renderer = None
+        self._looks_changed = set()
         self._task_text = ""
         self._load()
-
-    # ---- state ------------------------------------------------------------------------
-
-    @property
-    def task(self) -> Task:
-        return self._set.task
-
-    @property
-    def config(self) -> ContextConfig:
-        return self._config
-
-    @config.setter
-    def config(self, value: ContextConfig) -> None:
-        self._config = value
-        if hasattr(self, "_set"):
-            self._set.config = value
-            self._renderer = None  # stub length may have changed: render everything
-
-    @property
-    def threshold(self) -> float:
-        return self._threshold.value
-
-    @property
-    def budget(self) -> int:
-        """Tokens the conversation may use, in estimated tokens: the window minus the reserve
-        (for the reply), both in the provider's tokens and converted with the calibration,
-        minus the fixed overhead of each request (system prompt, tool schemas, the tail), which
-        the caller passes to :meth:`step` or :meth:`window`."""
-        room = self.calibration.estimated(self.config.window_tokens - self.config.reserve_tokens)
-        return max(1, room - self.overhead_tokens)
-
-    @property
-    def unread_limit(self) -> int:
-        """Tokens the items may use when results the model has not read would not fit the
-        budget: the budget plus the reserve above its floor (see ``unread_reserve_floor``)."""
-        c = self.config
-        return self.budget + self.calibration.estimated(
-            int(c.reserve_tokens * (1.0 - c.unread_reserve_floor))
-        )
-
-    @property
-    def live_tokens(self) -> int:
-        """What the conversation costs, in estimated tokens: after :meth:`window`, exactly the
-        renderer's count of what is sent (tail aside); between renderings, the working set's
-        estimate corrected by what the last rendering measured."""
-        return self._set.live_tokens()
-
-    def redact(self, text: str) -> str:
-        """``text`` with every secret replaced (the store's redactor: what is written to the
-        tape and what the engine keeps and re-sends are the same)."""
-        return self.store.redactor.redact(text).text
 
     def calibrate(self, reported_tokens: int, estimated_tokens: int) -> None:
         """The provider reported ``reported_tokens`` input tokens for a request estimated at
         ``estimated_tokens`` (the whole request: fixed overhead, conversation and tail): budgets
         are in the provider's tokens from now on (:mod:`veil.context.calibration`)."""
         self.calibration = self.calibration.observe(reported_tokens, estimated_tokens)
-
-    def items(self, tier: Tier | None = None) -> list[ContextItem]:
-        return [i for i in self._set.items.values() if tier is None or i.tier == tier]
-
-    def item(self, item_id: str) -> ContextItem:
-        """An item by id (or by the id of the tool call whose result it holds)."""
-        try:
-            return self._set.items[self._set.call_item(item_id) or item_id]
-        except KeyError:
-            raise UnknownItem(f"no context item {item_id!r} in this session") from None
-
-    def by_tool_call(self, tool_call_id: str) -> ContextItem | None:
-        item_id = self._set.call_item(tool_call_id)
-        return self._set.items.get(item_id) if item_id else None
-
-    def items_for_call(self, tool_call_id: str) -> list[ContextItem]:
-        """Every item holding a result of ``tool_call_id``, oldest first."""
-        return self._set.items_for_call(tool_call_id)
-
-    def is_live(self, item_id: str) -> bool:
-        return self.item(item_id).tier == "live"
-
-    def stub(self, item_id: str) -> str:
-        return stub(self.item(item_id), self.config.stub_chars, self.config.expand_tool)
 
     # ---- capture ----------------------------------------------------------------------
 
@@ -378,7 +266,7 @@ class ContextEngine:
     def _admit(self, item: ContextItem) -> ContextItem:
         """A new item joins the working set and the tape."""
         self._set.add(item)
-        self._emit("context.item", {"item": item_payload(item)})
+        self._emit(events.ITEM, events.ItemAdded(item))
         return item
 
     def _retask(
@@ -398,27 +286,16 @@ class ContextEngine:
             )
         )
 
-    # ---- the model's verbs ------------------------------------------------------------
+    def _regret_if_returning(self, tool_name: str, target: str | None) -> None:
+        """A call that names the target of an item out of the prompt again is a regret."""
+        if not target:
+            return
+        for item in self._set.with_target(tool_name, target):
+            if item.tier != "live":
+                self._regret(item.id, f"{tool_name} again")
+                return
 
-    def touch(self, item_id: str) -> ContextItem:
-        """A recall: the model used, reloaded or re-referenced the item. FSRS raises its
-        stability on both horizons — more when it was recalled late."""
-        item = self.item(item_id)
-        updated = recalled(item, tick=self.tick, now=self.clock.now(), config=self.config)
-        self._set.update(updated)
-        self._emit(
-            "context.access",
-            {
-                "id": item.id,
-                "tick": self.tick,
-                "at": updated.last_access_at,
-                "access_count": updated.access_count,
-                "stability": updated.stability,
-                "difficulty": updated.difficulty,
-                "durable_stability": updated.durable_stability,
-            },
-        )
-        return updated
+    # ---- the model's verbs ------------------------------------------------------------
 
     def referenced(self, text: str) -> list[str]:
         """An assistant message that is not kept as a turn item (a proxy keeps tool results
@@ -442,73 +319,10 @@ class ContextEngine:
                     break
         return touched
 
-    def resolve_pointer(self, pointer_or_id: str) -> ContextItem:
-        match = POINTER.match(pointer_or_id.strip())
-        item_id = match.group(2) if match else pointer_or_id.strip()
-        # A tool-call id names the item holding that call's result (models know those ids).
-        item_id = self._set.call_item(item_id) or item_id
-        item = self._set.items.get(item_id) or self._load_foreign(item_id)
-        if item is None:
-            raise UnknownItem(f"{pointer_or_id!r} names no item of this project's memory")
-        return item
-
     def advance_clock(self) -> None:
         """A tool call that adds no item (an expansion: its result is the item it brings back)
         still moves the session clock one tick; call it before the call's effects."""
         self.tick += 1
-
-    def restores(self, pointer_or_id: str) -> bool:
-        """Whether expanding this pointer would bring something into the prompt that is not
-        there: the item is out of it, or only its truncated output is in it."""
-        item = self.resolve_pointer(pointer_or_id)
-        return item.tier != "live" or item.partial
-
-    def expand(self, pointer_or_id: str) -> ContextItem:
-        """Bring an evicted item back live, byte-identical (a truncated result: its full
-        output). Coming back is a regret: T halves. It is protected for
-        ``manual_protect_ticks`` like a load by hand (without the ×1.5), so that window
-        pressure does not stub it again before the model has read it."""
-        item = self.resolve_pointer(pointer_or_id)
-        restoring = item.tier != "live" or item.partial
-        if item.partial:
-            item = self._whole(item)
-        if item.tier != "live":
-            self._regret(item.id, "expanded")
-            item = self._move(item, "live", stage=0, reason="expanded")
-        if restoring:
-            item = replace(item, manual_tick=self.tick)
-            self._set.update(item)
-            self._emit("context.manual", {"id": item.id, "tick": self.tick, "protect_only": True})
-        return self.touch(item.id)
-
-    def _whole(self, item: ContextItem) -> ContextItem:
-        """A truncated result's full output is asked for: the item shows it from now on."""
-        updated = replace(item, partial=False, tokens=self.count_tokens(item.content))
-        self._set.update(updated)
-        self._looks_changed.add(item.id)
-        self._emit("context.whole", {"id": item.id, "tokens": updated.tokens})
-        return updated
-
-    def load(self, pointer_or_id: str) -> ContextItem:
-        """Load an item by hand: it comes back live, counts ×1.5 and is protected a few ticks."""
-        item = self.expand(pointer_or_id)
-        updated = replace(item, manual=True, manual_tick=self.tick)
-        self._set.cols.f["manual_tick"][self._set.row(item.id)] = self.tick
-        self._set.update(updated)
-        self._emit("context.manual", {"id": item.id, "tick": self.tick})
-        return updated
-
-    def pin(self, item_id: str, pinned: bool = True) -> ContextItem:
-        item = self.item(item_id)
-        if item.tier != "live" and pinned:
-            item = self.expand(item_id)
-        updated = replace(item, pinned=pinned)
-        self._set.update(updated)
-        self._emit("context.pin", {"id": item.id, "pinned": pinned})
-        return updated
-
-    def unpin(self, item_id: str) -> ContextItem:
-        return self.pin(item_id, False)
 
     def evict(self, item_id: str) -> ContextItem:
         """The model evicts an item itself (to warm). Intent and corrections cannot be."""
@@ -526,36 +340,12 @@ class ContextEngine:
         updated = replace(item, turn_kind=kind)
         self._set.update(updated)
         self._looks_changed.add(item.id)
-        self._emit("context.turn_kind", {"id": item.id, "kind": kind})
+        self._emit(events.TURN_KIND, events.TurnKindSet(item.id, kind))
         return updated
-
-    def search(
-        self, query: str, limit: int = 10, *, min_similarity: float = -1.0
-    ) -> list[ContextItem]:
-        """Warm and cold items of this project matching ``query``: full-text matches first, then
-        nearest neighbours by embedding whose cosine with the query is at least
-        ``min_similarity`` (a neighbour is always *some* item; the floor keeps unrelated ones
-        out)."""
-        self._index_some(None)
-        self.flush()
-        found = find(
-            self.store,
-            scope=self.scope,
-            query=query,
-            limit=limit,
-            vectors=self.embedder is not None,
-            min_similarity=min_similarity,
-        )
-        out: list[ContextItem] = []
-        for item_id in found:
-            item = self._set.items.get(item_id) or self._load_foreign(item_id)
-            if item is not None:
-                out.append(item)
-        return out[:limit]
 
     def record_outcome(self, ok: bool, used: Sequence[str]) -> None:
         """Cognitive weight: the items a step actually used move toward +1 (it passed) or −1."""
-        weights: dict[str, JSONValue] = {}
+        weights: dict[str, float] = {}
         for item_id in used:
             item = self._set.items.get(item_id)
             if item is None:
@@ -564,7 +354,7 @@ class ContextEngine:
             self._set.update(replace(item, cognitive_weight=w))
             weights[item_id] = w
         if weights:
-            self._emit("context.cognitive", {"ok": ok, "weights": weights})
+            self._emit(events.COGNITIVE, events.Cognitive(ok, weights))
 
     def convergence_warning(self) -> None:
         """The convergence monitor escalated: multiplicative decrease, keep more context."""
@@ -574,12 +364,7 @@ class ContextEngine:
 
     def _check_belief(self, belief: Belief, *, file_path: str | None = None) -> None:
         for conflict in self._book.add(belief, self.tick, file_path=file_path):
-            self._emit(
-                "context.conflict", {"conflict": conflict_payload(conflict, self.session_id)}
-            )
-
-    def conflicts(self, *, unresolved_only: bool = True) -> list[Conflict]:
-        return self._book.list(unresolved_only=unresolved_only)
+            self._emit(events.CONFLICT, events.conflict_added(conflict, self.session_id))
 
     def resolve(self, conflict_id_: str, *, keep: str, reason: str, actor: str) -> Conflict:
         """Settle a contradiction explicitly: which item to keep, why, and who decided."""
@@ -588,275 +373,18 @@ class ContextEngine:
         except KeyError:
             raise UnknownItem(f"no conflict {conflict_id_!r}") from None
         self._emit(
-            "context.resolved", {"id": settled.id, "kept": keep, "reason": reason, "actor": actor}
+            events.RESOLVED,
+            events.Resolved(id=settled.id, kept=keep, reason=reason, actor=actor),
         )
         self.flush()
         return settled
 
-    # ---- eviction ---------------------------------------------------------------------
-
-    def scores(self) -> dict[str, float]:
-        values = self._set.scores(self.tick)
-        return {item_id: float(values[i]) for i, item_id in enumerate(self._set.ids)}
-
-    def step(self, *, overhead_tokens: int | None = None) -> EvictionReport:
-        """The turn boundary: score everything, run the three stages, move T. Persisted.
-
-        ``overhead_tokens`` is what the next request costs besides the items (system prompt,
-        manifest, tool schemas); the items' budget is the window minus the reserve minus it.
-        Without it the last value given is kept. A caller that sends a transcript uses
-        :meth:`window`, which steps and renders."""
-        if overhead_tokens is not None:
-            self.overhead_tokens = max(0, int(overhead_tokens))
-        before = self._threshold.value
-        if self._boundary_tick != self.tick:  # a step again at the same tick: same unread
-            self._step_boundary = self._boundary_tick
-        moves, result = self._evict(stages=True)
-        self._boundary_tick = self.tick
-        live_after = self._set.live_tokens()
-        fill = live_after / self.budget
-        self._threshold = on_tick(
-            self._threshold,
-            tick=self.tick,
-            fill=fill,
-            target_fill=self.config.target_fill,
-            pressure=result.pressure,
-            config=self.config.threshold,
-        )
-        self._emit("context.state", self._state())
-        if not self.deferred:
-            self.flush()
-        return EvictionReport(
-            self.tick,
-            tuple(moves),
-            before,
-            self._threshold.value,
-            result.live_tokens_before,
-            live_after,
-            self.budget,
-            result.pressure,
-        )
-
-    def _evict(self, *, stages: bool) -> tuple[list[Move], Plan]:
-        """Plan against the working set as it is now and apply the moves: the three stages
-        (``stages``), or again after a rendering measured more than planned — then with the
-        same results unread as at the step, and T unchanged."""
-        decided = plan_step(
-            self._set,
-            tick=self.tick,
-            boundary_tick=self._step_boundary,
-            now=self.clock.now(),
-            threshold=self._threshold.value if stages else -1.0,
-            budget=self.budget,
-            # Again after a rendering: only down to the budget (the step already evicted to
-            # the target fill; this corrects what the rendering measured).
-            target_fill=None if stages else 1.0,
-        )
-        result, unread = decided.plan, decided.unread
-        hard, soft = decided.hard, decided.soft
-        if not stages:  # only window pressure: no stage 3 again
-            result = replace(result, moves=tuple(m for m in result.moves if m.stage == 2))
-        moves = [*result.moves, *with_their_turns(self._set, result.moves, hard | soft)]
-        for move in moves:
-            self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)
-        shrunk = shrink_excerpts(self._set, unread, self.budget, self._pressure_move)
-        for move in with_their_turns(self._set, shrunk, hard | soft):
-            self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)
-            shrunk.append(move)
-        moves.extend(shrunk)
-        moves.extend(
-            clip_unread(
-                self._set,
-                unread,
-                self.unread_limit,
-                self._pressure_move,
-                count_tokens=self.count_tokens,
-                min_tokens=self.config.excerpt_min_tokens,
-            )
-        )
-        return moves, result
-
-    def window(
-        self,
-        entries: Sequence[Entry],
-        *,
-        fixed_tokens: int,
-        collapse: bool = True,
-        notes: Sequence[str] = (),
-        tail: bool = True,
-    ) -> Boundary:
-        """One turn boundary of a conversation: :meth:`step`, then render ``entries`` as the
-        model will see them (:mod:`veil.context.window`). ``fixed_tokens`` is what the request
-        carries besides the conversation (system prompt, tool schemas). With ``tail`` the
-        manifest and ``notes`` end the request once there is something to say.
-
-        The rendering is the truth: when it costs more than the working set planned for (an
-        item's stub in two places, results with no item, missing results), the difference
-        corrects the plan and stage 2 runs again, at most twice; what was measured last is
-        :attr:`live_tokens`."""
-        report = self.step(overhead_tokens=fixed_tokens + self._tail_tokens)
-        moves = list(report.moves)
-        rendered = self._render(entries, collapse=collapse, notes=notes, tail=tail)
-        for _ in range(2):
-            self.overhead_tokens = fixed_tokens + rendered.tail_tokens
-            if rendered.tokens - rendered.tail_tokens <= self.budget:
-                break
-            more, _ = self._evict(stages=False)
-            if not more:
-                break
-            moves.extend(more)
-            rendered = self._render(entries, collapse=collapse, notes=notes, tail=tail)
-        self.overhead_tokens = fixed_tokens + rendered.tail_tokens
-        conversation = rendered.tokens - rendered.tail_tokens
-        report = replace(
-            report, moves=tuple(moves), live_tokens_after=conversation, budget=self.budget
-        )
-        return Boundary(report, rendered)
-
-    def render(
-        self, entries: Sequence[Entry], *, collapse: bool = True, tail: bool = True
-    ) -> Rendered:
-        """``entries`` as the model would see them now, without a turn boundary: no step, no
-        move (the proxy checks a request against its budget before deciding to evict)."""
-        return self._render(entries, collapse=collapse, notes=(), tail=tail)
-
-    def _render(
-        self, entries: Sequence[Entry], *, collapse: bool, notes: Sequence[str], tail: bool
-    ) -> Rendered:
-        text = self.tail(notes) if tail else ""
-        renderer = self._renderer
-        if renderer is None or renderer.collapse != collapse:
-            renderer = Renderer(
-                self._count,
-                stub_chars=self.config.stub_chars,
-                collapse=collapse,
-                expand=self.config.expand_tool,
-            )
-            self._renderer = renderer
-            changed: set[str] | None = None
-        else:
-            changed = self._looks_changed
-        rendered = renderer.render(entries, self._set.items, changed=changed, tail=text)
-        self._looks_changed = set()
-        self._tail_tokens = rendered.tail_tokens
-        self._set.correction = rendered.tokens - rendered.tail_tokens - self._set.raw_tokens()
-        return rendered
-
-    def tail(self, notes: Sequence[str] = ()) -> str:
-        """What ends a request: the manifest with ``notes`` (the convergence note) — once there
-        is something to say (an item left the prompt, a contradiction or a note exists).
-        Before that it would only repeat the conversation, cost tokens every turn, and small
-        models take a trailing note for a pattern to continue."""
-        notes = [n for n in notes if n]
-        evicted = not bool(self._set.cols.flag("live").all())
-        if not (notes or evicted or self._book.list(unresolved_only=True)):
-            return ""
-        return self.manifest(notes=notes)
-
-    def _state(self) -> dict[str, JSONValue]:
-        return {
-            "session_id": self.session_id,
-            "tick": self.tick,
-            "threshold": self._threshold.value,
-            "last_regret_tick": self._threshold.last_regret_tick,
-            "task": self._task_text[:2000],
-            "turns": self._set.turns,
-            "ratio": self.calibration.ratio,
-            "samples": self.calibration.samples,
-        }
-
-    def _pressure_move(self, item: ContextItem, tier: Tier, reason: str, chars: int) -> None:
-        self._move(item, tier, stage=2, reason=reason, excerpt=chars)
-
-    def _move(
-        self, item: ContextItem, tier: Tier, *, stage: int, reason: str, excerpt: int = 0
-    ) -> ContextItem:
-        updated = replace(item, tier=tier, excerpt=excerpt if tier != "live" else 0)
-        self._set.update(updated)
-        self._looks_changed.add(item.id)
-        payload: dict[str, JSONValue] = {
-            "id": item.id,
-            "tier": tier,
-            "stage": stage,
-            "reason": reason,
-            "tick": self.tick,
-        }
-        if updated.excerpt:
-            payload["excerpt"] = updated.excerpt
-        self._emit("context.tier", payload)
-        if tier == "live":
-            self._to_index.restored(item.id)
-        elif item.tier == "live":
-            self._to_index.demoted(item.id)
-        return updated
-
-    def _index_some(self, limit: int | None) -> None:
-        """Make up to ``limit`` demoted items searchable (all when None)."""
-        for item_id in self._to_index.take(limit):
-            text = search_text(self._set.items[item_id])
-            self._emit("context.indexed", {"id": item_id, "search_text": text})
-
-    def _regret_if_returning(self, tool_name: str, target: str | None) -> None:
-        if not target:
-            return
-        for item in self._set.with_target(tool_name, target):
-            if item.tier != "live":
-                self._regret(item.id, f"{tool_name} again")
-                return
-
-    def _regret(self, item_id: str, how: str) -> None:
-        self._threshold = on_regret(self._threshold, tick=self.tick, config=self.config.threshold)
-        self._emit(
-            "context.regret",
-            {"id": item_id, "how": how, "tick": self.tick, "threshold": self._threshold.value},
-        )
-
-    # ---- manifest and persistence -----------------------------------------------------
-
-    def manifest(self, notes: Sequence[str] = ()) -> str:
-        """What is loaded, in at most ``manifest_max_share`` of the window (see
-        :mod:`veil.context.manifest`)."""
-        return manifest_of(
-            self._set,
-            tick=self.tick,
-            threshold=self.threshold,
-            budget=self.budget,
-            conflicts=[c.describe() for c in self.conflicts()],
-            notes=notes,
-        )
-
-    def _emit(self, kind: str, payload: dict[str, JSONValue]) -> None:
-        self._writer.emit(kind, payload)
-
-    def flush(self) -> None:
-        """Append every buffered event now, in one transaction (after any background write).
-        Explicit verbs flush; capture buffers; ``step`` flushes unless deferred. See
-        :class:`~veil.context.writer.ContextWriter` for what a failed write keeps."""
-        self._writer.flush()
-
-    def persist_in_background(self) -> Future[None]:
-        """Queue the buffered events for one append on the engine's writer thread and return
-        at once (the harness calls this as the model request goes out)."""
-        return self._writer.persist_in_background()
-
-    def wait(self) -> None:
-        """Block until queued background writes are on the tape; raise if one failed."""
-        self._writer.wait()
-
-    def close(self) -> None:
-        """Persist everything buffered and stop the writer thread (the store stays open)."""
-        self._writer.close()
+    # ---- resume -----------------------------------------------------------------------
 
     def _load(self) -> None:
         """Resume: rebuild the in-memory state of this session from the projection."""
         resumed = read_session(self.store, scope=self.scope, session_id=self.session_id)
-        for entry in resumed.items:
-            item = entry.item
-            self._set.add(item)
-            if item.tier != "live" and not entry.indexed:
-                self._to_index.demoted(item.id)
-            self._has_intent = self._has_intent or item.turn_kind == "intent"
-            recall_files(self._book, item)
+        self._has_intent = restore_into(resumed, self._set, self._book, self._to_index)
         if resumed.threshold is not None:
             self.tick = resumed.tick
             self._threshold = resumed.threshold
@@ -864,17 +392,6 @@ class ContextEngine:
             self.calibration = resumed.calibration
             if self._task_text:
                 self._retask(tags=frozenset(tags_of(self._task_text)))
-        for conflict in resumed.conflicts:
-            self._book.restore(conflict)
-
-    def _load_foreign(self, item_id: str) -> ContextItem | None:
-        """An item of another session of this project (scope-bound: never another project)."""
-        adopted = read_item(
-            self.store, scope=self.scope, item_id=item_id, session_id=self.session_id
-        )
-        if adopted is not None:
-            self._set.add(adopted)
-        return adopted
 
 
-__all__ = ["ContextEngine", "EvictionReport", "UnknownItem"]
+__all__ = ["POINTER", "Boundary", "ContextEngine", "EvictionReport", "UnknownItem"]

@@ -7,7 +7,8 @@ results the model has not read) and runs :func:`veil.context.eviction.plan`; it 
 :func:`with_their_turns` are pure. The two excerpt
 steps decide one move at a time against the working set as moved so far (a move changes what
 the prompt costs, collapsed runs' notes included), so they apply each move through the engine's
-``move`` — the one place that records a tier change — and return what they did.
+``move`` — the one place that records a tier change — and return what they did. :func:`evict`
+is the whole sequence, in the order a turn boundary runs it.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from veil.context.workingset import WorkingSet
 
 Mover = Callable[[ContextItem, Tier, str, int], object]
 """Apply one stage-2 move: ``(item, tier, reason, excerpt characters)``."""
+Apply = Callable[[Move], object]
+"""Apply one planned move (its stage and reason recorded with it)."""
 
 
 @dataclass(frozen=True)
@@ -154,3 +157,58 @@ def clip_unread(
         over = ws.live_tokens() - limit
         done.append(Move(item.id, "warm", 2, reason))
     return done
+
+
+def evict(
+    ws: WorkingSet,
+    *,
+    stages: bool,
+    tick: int,
+    boundary_tick: int,
+    now: datetime,
+    threshold: float,
+    budget: int,
+    unread_limit: int,
+    apply: Apply,
+    move: Mover,
+    count_tokens: Callable[[str], int],
+) -> tuple[list[Move], Plan]:
+    """Plan against ``ws`` as it is now and apply the moves, in order: the plan's, the turns
+    that leave with them, read excerpts shrunk to stubs (and their turns), unread results
+    clipped to ``unread_limit``. With ``stages`` the three stages against ``threshold`` down
+    to the target fill; without, again after a rendering measured more than planned: only
+    window pressure (stage 2, no threshold), only down to ``budget`` — the step already
+    evicted to the target fill; this corrects what the rendering measured. Results captured
+    after ``boundary_tick`` are unread. Returns every move and the plan."""
+    decided = plan_step(
+        ws,
+        tick=tick,
+        boundary_tick=boundary_tick,
+        now=now,
+        threshold=threshold if stages else -1.0,
+        budget=budget,
+        target_fill=None if stages else 1.0,
+    )
+    result, unread = decided.plan, decided.unread
+    hard, soft = decided.hard, decided.soft
+    if not stages:  # only window pressure: no stage 3 again
+        result = replace(result, moves=tuple(m for m in result.moves if m.stage == 2))
+    moves = [*result.moves, *with_their_turns(ws, result.moves, hard | soft)]
+    for planned in moves:
+        apply(planned)
+    shrunk = shrink_excerpts(ws, unread, budget, move)
+    for planned in with_their_turns(ws, shrunk, hard | soft):
+        apply(planned)
+        shrunk.append(planned)
+    moves.extend(shrunk)
+    moves.extend(
+        clip_unread(
+            ws,
+            unread,
+            unread_limit,
+            move,
+            count_tokens=count_tokens,
+            min_tokens=ws.config.excerpt_min_tokens,
+        )
+    )
+    return moves, result

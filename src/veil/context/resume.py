@@ -3,7 +3,9 @@
 The engine's state is a projection of the tape (``context.*`` events, see
 :mod:`veil.context.projection`); a new :class:`~veil.context.engine.ContextEngine` for a
 session that already ran reads it here — the items in capture order, the clock, the threshold,
-the task and the contradictions — and applies it. Reads only: nothing is written on resume.
+the task and the contradictions — and applies it (:func:`restore_into` puts the items and the
+contradictions back; the engine takes the clock, threshold, task and calibration). Reads only:
+nothing is written on resume.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from veil.context.conflicts import Belief, Conflict, ConflictBook, content_diges
 from veil.context.items import ContextItem
 from veil.context.projection import CONFLICTS, ITEMS, STATE
 from veil.context.records import item_from_row
+from veil.context.search import IndexQueue
 from veil.context.threshold import Threshold
+from veil.context.workingset import WorkingSet
 from veil.tape import Store
 
 
@@ -72,6 +76,25 @@ def read_item(store: Store, *, scope: str, item_id: str, session_id: str) -> Con
     if not rows:
         return None
     return replace(item_from_row(rows[0]), session_id=session_id)
+
+
+def restore_into(
+    resumed: Resumed, ws: WorkingSet, book: ConflictBook, to_index: IndexQueue
+) -> bool:
+    """Put a resumed session's items back into ``ws`` in capture order (a demoted item that was
+    not yet searchable is queued on ``to_index`` again) and what they and its contradictions
+    tell conflict detection into ``book``. Whether one of the items is the session's intent."""
+    has_intent = False
+    for entry in resumed.items:
+        item = entry.item
+        ws.add(item)
+        if item.tier != "live" and not entry.indexed:
+            to_index.demoted(item.id)
+        has_intent = has_intent or item.turn_kind == "intent"
+        recall_files(book, item)
+    for conflict in resumed.conflicts:
+        book.restore(conflict)
+    return has_intent
 
 
 def recall_files(book: ConflictBook, item: ContextItem) -> None:

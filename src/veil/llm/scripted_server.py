@@ -5,7 +5,8 @@ It speaks Anthropic Messages (``POST /v1/messages``, streamed or not, and
 ``POST /v1/messages/count_tokens``), OpenAI Responses (``POST /v1/responses``) and OpenAI Chat
 Completions (``POST /v1/chat/completions``); how replies are written is in
 :mod:`veil.llm.scripted_wire`, what requests hold and why one is refused in
-:mod:`veil.llm.scripted_requests`.
+:mod:`veil.llm.scripted_requests`, what a script holds in :mod:`veil.llm.scripted_turns`, how
+bytes cross HTTP in :mod:`veil.llm.scripted_http`; here, what each request is answered.
 Request bodies may be ``gzip``/``deflate``/``zstd`` encoded (``zstd`` needs the ``zstandard``
 package, imported only when such a body arrives).
 
@@ -39,18 +40,17 @@ interrupted.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import socket
 import sys
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal, Self, cast
 
-from veil.llm.scripted import ScriptError, parse_script
+from veil.llm.scripted import ScriptError
+from veil.llm.scripted_http import OpenConnections, handler_class
 from veil.llm.scripted_requests import (
     OVERFLOW_STYLES,
     BodyError,
@@ -72,6 +72,15 @@ from veil.llm.scripted_requests import (
     tool_names,
     tool_results_in,
 )
+from veil.llm.scripted_turns import (
+    ModelRequest,
+    TurnFunction,
+    TurnSource,
+    default_side_call,
+    load_script,
+    resolve_turn,
+    turn_from_mapping,
+)
 from veil.llm.scripted_wire import (
     Api,
     Reply,
@@ -92,6 +101,8 @@ __all__ = [
     "ScriptedServer",
     "ToolUse",
     "Turn",
+    "TurnFunction",
+    "TurnSource",
     "Usage",
     "default_side_call",
     "load_script",
@@ -105,37 +116,6 @@ RequestKind = Literal[
 """What a request was to the server: a script turn, a side call, a request past the end of the
 script (answered ``final_text``), a token count, refused by validation (pairing, overflow, a bad
 body), failed (a turn callable raised), or an unknown route."""
-
-
-@dataclass(frozen=True)
-class ModelRequest:
-    """A model request as a turn callable and the side-call rule see it."""
-
-    api: Api
-    path: str
-    headers: dict[str, str]
-    body: dict[str, Any]
-    turn: int = 0
-    """The script turn this request consumes (from 1); 0 while deciding whether it is a side
-    call."""
-
-    def tool_calls(self) -> list[ToolCallSeen]:
-        """The tool calls in the request's history, in order."""
-        return tool_calls_in(self.api, self.body)
-
-    def tool_results(self) -> list[ToolResultSeen]:
-        """The tool results in the request's history, in order."""
-        return tool_results_in(self.api, self.body)
-
-    def tool_names(self) -> list[str]:
-        """The names of the tools the request offers (``NAMESPACE.TOOL`` inside a Responses
-        namespace tool)."""
-        return tool_names(self.api, self.body)
-
-
-TurnFunction = Callable[[ModelRequest], "Turn | Mapping[str, Any]"]
-TurnSource = Turn | Mapping[str, Any] | TurnFunction
-"""A script entry: a :class:`Turn`, a SPEC 7.1 turn object, or a callable producing one."""
 
 
 @dataclass(frozen=True)
@@ -171,53 +151,6 @@ class RecordedRequest:
     def tool_names(self) -> list[str]:
         """The names of the tools this request offers (see :meth:`ModelRequest.tool_names`)."""
         return tool_names(self.api, self.body) if self.api else []
-
-
-def default_side_call(request: ModelRequest) -> bool:
-    """The default side-call rule: a request that offers the model no tools."""
-    return not request.body.get("tools")
-
-
-def turn_from_mapping(entry: Mapping[str, Any]) -> Turn:
-    """A SPEC 7.1 turn object as a :class:`Turn`; a malformed one raises
-    :class:`~veil.llm.scripted.ScriptError` naming the field."""
-    (response,) = parse_script({"turns": [dict(entry)]})
-    usage = response.usage
-    explicit = entry.get("usage") is not None
-    return Turn(
-        content=response.message.content,
-        tool_calls=tuple(ToolUse(c.name, dict(c.arguments)) for c in response.message.tool_calls),
-        usage=(usage.input_tokens, usage.output_tokens) if explicit else None,
-        stop_reason=cast(str | None, entry.get("stop_reason")),
-    )
-
-
-def load_script(script: str | Path | Mapping[str, Any] | Sequence[TurnSource]) -> list[TurnSource]:
-    """The entries of a script given as a JSON file's path, a parsed ``{"turns": [...]}``
-    object, or a sequence of :class:`Turn`, turn objects and turn callables. Turn objects are
-    validated at once (:class:`~veil.llm.scripted.ScriptError`)."""
-    if isinstance(script, str | Path):
-        path = Path(script)
-        try:
-            data: object = json.loads(path.read_text())
-        except FileNotFoundError:
-            raise ScriptError(f"script file not found: {path}") from None
-        except json.JSONDecodeError as exc:
-            raise ScriptError(f"{path} is not valid JSON: {exc}") from None
-        if not isinstance(data, dict):
-            raise ScriptError('a script is a JSON object {"turns": [...]}')
-        script = cast(dict[str, Any], data)
-    if isinstance(script, Mapping):
-        parse_script(dict(script))  # validates the whole script, naming the turn
-        turns = cast(list[Mapping[str, Any]], script["turns"])
-        return [turn_from_mapping(entry) for entry in turns]
-    out: list[TurnSource] = []
-    for entry in script:
-        if isinstance(entry, Mapping):
-            out.append(turn_from_mapping(cast(Mapping[str, Any], entry)))
-        else:
-            out.append(entry)
-    return out
 
 
 def _route(path: str) -> Api | Literal["count_tokens"] | None:
@@ -274,7 +207,7 @@ class ScriptedServer:
         self._cursor = 0
         self._numbered = 0
         self._previous_prompt: dict[tuple[str, ...], str] = {}
-        self._connections: set[socket.socket] = set()
+        self._connections = OpenConnections()
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
 
@@ -313,7 +246,8 @@ class ScriptedServer:
 
     def start(self) -> None:
         """Start serving on 127.0.0.1 in a background thread and set :attr:`url`."""
-        httpd = ThreadingHTTPServer(("127.0.0.1", self._port), _handler(self))
+        handler = handler_class(self._reply, self._connections)
+        httpd = ThreadingHTTPServer(("127.0.0.1", self._port), handler)
         httpd.daemon_threads = True
         self._httpd = httpd
         self._thread = threading.Thread(
@@ -327,11 +261,7 @@ class ScriptedServer:
         if self._httpd is not None:
             self._httpd.shutdown()
             self._httpd.server_close()
-        with self._lock:
-            connections = list(self._connections)
-        for connection in connections:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
+        self._connections.shut_down()
         if self._thread is not None:
             self._thread.join(timeout=5)
         self._httpd = None
@@ -343,6 +273,9 @@ class ScriptedServer:
             request = replace(request, index=len(self._requests))
             self._requests.append(request)
         return request
+
+    def _reply(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> Reply:
+        return self.answer(method, path, headers, raw)[0]
 
     def answer(
         self, method: str, path: str, headers: dict[str, str], raw: bytes
@@ -444,7 +377,7 @@ class ScriptedServer:
             else:
                 kind, source = "exhausted", Turn(self.final_text)
         try:
-            turn = _resolve(source, ModelRequest(api, path, headers, body, turn_number or 0))
+            turn = resolve_turn(source, ModelRequest(api, path, headers, body, turn_number or 0))
         except Exception as exc:
             message = f"script turn {turn_number} failed: {type(exc).__name__}: {exc}"
             reply = api_error(api, 500, "api_error", message, request_id=request_id)
@@ -499,19 +432,6 @@ class ScriptedServer:
         return Usage(counted, output, cached, creation)
 
 
-def _resolve(source: TurnSource, request: ModelRequest) -> Turn:
-    if isinstance(source, Turn):
-        return source
-    if isinstance(source, Mapping):
-        return turn_from_mapping(cast(Mapping[str, Any], source))
-    produced = source(request)
-    if isinstance(produced, Turn):
-        return produced
-    if isinstance(produced, Mapping):  # pyright: ignore[reportUnnecessaryIsInstance]
-        return turn_from_mapping(produced)
-    raise TypeError(f"a turn callable returned {type(produced).__name__}, not a Turn or dict")
-
-
 def _error_message(reply: Reply) -> str | None:
     """The message of an error reply's JSON body (``None`` for a stream)."""
     if reply.streamed:
@@ -521,80 +441,6 @@ def _error_message(reply: Reply) -> str | None:
     if isinstance(error, dict):
         return str(cast(dict[str, Any], error).get("message"))
     return str(error)
-
-
-# ---- HTTP --------------------------------------------------------------------------------
-
-
-def _handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        protocol_version = "HTTP/1.1"
-        timeout = 120  # an idle keep-alive connection is closed after this many seconds
-
-        def setup(self) -> None:
-            super().setup()
-            with server._lock:  # pyright: ignore[reportPrivateUsage]
-                server._connections.add(self.connection)  # pyright: ignore[reportPrivateUsage]
-
-        def finish(self) -> None:
-            with server._lock:  # pyright: ignore[reportPrivateUsage]
-                server._connections.discard(self.connection)  # pyright: ignore[reportPrivateUsage]
-            with contextlib.suppress(OSError):
-                super().finish()
-
-        def _read_body(self) -> bytes:
-            if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
-                data = bytearray()
-                while True:
-                    size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
-                    if size == 0:
-                        while self.rfile.readline().strip():
-                            pass  # trailers
-                        return bytes(data)
-                    data += self.rfile.read(size)
-                    self.rfile.readline()
-            return self.rfile.read(int(self.headers.get("Content-Length", "0") or 0))
-
-        def _serve(self) -> None:
-            raw = self._read_body() if self.command in {"POST", "PUT", "PATCH"} else b""
-            headers = {k.lower(): v for k, v in self.headers.items()}
-            reply, _ = server.answer(self.command, self.path, headers, raw)
-            try:
-                self._send(reply)
-            except (BrokenPipeError, ConnectionResetError):
-                self.close_connection = True
-
-        def _send(self, reply: Reply) -> None:
-            self.send_response(reply.status)
-            self.send_header("Content-Type", reply.content_type)
-            for name, value in reply.headers:
-                self.send_header(name, value)
-            if not reply.streamed:
-                self.send_header("Content-Length", str(len(reply.body)))
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(reply.body)
-                return
-            self.send_header("Cache-Control", "no-cache")
-            self.send_header("Transfer-Encoding", "chunked")
-            self.end_headers()
-            for piece in reply.pieces:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(piece), piece))
-                self.wfile.flush()
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-
-        do_POST = _serve
-        do_GET = _serve
-        do_HEAD = _serve
-        do_PUT = _serve
-        do_PATCH = _serve
-        do_DELETE = _serve
-
-        def log_message(self, format: str, *args: object) -> None:
-            return  # requests (and their headers) are recorded, never logged
-
-    return Handler
 
 
 # ---- command line ----------------------------------------------------------------------------

@@ -6,9 +6,11 @@ their current facts, facts pointing at them, and one hop to the entities their f
 (b) the wiki sections compiled by ``maintain`` for those entities (or the user);
 (c) episodes by relevance (full text, vectors) and recency;
 (d) full-text (FTS5/BM25, tsvector) over facts and episodes;
-(e) vector search (sqlite-vec, pgvector) — the only semantic signal for queries that name no
-entity, and a fused signal otherwise.
-Ranked lists are fused with weighted reciprocal-rank fusion (``RecallWeights``).
+(e) vector search (in process on SQLite, pgvector on PostgreSQL) — the only semantic signal for
+queries that name no entity, and a fused signal otherwise.
+Ranked lists are fused with weighted reciprocal-rank fusion (``RecallWeights``). Here are the
+queries (:class:`Recaller`); the ranking rules are pure, in :mod:`veil.memory.ranking`, and so
+are the sections and lines the result is rendered as (:mod:`veil.memory.render`).
 
 Relevance floor: a fact is a candidate only when something relates it to the query — the query
 names its subject (or its object), asks its relation ("which editor": ``prefers``,
@@ -20,8 +22,7 @@ or one that found facts). Deterministic: the same store and query give the same 
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import cast
@@ -42,50 +43,40 @@ from veil.memory.projection import (
     FACTS_VEC,
     WIKI,
 )
-from veil.memory.render import Rendered, Section, render
+from veil.memory.ranking import (
+    MAX_GRAPH_FACTS,
+    TOKENS_PER_LINE,
+    Values,
+    candidate_cap,
+    fuse,
+    procedural_factor,
+    trusted_and_claims,
+    unique_facts,
+    valid_at,
+    with_coverage,
+)
+from veil.memory.render import Rendered, contest_lines, recall_sections, render
 from veil.memory.rows import (
     EPISODE_AT,
     EPISODE_CONSOLIDATED,
     EPISODE_ID,
     FACT_ID,
     FACT_LAST_CONFIRMED,
-    FACT_LAST_OUTCOME,
     FACT_OBJECT_KEY,
     FACT_RELATION,
-    FACT_TIMES_USED,
     FACT_TRUST,
     FACT_VALID_FROM,
-    FACT_VALID_TO,
     episode_from_values,
     fact_from_values,
     stale_before,
     status_of,
 )
-from veil.tape import JSONValue, Range, Store
+from veil.tape import Range, Store
 
 CANDIDATES = 50
 """Hits taken from each full-text and vector search."""
-TOKENS_PER_LINE = 20
-"""About what one rendered fact line costs; sizes the candidate lists to the budget."""
-MAX_GRAPH_FACTS = 200
 HOP_FROM = 8
 """One hop is taken from the objects of this many of the first direct facts."""
-
-Values = tuple[JSONValue, ...]
-
-
-def candidate_cap(token_budget: int) -> int:
-    """Graph candidates worth reading for ``token_budget``: about twice what it can render,
-    at most :data:`MAX_GRAPH_FACTS`."""
-    return max(4, min(MAX_GRAPH_FACTS, 2 * (token_budget // TOKENS_PER_LINE)))
-
-
-def _unique(rows: Iterable[Values]) -> list[Values]:
-    """Rows in order, the first of each fact id."""
-    seen: dict[str, Values] = {}
-    for row in rows:
-        seen.setdefault(str(row[FACT_ID]), row)
-    return list(seen.values())
 
 
 @dataclass(frozen=True)
@@ -100,73 +91,6 @@ class Recall:
     wiki: tuple[str, ...] = ()
     omitted: dict[str, int] = field(default_factory=lambda: {})
     entities: tuple[str, ...] = ()
-
-
-def fuse(rankings: Iterable[tuple[float, Sequence[str]]], k: int) -> dict[str, float]:
-    """Weighted reciprocal-rank fusion of ranked id lists."""
-    scores: dict[str, float] = {}
-    for weight, ids in rankings:
-        for rank, doc in enumerate(dict.fromkeys(ids)):
-            scores[doc] = scores.get(doc, 0.0) + weight / (k + rank + 1)
-    return scores
-
-
-def valid_at(fact: Fact, when: datetime) -> bool:
-    return fact.valid_from <= when and (fact.valid_to is None or fact.valid_to > when)
-
-
-def procedural_factor(row: Values) -> float:
-    """Procedural facts rank by how they worked out: used often and last successful first."""
-    factor = 1.0 + 0.1 * math.log1p(int(cast(int, row[FACT_TIMES_USED] or 0)))
-    if row[FACT_LAST_OUTCOME] is False:
-        factor *= 0.5
-    return factor
-
-
-def with_coverage(
-    ranked: Sequence[str], day: Callable[[str], str], share: float, slots: int
-) -> list[str]:
-    """Reserve ``share`` of the ``slots`` for days (``day(id)``) not yet represented by the
-    relevance head."""
-    if share <= 0 or slots <= 0:
-        return list(ranked)
-    head_size = max(1, math.ceil(slots * (1 - share)))
-    head = list(ranked[:head_size])
-    days = {day(i) for i in head}
-    rest = list(ranked[head_size:])
-    fresh: list[str] = []
-    for i in rest:
-        if day(i) not in days:
-            fresh.append(i)
-            days.add(day(i))
-    chosen = set(fresh)
-    return [*head, *fresh, *(i for i in rest if i not in chosen)]
-
-
-def _split(
-    rows: Mapping[str, Values], status: Mapping[str, FactStatus], when: str, as_of: object
-) -> tuple[list[str], list[str]]:
-    """Ids of the trusted facts to rank and of the claims (quarantined) at ``when`` (stored
-    time text); with ``as_of``, what was valid then."""
-    trusted: list[str] = []
-    claims: list[str] = []
-    for fid, row in rows.items():
-        state = status[fid]
-        valid_from = str(row[FACT_VALID_FROM])
-        if state == "quarantined":
-            if as_of is None or valid_from <= when:
-                claims.append(fid)
-            continue
-        if as_of is not None:
-            valid_to = row[FACT_VALID_TO]
-            if state in ("disputed", "lapsed") or valid_from > when:
-                continue
-            if valid_to is not None and str(valid_to) <= when:
-                continue
-            trusted.append(fid)
-        elif state in ("current", "stale"):
-            trusted.append(fid)
-    return trusted, claims
 
 
 class Recaller:
@@ -258,7 +182,7 @@ class Recaller:
             ],
             weights.k,
         )
-        trusted, claims = _split(rows, status, format_time(when), as_of)
+        trusted, claims = trusted_and_claims(rows, status, format_time(when), as_of)
         ranked = sorted(trusted, key=lambda i: -scores.get(i, 0.0) * procedural_factor(rows[i]))
         ranked = with_coverage(
             ranked,
@@ -322,9 +246,9 @@ class Recaller:
                 direct.extend(self._facts_of(user_id, key, states, cap, relation=relation))
             if key != USER or (alone and not asked):
                 direct.extend(self._facts_of(user_id, key, states, cap))
-        direct = _unique(direct)[:cap]
+        direct = unique_facts(direct)[:cap]
         others = [k for k in entities if k != USER] or entities
-        incoming = _unique(
+        incoming = unique_facts(
             row
             for key in others
             for state in states
@@ -351,7 +275,7 @@ class Recaller:
             per_key = max(1, cap // (2 * max(1, len(known))))
             for key in known:
                 hop.extend(self._facts_of(user_id, key, states, per_key))
-        return _unique([*direct, *incoming, *hop])
+        return unique_facts([*direct, *incoming, *hop])
 
     def _facts_of(
         self,
@@ -520,6 +444,8 @@ class Recaller:
         user_id: str,
         needs_confirmation: Sequence[Fact] = (),
     ) -> Recall:
+        """Read the other side of each contested fact, render the sections into ``budget``,
+        and keep of each list what made it into the text."""
         contested = [f for f in facts if f.contested_with]
         contested_ids = {f.id for f in contested}
         others: dict[str, Fact] = {}
@@ -528,41 +454,16 @@ class Recaller:
             for row in self.store.fetch_values(FACTS, scope=user_id, where={"fact_id": wanted}):
                 others[str(row[FACT_ID])] = fact_from_values(row, when, self.config)
         pool = {**others, **{f.id: f for f in contested}}
-        contest_lines: list[str] = []
-        done: set[frozenset[str]] = set()
-        for fact in contested:
-            for other_id in fact.contested_with:
-                other = pool.get(other_id)
-                pair = frozenset((fact.id, other_id))
-                if other is None or pair in done or other.status not in ("current", "stale"):
-                    continue
-                done.add(pair)
-                contest_lines.append(
-                    f"- {_who(fact)} says: {fact.statement} — but "
-                    f"{_who(other)} says: {other.statement}"
-                )
         plain = [f for f in facts if f.id not in contested_ids]
-        sections = [
-            Section("contested", "Contested (both sides kept; ask the user)", contest_lines),
-            Section("facts", "Facts", [_fact_line(f) for f in plain]),
-            Section(
-                "needs_confirmation",
-                "Possibly stale — confirm with the user",
-                [_fact_line(f) for f in needs_confirmation],
-            ),
-            Section("commitments", "Due soon", [f"- due {e.due}: {e.text}" for e in commitments]),
-            Section("wiki", "Notes", wiki, share=1 / 3),
-            Section(
-                "episodes",
-                "Episodes",
-                [f"- {e.at.date().isoformat()} {e.kind}: {e.text}" for e in episodes],
-            ),
-            Section(
-                "claims",
-                "Unverified third-party claims (never assert as fact)",
-                [_claim_line(f) for f in claims],
-            ),
-        ]
+        sections = recall_sections(
+            contested=contest_lines(contested, pool),
+            facts=plain,
+            needs_confirmation=needs_confirmation,
+            commitments=commitments,
+            wiki=wiki,
+            episodes=episodes,
+            claims=claims,
+        )
         out: Rendered = render(sections, budget, self.config.token_counter)
 
         def kept(key: str) -> list[int]:
@@ -582,28 +483,17 @@ class Recaller:
         )
 
 
-def _who(fact: Fact) -> str:
-    return f"{fact.provenance.author_of_evidence} ({fact.valid_from.date().isoformat()})"
-
-
-def _fact_line(fact: Fact) -> str:
-    line = f"- {fact.statement}"
-    if fact.trust < 3:
-        # Only the user's own word is user-level; anything else is marked where it is shown.
-        line += f" (per {fact.provenance.author_of_evidence}; not confirmed by the user)"
-    if fact.status == "stale":
-        line += f" (possibly stale — last confirmed {fact.last_confirmed_at.date().isoformat()})"
-    if "ungrounded" in fact.flags:
-        line += " (detail not in the source)"
-    if fact.valid_to is not None:
-        line += f" (until {fact.valid_to.date().isoformat()})"
-    return line
-
-
-def _claim_line(fact: Fact) -> str:
-    who = (
-        fact.provenance.claimant
-        if fact.provenance.claimant != "user"
-        else fact.provenance.author_of_evidence
-    )
-    return f"- {who} claims: {fact.statement} ({fact.valid_from.date().isoformat()})"
+__all__ = [  # the ranking rules kept importable from here, where they used to live
+    "CANDIDATES",
+    "HOP_FROM",
+    "MAX_GRAPH_FACTS",
+    "TOKENS_PER_LINE",
+    "Recall",
+    "Recaller",
+    "Values",
+    "candidate_cap",
+    "fuse",
+    "procedural_factor",
+    "valid_at",
+    "with_coverage",
+]

@@ -1,22 +1,35 @@
 """Rendering recall into a token budget. Pure.
 
-Sections in priority order: contested facts (both sides, who said what), current facts (stale
-ones marked), dated commitments due soon, the wiki (at most a third of the budget), episodes,
-and a separate section of unverified third-party claims. Lines are added in that order while
-they fit; whatever does not fit is counted in a truncation note, and the note itself is inside
-the budget. The total is checked with the counter on the final text, so a counter that is not
-additive still cannot push the result over the budget.
+Sections in priority order (:func:`recall_sections`): contested facts (both sides, who said
+what), current facts (anything short of the user's own word, ungrounded details and an end of
+validity marked on the line), facts possibly stale (to confirm with the user), dated
+commitments due soon, the wiki (at most a third of the budget), episodes, and a separate
+section of unverified third-party claims. Lines are added in that order while they fit
+(:func:`render`); whatever does not fit is counted in a truncation note, and the note itself is
+inside the budget. The total is checked with the counter on the final text, so a counter that
+is not additive still cannot push the result over the budget.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from veil.memory.model import Episode, Fact
 from veil.tokens import TokenCounter, estimate_tokens
 
-__all__ = ["Rendered", "Section", "TokenCounter", "estimate_tokens", "render"]
+__all__ = [
+    "Rendered",
+    "Section",
+    "TokenCounter",
+    "claim_line",
+    "contest_lines",
+    "estimate_tokens",
+    "fact_line",
+    "recall_sections",
+    "render",
+]
 
 
 @dataclass(frozen=True)
@@ -112,3 +125,90 @@ def render(
 def _note(omitted: dict[str, int]) -> str:
     parts = ", ".join(f"{n} {k}" for k, n in omitted.items() if n)
     return f"[truncated to fit the token budget: left out {parts}]"
+
+
+# ---- recall's sections ----------------------------------------------------------------------
+
+
+def recall_sections(
+    *,
+    contested: Sequence[str],
+    facts: Sequence[Fact],
+    needs_confirmation: Sequence[Fact],
+    commitments: Sequence[Episode],
+    wiki: Sequence[str],
+    episodes: Sequence[Episode],
+    claims: Sequence[Fact],
+) -> list[Section]:
+    """A recall's sections in priority order; ``contested`` are :func:`contest_lines`, each
+    other section one line per value, in the order given (which :func:`render` reports back
+    as the indices it included)."""
+    return [
+        Section("contested", "Contested (both sides kept; ask the user)", list(contested)),
+        Section("facts", "Facts", [fact_line(f) for f in facts]),
+        Section(
+            "needs_confirmation",
+            "Possibly stale — confirm with the user",
+            [fact_line(f) for f in needs_confirmation],
+        ),
+        Section("commitments", "Due soon", [f"- due {e.due}: {e.text}" for e in commitments]),
+        Section("wiki", "Notes", list(wiki), share=1 / 3),
+        Section(
+            "episodes",
+            "Episodes",
+            [f"- {e.at.date().isoformat()} {e.kind}: {e.text}" for e in episodes],
+        ),
+        Section(
+            "claims",
+            "Unverified third-party claims (never assert as fact)",
+            [claim_line(f) for f in claims],
+        ),
+    ]
+
+
+def contest_lines(contested: Sequence[Fact], pool: Mapping[str, Fact]) -> list[str]:
+    """One line per pair of contested facts, both sides and who said each: a pair once, and
+    only while the other side (looked up in ``pool``) is current or stale."""
+    lines: list[str] = []
+    done: set[frozenset[str]] = set()
+    for fact in contested:
+        for other_id in fact.contested_with:
+            other = pool.get(other_id)
+            pair = frozenset((fact.id, other_id))
+            if other is None or pair in done or other.status not in ("current", "stale"):
+                continue
+            done.add(pair)
+            lines.append(
+                f"- {_who(fact)} says: {fact.statement} — but {_who(other)} says: {other.statement}"
+            )
+    return lines
+
+
+def fact_line(fact: Fact) -> str:
+    """A fact as recall shows it, marked unless it is the user's own word, possibly stale,
+    ungrounded or valid only until a date."""
+    line = f"- {fact.statement}"
+    if fact.trust < 3:
+        # Only the user's own word is user-level; anything else is marked where it is shown.
+        line += f" (per {fact.provenance.author_of_evidence}; not confirmed by the user)"
+    if fact.status == "stale":
+        line += f" (possibly stale — last confirmed {fact.last_confirmed_at.date().isoformat()})"
+    if "ungrounded" in fact.flags:
+        line += " (detail not in the source)"
+    if fact.valid_to is not None:
+        line += f" (until {fact.valid_to.date().isoformat()})"
+    return line
+
+
+def claim_line(fact: Fact) -> str:
+    """A third party's claim, named as theirs."""
+    who = (
+        fact.provenance.claimant
+        if fact.provenance.claimant != "user"
+        else fact.provenance.author_of_evidence
+    )
+    return f"- {who} claims: {fact.statement} ({fact.valid_from.date().isoformat()})"
+
+
+def _who(fact: Fact) -> str:
+    return f"{fact.provenance.author_of_evidence} ({fact.valid_from.date().isoformat()})"

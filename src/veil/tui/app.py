@@ -32,7 +32,8 @@ closes the app without waiting; :func:`run_tui` then gives the agent thread a mo
 is left behind (a daemon: it dies with the process). Every message and tool result is persisted
 as it happens, so the session stays resumable either way.
 
-A tool-call line shows the call's status as print mode does (``exit N`` for a command that
+A tool-call line (the transcript's blocks are :mod:`veil.tui.transcript`; this module is the
+app around them) shows the call's status as print mode does (``exit N`` for a command that
 failed; ``aborted`` for a command the person stopped). Under it: an edit's or a write's
 unified diff (:mod:`veil.tui.diffs`; the approval modal shows the same diff before the call
 runs), or the last lines of the output of a call that did not end ``ok``, as print mode shows
@@ -48,11 +49,8 @@ import threading
 from pathlib import Path
 from typing import Any, ClassVar
 
-from rich.console import RenderableType
-from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
-from textual.containers import VerticalScroll
 from textual.widgets import Static
 
 from veil.agent.events import (
@@ -68,12 +66,12 @@ from veil.agent.events import (
     TurnEnd,
 )
 from veil.agent.permissions import Answer
-from veil.agent.report import needs_tail, output_tail, tool_status
+from veil.agent.report import needs_tail, tool_status
 from veil.agent.runtime import AgentSession, RunOptions, Setup, long_term_memory_on
-from veil.llm.messages import AssistantMessage, ToolResultMessage, UserMessage
 from veil.llm.messages import Message as ChatMessage
+from veil.llm.messages import ToolResultMessage
 from veil.tui.approval import ApprovalScreen, OutputScreen
-from veil.tui.diffs import cut, proposed_diff, read_before, styled, unified
+from veil.tui.diffs import proposed_diff, read_before
 from veil.tui.history import History
 from veil.tui.preview import Preview, preview_session
 from veil.tui.prompt import PromptArea
@@ -84,11 +82,11 @@ from veil.tui.render import (
     status_line,
     welcome_line,
 )
-from veil.tui.widgets import AssistantText, OpenOutput, ToggleFold, ToolDetail, ToolLine
+from veil.tui.transcript import UNFOLD_LINES, Transcript
+from veil.tui.widgets import AssistantText, OpenOutput, ToggleFold, ToolLine
 
-UNFOLD_LINES = 200
-"""Lines of a call's output shown when it is unfolded in the transcript (its last ones; the
-whole output is in the viewer: a click or /output)."""
+__all__ = ["QUIT_GRACE_S", "UNFOLD_LINES", "VeilApp", "run_tui"]
+
 QUIT_GRACE_S = 3.0
 """After the app closed, how long :func:`run_tui` waits for an aborted run to finish recording
 the session (a killed command ends well within it; a model call may not, and is left)."""
@@ -132,11 +130,9 @@ class VeilApp(App[int]):
         self.model_name = model_name or options.model or "(no model)"
         self.window = window
         self.running = False
-        self._tool_lines: dict[str, ToolLine] = {}
         self._streaming: AssistantText | None = None
         self._streamed = ""
         self._last_user_line: Static | None = None
-        self._results: dict[str, ToolResultMessage] = {}
         self._leaving = threading.Event()
         self._agent: threading.Thread | None = None
         self.tokens_in = 0
@@ -145,13 +141,11 @@ class VeilApp(App[int]):
         self.history = History.for_project(options.cwd)
         self.root = self.history.root or options.cwd.resolve()
         """The project's root: where the files a write or an edit changes are read from."""
-        self._before: dict[str, str | None] = {}
-        """A file's text just before a write call ran (for its diff), by call id."""
 
     # ---- layout ----------------------------------------------------------------------
 
     def compose(self) -> ComposeResult:
-        yield VerticalScroll(id="transcript")
+        yield Transcript(id="transcript")
         yield Static(id="status", markup=False)
         yield PromptArea(
             self.history, placeholder="Message the agent, or /help (enter sends)", id="prompt"
@@ -203,123 +197,30 @@ class VeilApp(App[int]):
     # ---- transcript ------------------------------------------------------------------
 
     @property
-    def transcript(self) -> VerticalScroll:
-        return self.query_one("#transcript", VerticalScroll)
+    def transcript(self) -> Transcript:
+        return self.query_one("#transcript", Transcript)
+
+    @property
+    def _results(self) -> dict[str, ToolResultMessage]:
+        """Each finished call's result, by call id (the transcript keeps them)."""
+        return self.transcript.results
 
     def add_line(self, text: str, *classes: str) -> Static:
         """Append a plain-text block (never parsed as markup) with the given CSS classes."""
-        widget = Static(text, markup=False, classes=" ".join(classes))
-        self.transcript.mount(widget)
-        self.transcript.scroll_end(animate=False)
-        return widget
-
-    def add_assistant(self, text: str) -> AssistantText:
-        """Append the assistant's text, rendered as Markdown."""
-        widget = AssistantText(text)
-        self.transcript.mount(widget)
-        self.transcript.scroll_end(animate=False)
-        return widget
-
-    def add_tool_call(
-        self, call_id: str, name: str, arguments: dict[str, Any], status: str
-    ) -> None:
-        line = ToolLine(call_id, name, arguments, status)
-        self._tool_lines[call_id] = line
-        self.transcript.mount(line)
-        self.transcript.scroll_end(animate=False)
+        return self.transcript.add_line(text, *classes)
 
     def tool_line(self, call_id: str) -> ToolLine | None:
         """The transcript line of a tool call (None once ``/clear`` removed it)."""
-        return self._tool_lines.get(call_id)
+        return self.transcript.tool_lines.get(call_id)
 
     def show_messages(self, messages: list[ChatMessage]) -> None:
         """Render a stored transcript (a resumed session): the same lines a live run makes."""
-        results = {m.tool_call_id: m for m in messages if isinstance(m, ToolResultMessage)}
-        for message in messages:
-            if isinstance(message, UserMessage):
-                self.add_line(f"> {message.content}", "user")
-            elif isinstance(message, AssistantMessage):
-                if message.content:
-                    self.add_assistant(message.content)
-                for call in message.tool_calls:
-                    result = results.get(call.id)
-                    status = "?" if result is None else ("error" if result.is_error else "ok")
-                    if result is not None:
-                        self._results[call.id] = result
-                        code = result.details.get("exit_code")
-                        if status == "ok" and isinstance(code, int) and code:
-                            status = f"exit {code}"
-                        elif result.details.get("aborted"):
-                            status = "aborted"
-                    self.add_tool_call(call.id, call.name, call.arguments, status)
-                    if result is not None:
-                        self.set_summary(call.id, self.summary_of(call.name, status, result))
+        self.transcript.show_messages(messages)
         self.refresh_evicted()
-
-    def summary_of(self, name: str, status: str, result: ToolResultMessage) -> str | None:
-        """What shows under a finished call's line: the diff of an edit or a write that
-        succeeded, the end of the output of a call that did not (``status`` not ``ok``)."""
-        if status == "ok" and name == "edit":
-            diff = result.details.get("diff")
-            return diff if isinstance(diff, str) and diff else None
-        if status == "ok" and name == "write":
-            before = self._before.pop(result.tool_call_id, None)
-            content = self._tool_arguments(result.tool_call_id).get("content")
-            path = str(result.details.get("path") or "")
-            if before is None or not isinstance(content, str):
-                return None
-            return unified(before, content, path) or None
-        if status not in ("ok", "running", "…", "?"):
-            tail = output_tail(result.content)
-            return "\n".join(tail) if tail else None
-        return None
-
-    def _tool_arguments(self, call_id: str) -> dict[str, Any]:
-        line = self._tool_lines.get(call_id)
-        return line.arguments if line is not None else {}
-
-    def set_summary(self, call_id: str, summary: str | None) -> None:
-        """Show ``summary`` (a diff or an output tail) under the call's line."""
-        line = self._tool_lines.get(call_id)
-        if line is None or summary is None:
-            return
-        if summary.startswith(("--- ", "@@")):
-            line.summary = (summary, styled(cut(summary)))
-        else:
-            line.summary = (summary, Text(summary, style="red"))
-        self._show_detail(line)
 
     def toggle_fold(self, call_id: str) -> None:
         """Unfold a finished call's output under its line, or fold it back to its summary."""
-        line = self._tool_lines.get(call_id)
-        if line is None or call_id not in self._results:
-            return
-        line.unfolded = not line.unfolded
-        self._show_detail(line)
-
-    def _show_detail(self, line: ToolLine) -> None:
-        if line.unfolded:
-            lines = self._results[line.call_id].content.splitlines()
-            shown = lines[-UNFOLD_LINES:]
-            if len(lines) > len(shown):
-                shown = [f"… {len(lines) - len(shown)} earlier lines (click the line for all)"]
-                shown += lines[-UNFOLD_LINES:]
-            text = "\n".join(shown) or "(no output)"
-            content: tuple[str, RenderableType] | None = (text, Text(text))
-        else:
-            content = line.summary
-        if content is None:
-            if line.detail is not None:
-                line.detail.remove()
-                line.detail = None
-            return
-        if line.detail is None:
-            line.detail = ToolDetail()
-            self.transcript.mount(line.detail, after=line)
-        line.detail.set_class(line.unfolded, "output")
-        line.detail.show(*content)
-        if line.unfolded:
-            self.transcript.scroll_to_widget(line.detail, animate=False)
+        self.transcript.toggle_fold(call_id)
 
     def on_toggle_fold(self, event: ToggleFold) -> None:
         self.toggle_fold(event.call_id)
@@ -336,9 +237,7 @@ class VeilApp(App[int]):
         s = self.driver.setup
         if s is None:
             return
-        evicted = s.harness.evicted_tool_calls()
-        for call_id, line in self._tool_lines.items():
-            line.set_evicted(call_id in evicted)
+        self.transcript.set_evicted(s.harness.evicted_tool_calls())
 
     def status_info(self) -> StatusInfo:
         s = self.driver.setup
@@ -404,8 +303,7 @@ class VeilApp(App[int]):
         if command in ("/quit", "/exit", "/q"):
             self.leave()
         elif command == "/clear":
-            self.transcript.remove_children()
-            self._tool_lines.clear()
+            self.transcript.clear()
             self._streaming, self._streamed, self._last_user_line = None, "", None
         elif command == "/model":
             model = s.provider.model if s is not None else self.model_name
@@ -446,7 +344,7 @@ class VeilApp(App[int]):
         item = s.harness.engine.by_tool_call(call_id) if s is not None else None
         if item is not None and item.partial:
             text = item.content
-        line = self._tool_lines.get(call_id)
+        line = self.tool_line(call_id)
         title = f"{result.name} {line.status if line else ''}".strip()
         self.push_screen(OutputScreen(title, text))
 
@@ -544,7 +442,7 @@ class VeilApp(App[int]):
                     and message.tool_call_id not in self._results
                 ):
                     self._results[message.tool_call_id] = message
-                    line = self._tool_lines.get(message.tool_call_id)
+                    line = self.tool_line(message.tool_call_id)
                     if line is not None and line.status == "?":
                         line.set_status("error" if message.is_error else "ok")
         self.refresh_status()
@@ -558,7 +456,7 @@ class VeilApp(App[int]):
         elif isinstance(event, MessageUpdate):
             self._streamed += event.delta
             if self._streaming is None:
-                self._streaming = self.add_assistant(self._streamed)
+                self._streaming = self.transcript.add_assistant(self._streamed)
             else:
                 self._streaming.set_source(self._streamed)
                 self.transcript.scroll_end(animate=False)
@@ -567,29 +465,29 @@ class VeilApp(App[int]):
             if self._streaming is not None:
                 self._streaming.set_source(message.content)
             elif message.content:
-                self.add_assistant(message.content)
+                self.transcript.add_assistant(message.content)
             self._streaming, self._streamed = None, ""
             for call in message.tool_calls:
-                self.add_tool_call(call.id, call.name, call.arguments, "…")
+                self.transcript.add_tool_call(call.id, call.name, call.arguments, "…")
         elif isinstance(event, ToolStart):
-            line = self._tool_lines.get(event.call.id)
+            line = self.tool_line(event.call.id)
             if line is not None:
                 line.set_status("running")
             if event.call.name == "write":  # the agent waits: the file is as the write finds it
-                self._before[event.call.id] = read_before(
+                self.transcript.before[event.call.id] = read_before(
                     self.root, event.call.arguments.get("path")
                 )
         elif isinstance(event, ToolEnd):
-            line = self._tool_lines.get(event.call.id)
+            line = self.tool_line(event.call.id)
             self._results[event.call.id] = event.result
             status = "aborted" if event.result.details.get("aborted") else tool_status(event)
             if line is not None:
                 line.set_status(status)
             tail = needs_tail(event)
-            self.set_summary(
-                event.call.id,
-                self.summary_of(event.call.name, "failed" if tail else status, event.result),
+            summary = self.transcript.summary_of(
+                event.call.name, "failed" if tail else status, event.result
             )
+            self.transcript.set_summary(event.call.id, summary)
             self.refresh_evicted()
             self.refresh_status()
         elif isinstance(event, Notice):
