@@ -24,6 +24,7 @@ from tests.clients.conftest import (
 )
 from veil.agent.project import project_scope
 from veil.clients.claude_code_input import EVENTS
+from veil.convergence.feedback import STOPPED
 from veil.tape import open_store
 
 TOP_LEVEL = {"continue", "stopReason", "suppressOutput", "systemMessage", "hookSpecificOutput"}
@@ -47,7 +48,8 @@ def check_format(ran: Ran, event: str) -> dict[str, Any] | None:
         assert context is None or (isinstance(context, str) and 0 < len(context) < 10_000)
         if event == "PreToolUse":
             assert specific["permissionDecision"] == "deny"
-            assert specific["permissionDecisionReason"].startswith("Veil: Blocked")
+            reason = specific["permissionDecisionReason"]
+            assert reason.startswith(("Veil blocked this call: ", STOPPED)), reason
     if answer.get("continue") is False:
         assert answer["stopReason"]
     return answer
@@ -136,7 +138,7 @@ def test_a_loop_reaches_claude_at_level_two_is_denied_a_rerun_and_stops_at_level
     assert stop is not None and stop["continue"] is False, stopped.stderr
     assert stop["stopReason"].startswith("Veil stopped the session (convergence level 3)")
     assert "Over to you" in stop["stopReason"] and "calc.py" in stop["stopReason"]
-    assert "level 3 of 3" in stopped.context
+    assert stopped.context == stop["stopReason"]  # the model reads what the person reads
 
 
 def test_a_new_session_gets_the_earlier_record_and_the_memory_briefing(project: Path) -> None:
@@ -170,12 +172,12 @@ def test_a_new_session_gets_the_earlier_record_and_the_memory_briefing(project: 
     context = asked.context
     # the briefing comes with the session's first prompt
     assert "<veil-memory>" in context and "The user prefers small diffs." in context
-    assert "Veil's attempt record for this task (6 attempts in earlier sessions" in context
+    assert "Veil records every attempt at the current task ('Make the failing test in" in context
     assert "Already tried on this goal: 6 attempts (3 fail, 3 unknown)." in context
     assert "test python -m pytest -q tests/test_calc.py: fail [fp1:" in context
     # a prompt with no record in a session that has a goal changes nothing
     other = payload("user_prompt_submit", project, "new", prompt="also tidy the README")
-    assert "attempt record" not in run_inprocess("UserPromptSubmit", other).context
+    assert "records every attempt" not in run_inprocess("UserPromptSubmit", other).context
 
 
 def test_pre_compact_records_what_is_about_to_be_summarised(project: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from veil.convergence import AttemptLog, MonitorConfig, goal_id, refine
+from veil.convergence.feedback import STOPPED
 from veil.convergence.goals import goal_for
 from veil.convergence.monitor import Escalation
 from veil.tape.sqlite import SQLiteStore
@@ -140,7 +141,7 @@ def test_escalations_are_events_and_reach_the_hook(store: SQLiteStore, clock: Fa
     assert [e.level for e in seen] == [1, 2, 3]
     assert [e.level for e in log.escalations()] == [1, 2, 3]
     assert log.assess().level == 3
-    assert log.note().startswith("Stopped: 5 attempts")
+    assert log.note().startswith(f"{STOPPED} Stopped: 5 attempts")
     assert len(store.read(SCOPE, kinds=["convergence.escalated"])) == 3
 
 

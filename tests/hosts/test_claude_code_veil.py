@@ -90,7 +90,7 @@ def test_installed_veil_briefs_answers_notes_stops_and_remembers(
     again, requests2 = session(run_claude, agent_repo, [Turn("I will look elsewhere.")])
     assert again.returncode == 0, again.describe()
     first = sent(requests2[0])
-    assert "in earlier sessions" in first and "FAILED test_total" in first
+    assert "convergence level 2 of 3" in first and "FAILED test_total" in first
     assert "Veil stopped" not in again.stdout
 
 
@@ -126,7 +126,8 @@ def test_a_repeated_failed_edit_is_denied_with_the_reason(
     run, requests = session(run_claude, agent_repo, script, env=env)
     assert run.returncode == 0, run.describe()
     denied = requests[-1].tool_results[-1]
-    assert denied.is_error and "Veil: Blocked: this exact edit (calc.py)" in denied.text, denied
+    refusal = "Veil blocked this call: this exact edit (calc.py)"
+    assert denied.is_error and refusal in denied.text, denied
     assert calc.read_text() == "def total(a, b):\n    return a - b\n"  # the denied edit not made
 
 

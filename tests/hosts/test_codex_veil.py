@@ -98,7 +98,7 @@ def test_codex_with_veil_briefs_notes_denies_at_level_three_and_remembers(
     again, requests2 = session(run_codex, agent_repo, [second] * 4, model="gpt-4.1")
     assert again.returncode == 0, again.describe()
     first = sent(requests2[0])
-    assert "in earlier sessions" in first and "FAILED test_total" in first
+    assert "convergence level 2 of 3" in first and "FAILED test_total" in first
     answered = [r.tool_results[-1].text for r in requests2[1:] if r.tool_results]
     on_record = f'"attempts":{len(outcomes(agent_repo))},"level":2'  # back at 2 for the person
     assert any(on_record in a.replace(" ", "") for a in answered), answered
@@ -125,7 +125,8 @@ def test_codex_denies_a_repeated_failed_patch(
     run, requests = session(run_codex, agent_repo, script)
     assert run.returncode == 0, run.describe()
     denied = requests[-1].tool_results[-1].text
-    assert "blocked by PreToolUse hook" in denied and "Veil: Blocked: this exact edit" in denied
+    refusal = "Veil blocked this call: this exact edit"
+    assert "blocked by PreToolUse hook" in denied and refusal in denied
     assert calc.read_text() == "def total(a, b):\n    return a - b\n"
     kinds = tape_kinds(agent_repo)
     assert kinds["convergence.attempt"] == 7  # four patches and three test runs

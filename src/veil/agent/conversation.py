@@ -1,4 +1,4 @@
-"""The harness's transcript in the renderer's terms and back.
+"""The harness's transcript in the renderer's terms and back, and in working memory.
 
 :func:`found` describes each message for :class:`veil.context.transcript.Transcript`: a tool
 result names the item its message carries (``ToolResultMessage.item``, set when the result was
@@ -6,6 +6,12 @@ captured; an expansion names the item it brought back and says whether it did,
 ``details["restored"]``), an assistant message its calls (each acting or looking, from its
 tool's declaration). :func:`messages` turns the renderer's parts back into the messages the
 provider is sent. Nothing here decides what the model sees (:mod:`veil.context.window` does).
+
+:class:`Conversation` is one session's transcript in working memory: each message described
+once (the transcript only grows), each assistant turn captured as soon as it is complete —
+before its tools run, so that their results know it (a turn and its results leave the prompt
+together) — and each tool result captured as an item under that turn, with what its tool
+declares the call touched (:mod:`veil.agent.capture`).
 """
 
 from __future__ import annotations
@@ -13,8 +19,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from veil.context.transcript import Call, Found
-from veil.context.window import Rendered
+from veil.agent.capture import Capture
+from veil.agent.tool import ToolResult, Touches
+from veil.context import ContextEngine
+from veil.context.items import ContextItem
+from veil.context.transcript import Call, Found, Transcript
+from veil.context.window import Entry, Rendered
 from veil.llm.messages import (
     AssistantMessage,
     Message,
@@ -23,6 +33,59 @@ from veil.llm.messages import (
     ToolResultMessage,
     UserMessage,
 )
+
+
+class Conversation:
+    def __init__(self, engine: ContextEngine, tools: Mapping[str, object]) -> None:
+        """``tools``: the tools by name, as the harness keeps them (their declarations say
+        whether a call acts and what it touches)."""
+        self.engine = engine
+        self.tools = tools
+        self.transcript = Transcript(engine)
+        """Which item each message of the transcript is."""
+        self._described: list[tuple[Message, Found]] = []
+        """Each transcript message and how it was described."""
+        self._call_turn: dict[str, str] = {}
+        """Tool-call id → the turn item of the message that made the call."""
+        self._seen = 0
+
+    def entries(self, messages: Sequence[Message]) -> list[Entry]:
+        """The transcript as the renderer's entries, capturing the turns not seen yet (user
+        messages, resumed ones; an assistant message is captured by :meth:`assistant`)."""
+        known = self._described
+        same = (i for i, (m, _) in enumerate(known) if i >= len(messages) or messages[i] is not m)
+        del known[next(same, len(known)) :]
+        for message in messages[len(known) :]:
+            known.append((message, found(message, self.tools)))
+        self._seen = len(messages)
+        return self.transcript.entries([f for _, f in known])
+
+    def assistant(self, message: AssistantMessage) -> None:
+        """A complete assistant message with tool calls becomes its turn item now (the loop
+        appended it right after the last request was built)."""
+        index = self._seen
+        if message.tool_calls and self.transcript.turn_item(index) is None:
+            item_id = self.transcript.turn(index, found(message, self.tools))
+            for call in message.tool_calls:
+                self._call_turn[call.id] = item_id
+
+    def result(self, call: ToolCall, result: ToolResult, what: Capture | None) -> ContextItem:
+        """A tool call's result as an item under its turn; ``what`` the call touched (None:
+        nothing a tool declares, a memory tool's answer)."""
+        touched = what.touches if what is not None else Touches()
+        return self.engine.capture_tool_result(
+            tool_call_id=call.id,
+            tool_name=call.name,
+            arguments=call.arguments,
+            output=result.content,
+            full_output=result.full_output,
+            is_error=result.is_error,
+            target=what.target if what is not None else None,
+            reads=touched.reads,
+            partial=touched.partial,
+            writes=touched.writes,
+            parent=self._call_turn.get(call.id),
+        )
 
 
 def found(message: Message, tools: Mapping[str, object]) -> Found:

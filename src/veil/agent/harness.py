@@ -2,22 +2,24 @@
 
 ``harness = VeilHarness(db_path=".veil/context.db")`` then
 ``AgentLoopConfig(..., **harness.hooks())`` — the same hooks the ``veil`` command installs.
+The harness wires four layers and decides nothing itself:
 
-- ``transform_context``, before every model call (the turn boundary): new transcript messages
-  become turn items, and the engine scores, evicts and renders the request
-  (:meth:`ContextEngine.window`, the one renderer of :mod:`veil.context.window`): evicted
-  results and turns become stubs with pointers, the request really shrinks, and the manifest
-  with the convergence note goes at the end so the prefix before it stays cacheable.
-- ``transform_system``: the system prompt and the long-term memory briefing (both fixed for the
-  session).
-- ``before_tool_call``: an identical re-run of a failed edit is refused at level 2.
-- ``after_tool_call``: the result becomes an item (what the call touched comes from the tool's
-  own declaration, :mod:`veil.agent.capture`) and the result message names it; edits and
-  commands are attempts (:mod:`veil.agent.outcomes`).
-- ``on_response``: the provider's reported input tokens calibrate every later budget.
-- ``on_overflow``: the provider refused the request as too long: the window shrinks to what the
-  error states (or a quarter less) and the loop retries once.
-- ``on_message``, ``on_turn_end`` (level 3 stops the run), ``drain_events``.
+- working memory, :class:`~veil.context.ContextEngine`: the transcript's messages become items
+  (:class:`~veil.agent.conversation.Conversation`), and at every turn boundary
+  (``transform_context``) the engine scores, evicts and renders the request with the one
+  renderer of what the model sees (:mod:`veil.context.window`): evicted results and turns become
+  stubs with pointers, the request really shrinks, and the manifest with the convergence
+  feedback goes at the end so the prefix before it stays cacheable;
+- convergence (:class:`~veil.agent.outcomes.Outcomes` over the
+  :class:`~veil.convergence.record.AttemptLog`): edits and commands are attempts; the goal's
+  feedback text (:mod:`veil.convergence.feedback`, the same the Claude Code and Codex hooks
+  give) goes into the prompt, ``before_tool_call`` refuses an identical re-run of a failed
+  edit at level 2, and ``on_turn_end`` stops the run at level 3;
+- long-term memory: its briefing ends the system prompt (``transform_system``), and the
+  memory tools (:mod:`veil.agent.memory_tools`) reach every layer;
+- what requests cost (:class:`~veil.agent.request_tokens.RequestTokens`): the provider's
+  reported input tokens calibrate every later budget (``on_response``), and a request refused
+  as too long shrinks the window once (``on_overflow``).
 
 Every hook runs on the loop's thread (:mod:`veil.agent.loop`).
 """
@@ -27,23 +29,23 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
-from veil.agent import conversation
+from veil.agent import conversation, memory_moves
 from veil.agent.capture import capture
-from veil.agent.events import AgentEvent, Evicted, EvictedItem, Expanded
+from veil.agent.conversation import Conversation
+from veil.agent.events import AgentEvent
 from veil.agent.hooks import Block, Hooks, Stop
 from veil.agent.memory_tools import Layers, MemoryTool, attempts_report, memory_tools
 from veil.agent.outcomes import Outcomes
+from veil.agent.request_tokens import RequestTokens
 from veil.agent.tool import ToolResult
 from veil.agent.tools import coding_tools
 from veil.clock import Clock
 from veil.context import ContextConfig, ContextEngine, EvictionReport
-from veil.context.transcript import Found, Transcript
 from veil.context.window import Entry, Rendered
 from veil.convergence.record import AttemptLog
 from veil.embed.protocol import Embedder
-from veil.llm.failures import overflow_limits
 from veil.llm.messages import (
     AssistantMessage,
     ContextOverflow,
@@ -52,11 +54,10 @@ from veil.llm.messages import (
     Response,
     ToolCall,
     UserMessage,
-    spec_text,
 )
 from veil.memory import Memory
 from veil.memory.briefing import brief
-from veil.tape import JSONValue, Store, new_id, open_store
+from veil.tape import Store, new_id, open_store
 
 BRIEFING_TOKENS = 600
 
@@ -80,10 +81,8 @@ class VeilHarness:
 
             embedder = default_embedder()
         if store is None:
-            path = Path(db_path)
-            store = open_store(
-                f"sqlite:///{path}?synchronous=normal", embedder=embedder, clock=clock
-            )
+            url = f"sqlite:///{Path(db_path)}?synchronous=normal"
+            store = open_store(url, embedder=embedder, clock=clock)
         self.store = store
         self.scope = scope
         self.session_id = session_id or new_id("s")
@@ -103,24 +102,12 @@ class VeilHarness:
         self.outcomes = Outcomes(self.engine, self.attempts, memory, scope, self._events)
         self.attempts.on_escalation = self.outcomes.on_escalation
         self.layers = Layers(self.engine, self.attempts, memory, scope, self.session_id)
+        self.tokens = RequestTokens(self.engine)
+        self._tools: dict[str, object] = {t.spec.name: t for t in coding_tools()}
+        self.conversation = Conversation(self.engine, self._tools)
         self.reports: list[EvictionReport] = []
         """Every eviction report, in order (the demo and the TUI read them)."""
-        self.rendered: Rendered | None = None
-        """The last request's conversation as the model saw it."""
-        self.tool_tokens = 0
-        """Tokens of the tool schemas sent with every request (:meth:`use_tools`)."""
-        self._tools: dict[str, object] = {t.spec.name: t for t in coding_tools()}
-        self.transcript = Transcript(self.engine)
-        """Which item each message of the transcript is."""
-        self._call_turn: dict[str, str] = {}
-        """Tool-call id → the turn item of the message that made the call."""
-        self._seen = 0
-        self._described: list[tuple[Message, Found]] = []
-        """Each transcript message and how it was described (the transcript only grows)."""
         self._briefing = ""
-        self._system_tokens = 0
-        self._sent = 0
-        """Estimated tokens of the last request as sent (calibration compares usage to it)."""
 
     # ---- session start --------------------------------------------------------------
 
@@ -140,22 +127,15 @@ class VeilHarness:
         a call touches, and their schemas count toward every request. Returns the schemas'
         tokens. Without this call the seven coding tools' declarations are used."""
         self._tools.update({t.spec.name: t for t in tools})
-        self.tool_tokens = sum(self.engine.count_tokens(spec_text(t.spec)) for t in tools)
         if system_prompt is not None:
-            self._system_tokens = self.engine.count_tokens(self._system(system_prompt))
-        return self.tool_tokens
+            self.tokens.count_system(self._system(system_prompt))
+        return self.tokens.count_tools(tools)
 
     def observe(self, messages: list[Message]) -> list[Entry]:
         """The transcript as the renderer's entries, capturing the turns not seen yet (user
         messages, resumed ones; an assistant message is captured as soon as it is complete, by
         ``on_message``)."""
-        known = self._described
-        same = (i for i, (m, _) in enumerate(known) if i >= len(messages) or messages[i] is not m)
-        del known[next(same, len(known)) :]
-        for message in messages[len(known) :]:
-            known.append((message, conversation.found(message, self._tools)))
-        self._seen = len(messages)
-        return self.transcript.entries([f for _, f in known])
+        return self.conversation.entries(messages)
 
     # ---- hooks ---------------------------------------------------------------------
 
@@ -182,20 +162,19 @@ class VeilHarness:
         if messages and isinstance(messages[-1], UserMessage):
             self.outcomes.steered()  # a prompt after a stop
         entries = self.observe(messages)
-        fixed = self._system_tokens + self.tool_tokens
-        note = self.attempts.note() if self.attempts.goal is not None else ""
-        boundary = self.engine.window(entries, fixed_tokens=fixed, notes=[note])
+        notes = [self.outcomes.note()]
+        boundary = self.engine.window(entries, fixed_tokens=self.tokens.fixed, notes=notes)
         self.reports.append(boundary.report)
-        self.rendered = boundary.rendered
-        self._sent = fixed + boundary.rendered.tokens
-        self._report_moves(boundary.report)
+        self.tokens.sending(boundary.rendered)
+        evicted = memory_moves.evicted(self.engine, boundary.report, self.outcomes.turn)
+        self._events.extend([evicted] if evicted is not None else [])
         # The request goes out next: the step's events are written while it is in flight.
         self.engine.persist_in_background()
         return conversation.messages(messages, boundary.rendered)
 
     def transform_system(self, system: str) -> str:
         prompt = self._system(system)
-        self._system_tokens = self.engine.count_tokens(prompt)
+        self.tokens.count_system(prompt)
         return prompt
 
     def _system(self, system: str) -> str:
@@ -209,36 +188,15 @@ class VeilHarness:
 
     def on_response(self, request: Request, response: Response) -> None:
         """The provider's count of the request's input tokens calibrates Veil's estimate."""
-        self.engine.calibrate(response.usage.input_tokens, self._sent)
+        self.tokens.reported(response.usage.input_tokens)
 
     def on_overflow(self, error: ContextOverflow, count: int) -> str | None:
-        """The request was too long for the model. The first time: the window becomes what the
-        error states (with the calibration it implies) or a quarter less than what was sent,
-        and the loop retries; the second time the run ends with how to fix it."""
-        window = self.engine.config.window_tokens
-        limit, sent = overflow_limits(str(error))
-        if count > 1:
-            said = f" (the model's limit is {limit:,} tokens)" if limit else ""
-            return (
-                f"the model refused the request as too long twice{said}, even after evicting: "
-                f"its context window is smaller than the {window:,} tokens Veil plans for; "
-                "run with a smaller --window"
-            )
-        if sent:
-            self.engine.calibrate(sent, self._sent)
-        provider_sent = self.engine.calibration.provider_tokens(self._sent)
-        smaller = limit if limit else int(min(window, provider_sent) * 0.75)
-        reserve = min(self.engine.config.reserve_tokens, smaller // 4)
-        self.engine.config = replace(
-            self.engine.config, window_tokens=min(window, smaller), reserve_tokens=reserve
-        )
-        return None
+        """The request was too long for the model: the window shrinks and the loop retries
+        once (:meth:`RequestTokens.overflow`)."""
+        return self.tokens.overflow(str(error), count)
 
     def before_tool_call(self, call: ToolCall) -> Block | None:
-        if self.attempts.goal is None:
-            return None
-        arguments = cast(dict[str, JSONValue], call.arguments)
-        reason = self.attempts.should_block(call.name, arguments)
+        reason = self.outcomes.block(call)
         return Block(reason) if reason else None
 
     def after_tool_call(self, call: ToolCall, result: ToolResult) -> ToolResult | None:
@@ -248,19 +206,7 @@ class VeilHarness:
         if isinstance(tool, MemoryTool):
             return self._after_memory_tool(call, result)
         found = capture(tool, call.arguments, result)
-        item = self.engine.capture_tool_result(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            arguments=call.arguments,
-            output=result.content,
-            full_output=result.full_output,
-            is_error=result.is_error,
-            target=found.target,
-            reads=found.touches.reads,
-            partial=found.touches.partial,
-            writes=found.touches.writes,
-            parent=self._call_turn.get(call.id),
-        )
+        item = self.conversation.result(call, result, found)
         self.outcomes.finished(call, result, found, item.id)
         content = result.content
         if item.partial:
@@ -272,35 +218,21 @@ class VeilHarness:
         item of its own (it is in the prompt and costs tokens like any result)."""
         expanded = self.layers.expanded[:]
         self.layers.expanded.clear()
-        for item_id, _ in expanded:
-            item = self.engine.item(item_id)
-            what = f"{item.tool_name or item.kind} {item.target or ''}".strip()
-            self._events.append(Expanded(self.outcomes.turn, item.id, what, item.tokens))
+        turn = self.outcomes.turn
+        self._events.extend(memory_moves.expanded(self.engine, i, turn) for i, _ in expanded)
         self.outcomes.note_recalled(self.layers.recalled)
         self.layers.recalled.clear()
         if expanded and not result.is_error:
             item_id, restored = expanded[-1]
             return replace(result, item=item_id, details={**result.details, "restored": restored})
-        item = self.engine.capture_tool_result(
-            tool_call_id=call.id,
-            tool_name=call.name,
-            arguments=call.arguments,
-            output=result.content,
-            is_error=result.is_error,
-            parent=self._call_turn.get(call.id),
-        )
+        item = self.conversation.result(call, result, None)
         return replace(result, item=item.id)
 
     def on_message(self, message: AssistantMessage) -> None:
         """An assistant message becomes a turn item as soon as it is complete, before its tools
         run, so that their results know it (a turn and its results leave the prompt together).
         A message with no tool call is also a step of its own (the monologue pattern)."""
-        index = self._seen  # the loop appended it right after the last request was built
-        if message.tool_calls and self.transcript.turn_item(index) is None:
-            described = conversation.found(message, self._tools)
-            item_id = self.transcript.turn(index, described)
-            for call in message.tool_calls:
-                self._call_turn[call.id] = item_id
+        self.conversation.assistant(message)
         if not message.tool_calls:
             self.outcomes.said(message.content)
 
@@ -312,29 +244,6 @@ class VeilHarness:
         events = self._events[:]
         self._events.clear()
         return events
-
-    def _report_moves(self, report: EvictionReport) -> None:
-        out: list[EvictedItem] = []
-        for move in report.moves:
-            if move.to == "live":
-                continue
-            item = self.engine.item(move.id)
-            what = f"{item.tool_name or item.turn_kind or item.kind} {item.target or ''}".strip()
-            out.append(
-                EvictedItem(
-                    item.id, what, item.tokens, move.to, move.stage, item.pointer, item.tool_call_id
-                )
-            )
-        if out:
-            self._events.append(
-                Evicted(
-                    self.outcomes.turn,
-                    tuple(out),
-                    report.threshold_after,
-                    report.live_tokens_after,
-                    report.budget,
-                )
-            )
 
     # ---- what the UI reads -------------------------------------------------------------
 
@@ -348,29 +257,23 @@ class VeilHarness:
         return self.outcomes.escalations
 
     @property
+    def rendered(self) -> Rendered | None:
+        """The last request's conversation as the model saw it."""
+        return self.tokens.rendered
+
+    @property
+    def tool_tokens(self) -> int:
+        """Tokens of the tool schemas sent with every request (:meth:`use_tools`)."""
+        return self.tokens.tools
+
+    @property
     def sent_tokens(self) -> int:
         """The last request as sent, in the provider's tokens (calibrated estimate)."""
-        return self.engine.calibration.provider_tokens(self._sent)
+        return self.tokens.provider_sent
 
     def request_figures(self) -> dict[str, int | float]:
-        """What Veil counted for the last request (``--trace`` records it beside the request):
-        the request and its conversation as estimated, ``live_tokens`` (the conversation
-        without the tail, which the budget is checked against), the budget, the window and the
-        calibration ratio; ``request_tokens`` is the request in the provider's tokens."""
-        rendered = self.rendered
-        conversation = rendered.tokens if rendered is not None else 0
-        tail = rendered.tail_tokens if rendered is not None else 0
-        return {
-            "request_tokens": self.sent_tokens,
-            "estimated_tokens": self._sent,
-            "fixed_tokens": self._sent - conversation,
-            "conversation_tokens": conversation,
-            "tail_tokens": tail,
-            "live_tokens": self.engine.live_tokens,
-            "budget": self.engine.budget,
-            "window": self.engine.config.window_tokens,
-            "ratio": self.engine.calibration.ratio,
-        }
+        """What Veil counted for the last request (:meth:`RequestTokens.figures`)."""
+        return self.tokens.figures()
 
     def attempts_report(self) -> str:
         return attempts_report(self.attempts)

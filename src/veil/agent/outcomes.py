@@ -2,10 +2,11 @@
 
 :class:`Outcomes` is the harness's convergence side. Edits, tests and commands are recorded
 as attempts (target, outcome, error fingerprint; :mod:`veil.convergence`), other calls and
-plain assistant messages as steps of the stuck patterns; level changes become events, and level
-3 becomes the stop the harness answers at the next turn end. A check that passed or failed gives
-the items used since the previous check their cognitive weight, and the procedural facts of
-long-term memory whose tool or source a call used their outcome.
+plain assistant messages as steps of the stuck patterns; level changes become events, level 2
+refuses an identical re-run of a failed edit, the goal's feedback text goes into the prompt,
+and level 3 becomes the stop the harness answers at the next turn end. A check that passed or
+failed gives the items used since the previous check their cognitive weight, and the
+procedural facts of long-term memory whose tool or source a call used their outcome.
 """
 
 from __future__ import annotations
@@ -56,6 +57,18 @@ class Outcomes:
         self.attempts.begin(task)
         self.attempts.steer()
         self.level = self.attempts.assess().level
+
+    def note(self) -> str:
+        """What the prompt carries about the goal at its level (the feedback every surface
+        gives, :mod:`veil.convergence.feedback`; "" without a goal or at level 0)."""
+        return self.attempts.note() if self.attempts.goal is not None else ""
+
+    def block(self, call: ToolCall) -> str | None:
+        """Why ``call`` must not run (at level 2, an identical re-run of an edit that did not
+        work), or None."""
+        if self.attempts.goal is None:
+            return None
+        return self.attempts.should_block(call.name, _arguments(call))
 
     def steered(self) -> None:
         """The person wrote after the run stopped: level 2 again, and the stop is lifted

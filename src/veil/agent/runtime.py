@@ -254,7 +254,8 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
         for t in (*coding_tools(), *harness.tools())
         if profile.tools is None or t.spec.name in profile.tools
     ]
-    frame = harness.use_tools(tools, system_prompt=system) + harness.engine.count_tokens(system)
+    harness.use_tools(tools, system_prompt=system)
+    frame = harness.tokens.fixed  # the system prompt and the tool schemas
     needed = frame + reserve + MIN_ITEM_TOKENS
     while needed < frame + reply_reserve(needed) + MIN_ITEM_TOKENS:  # a larger window, a
         needed = frame + reply_reserve(needed) + MIN_ITEM_TOKENS  # larger reserve: the least

@@ -45,7 +45,6 @@ from typing import TYPE_CHECKING, Any, cast
 from veil.agent.project import project_root, project_scope, veil_dir
 from veil.clients.claude_code_input import (
     HookInput,
-    ToolCall,
     needs_store,
     outcome_of,
     tool_call,
@@ -54,6 +53,7 @@ from veil.clients.claude_code_state import HookState, SessionGoal
 from veil.clock import Clock, SystemClock
 from veil.convergence import monitor
 from veil.convergence.attempt import Attempt, call_digest, text_digest
+from veil.convergence.feedback import STEERED, feedback
 from veil.convergence.goals import goal_id
 from veil.convergence.record import AttemptLog
 from veil.tape import JSONValue, Store, open_store
@@ -156,7 +156,6 @@ class Hooks:
         self.config = config or monitor.MonitorConfig()
         self.state = HookState(store, project.scope, self.clock)
         self.store = store
-        self.escalations: list[monitor.Escalation] = []
 
     def run(self, hook: HookInput) -> Answer | None:
         if hook.event == "SessionStart":
@@ -176,7 +175,6 @@ class Hooks:
             session_id,
             self.clock,
             config=self.config,
-            on_escalation=self.escalations.append,
             actor="claude-code-hook",
             cached=True,
         )
@@ -191,10 +189,7 @@ class Hooks:
         parts: list[str] = []
         goal = self.state.session_goal(hook.session_id)
         if goal is not None and hook.source in ("resume", "compact"):
-            log = self._log(hook.session_id)
-            attempts = log.attempts(goal.goal_id)
-            if attempts:
-                parts.append(self._record_note(goal, log, attempts, "so far in this session"))
+            parts.append(self._log(hook.session_id).note(goal.goal_id, recap=True))
         if hook.source == "compact":
             parts.append(self._compaction_note(hook.session_id))
         return _context("SessionStart", parts)
@@ -212,14 +207,10 @@ class Hooks:
             reason = "first prompt" if current is None else "a task with an earlier record"
             log.begin(prompt)
             log.steer()  # a task stopped at level 3, asked for again: level 2
-            goal = self.state.set_goal(hook.session_id, asked, prompt, reason)
-            if earlier:
-                parts.append(self._record_note(goal, log, earlier, "in earlier sessions"))
+            self.state.set_goal(hook.session_id, asked, prompt, reason)
+            parts.append(log.note(asked, recap=True))  # the record of earlier sessions
         elif log.steer(current.goal_id):  # the person writes after a stop: level 2 again
-            parts.append(
-                "Veil: the person stepped in after the stop; the task is back at convergence "
-                "level 2 of 3. Circling again stops the session again."
-            )
+            parts.append(STEERED)
         parts.append(self._after_compaction(hook, log))
         return _context("UserPromptSubmit", parts)
 
@@ -240,9 +231,7 @@ class Hooks:
         parts: list[str] = []
         goal = self.state.session_goal(hook.session_id)
         if goal is not None:
-            attempts = log.attempts(goal.goal_id)
-            if attempts:
-                parts.append(self._record_note(goal, log, attempts, "so far in this session"))
+            parts.append(log.note(goal.goal_id, recap=True))
         parts.append(self._compaction_note(hook.session_id))
         return "\n\n".join(p for p in parts if p)
 
@@ -271,19 +260,6 @@ class Hooks:
             "<veil-memory>\nWhat Veil's long-term memory holds for this project:\n"
             f"{text.strip()}\n</veil-memory>"
         )
-
-    def _record_note(
-        self, goal: SessionGoal, log: AttemptLog, attempts: list[Attempt], when: str
-    ) -> str:
-        level = log.assess(goal.goal_id).level
-        lines = [
-            f"Veil's attempt record for this task ({len(attempts)} attempts {when}; "
-            f"convergence level {level} of 3):",
-            monitor.already_tried_note(attempts),
-        ]
-        if level >= 2:
-            lines.append(monitor.different_approach_note(attempts))
-        return "\n".join(lines)
 
     def _compaction_note(self, session_id: str) -> str:
         parts = self.state.compactions(session_id)
@@ -331,7 +307,7 @@ class Hooks:
             "hookSpecificOutput": {
                 "hookEventName": "PreToolUse",
                 "permissionDecision": "deny",
-                "permissionDecisionReason": f"Veil: {reason}",
+                "permissionDecisionReason": reason,
             }
         }
 
@@ -369,36 +345,30 @@ class Hooks:
                 files=list(call.files),
                 goal_id=goal.goal_id,
             )
-        return self._feedback(hook, call, goal, log, before, attempt)
+        return self._feedback(hook, goal, log, before, attempt)
 
     def _feedback(
         self,
         hook: HookInput,
-        call: ToolCall,
         goal: SessionGoal,
         log: AttemptLog,
         before: int,
         attempt: Attempt | None,
     ) -> Answer | None:
-        """What Claude (and the user) are told after the call, by the goal's level."""
-        level = max([log.assess(goal.goal_id).level, *(e.level for e in self.escalations)])
-        note = log.note(goal.goal_id)
-        header = (
-            f"Veil, this project's memory hook, records every attempt at the current task "
-            f"({goal.intent[:200]!r}). After this {call.tool_name} call the task is at "
-            f"convergence level {level} of 3."
-        )
+        """What Claude (and the user) are told after the call, by the goal's level: the
+        feedback text every surface gives (:mod:`veil.convergence.feedback`)."""
+        level = log.assess(goal.goal_id).level
         if level >= 3:
             answer = self._stop(hook, goal, log, deny=False)
             extra = cast(dict[str, JSONValue], answer["hookSpecificOutput"])
-            extra["additionalContext"] = _cut(f"{header}\n{answer['stopReason']}")
+            extra["additionalContext"] = answer["stopReason"]
             return answer
         rose = level > before and level in (1, 2)
         circling = level >= 2 and attempt is not None and attempt.outcome == "fail"
+        text = log.note(goal.goal_id) if rose or circling else ""
         compacted = self._after_compaction(hook, log)
-        if not ((rose or circling) and note) and not compacted:
+        if not text and not compacted:
             return None
-        text = f"{header}\n{note}" if (rose or circling) and note else ""
         answer: Answer = {
             "hookSpecificOutput": {
                 "hookEventName": hook.event,
@@ -415,8 +385,7 @@ class Hooks:
     def _stop(self, hook: HookInput, goal: SessionGoal, log: AttemptLog, *, deny: bool) -> Answer:
         """The level-3 answer: end the run (``continue: false``) with the summary as the
         reason the person reads; from PreToolUse the call is denied too."""
-        summary = monitor.summary(log.attempts(goal.goal_id))
-        reason = f"Veil stopped the session (convergence level 3): {summary}"
+        reason = feedback(goal.intent, 3, log.attempts(goal.goal_id))
         specific: dict[str, JSONValue] = {"hookEventName": hook.event}
         if deny:
             specific["permissionDecision"] = "deny"

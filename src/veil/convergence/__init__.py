@@ -5,6 +5,7 @@
 - :mod:`~veil.convergence.goals` — task message + project → stable goal id.
 - :mod:`~veil.convergence.monitor` — progress vs circling, levels 1-3, ``should_block``.
 - :mod:`~veil.convergence.stuck` — the four OpenHands loop patterns.
+- :mod:`~veil.convergence.feedback` — what the agent is told at each level (every surface).
 - :mod:`~veil.convergence.record` — :class:`AttemptLog` on the tape (the only stateful part).
 - :mod:`~veil.convergence.projection` — the attempt, escalation and goal tables (pure).
 
@@ -14,6 +15,7 @@ Everything but ``record`` is pure. See ``docs/convergence.md``.
 from __future__ import annotations
 
 from veil.convergence.attempt import Action, Attempt, Level, Outcome, call_digest
+from veil.convergence.feedback import feedback
 from veil.convergence.fingerprint import FINGERPRINT_VERSION, fingerprint, normalise
 from veil.convergence.goals import Goal, goal_for, goal_id, refine
 from veil.convergence.monitor import (
@@ -50,6 +52,7 @@ __all__ = [
     "call_digest",
     "detect",
     "different_approach_note",
+    "feedback",
     "fingerprint",
     "goal_for",
     "goal_id",

@@ -266,7 +266,7 @@ def should_block(
         return None
     edit, what = hit
     return (
-        f"Blocked: this exact edit ({edit.target}) was already made in attempt "
+        f"Veil blocked this call: this exact edit ({edit.target}) was already made in attempt "
         f"{edit.iteration} and did not work — {what}. You are circling on this goal; try a "
         "different approach."
     )

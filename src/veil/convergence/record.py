@@ -13,6 +13,7 @@ stores, reloads and calls them.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from typing import TypeVar
 
 from veil.clock import Clock, SystemClock, format_time
 from veil.convergence import monitor, stuck
@@ -24,6 +25,8 @@ from veil.convergence.attempt import (
     call_digest,
     text_digest,
 )
+from veil.convergence.events import ATTEMPT, ESCALATED, GOAL, GoalSeen
+from veil.convergence.feedback import feedback
 from veil.convergence.fingerprint import fingerprint
 from veil.convergence.goals import Goal, goal_for
 from veil.convergence.outcome import detect, resolve
@@ -36,7 +39,10 @@ from veil.convergence.projection import (
     escalation_from_row,
 )
 from veil.tape import JSONValue, Store, new_id
+from veil.tape.kinds import EventKind
 from veil.tape.recorder import Recorder
+
+P = TypeVar("P")
 
 
 class AttemptLog:
@@ -91,17 +97,8 @@ class AttemptLog:
         if self.store.fetch(GOALS, scope=self.scope, where={"goal_id": goal.id}, limit=1):
             return goal
         now = format_time(self.clock.now())
-        self._append(
-            "convergence.goal",
-            {
-                "goal_id": goal.id,
-                "intent": goal.intent,
-                "project": goal.project,
-                "session_id": self.session_id,
-                "at": now,
-            },
-            event_id=new_id("goal"),
-        )
+        seen = GoalSeen(goal.id, goal.intent, goal.project, self.session_id, now)
+        self._append(GOAL, seen, event_id=new_id("goal"))
         return goal
 
     def _goal_id(self, goal_id: str | None) -> str:
@@ -160,7 +157,7 @@ class AttemptLog:
             failures=failures,
             at=format_time(self.clock.now()),
         )
-        self._append("convergence.attempt", attempt_payload(attempt), event_id=attempt.id)
+        self._append(ATTEMPT, attempt, event_id=attempt.id)
         steps_before = list(self.steps)
         self.steps.append(monitor.steps_of([attempt])[0])
         self._maybe_escalate(previous, [*previous, attempt], steps_before)
@@ -259,24 +256,11 @@ class AttemptLog:
             session_id=self.session_id,
             at=format_time(self.clock.now()),
         )
-        self._append(
-            "convergence.escalated",
-            {
-                "id": escalation.id,
-                "goal_id": escalation.goal_id,
-                "level": escalation.level,
-                "reasons": list(escalation.reasons),
-                "circling_count": escalation.circling_count,
-                "attempt_id": escalation.attempt_id,
-                "session_id": escalation.session_id,
-                "at": escalation.at,
-            },
-            event_id=escalation.id,
-        )
+        self._append(ESCALATED, escalation, event_id=escalation.id)
         if self.on_escalation is not None:
             self.on_escalation(escalation)
 
-    def _append(self, kind: str, payload: dict[str, JSONValue], *, event_id: str) -> None:
+    def _append(self, kind: EventKind[P], payload: P, *, event_id: str) -> None:
         """Events are named by the record they carry (an attempt's id), so a retry is a no-op."""
         if self._cache is not None:
             self._cache.clear()
@@ -326,32 +310,30 @@ class AttemptLog:
             tool_name, arguments, self.attempts(goal_id), self.config, steps=self.steps
         )
 
-    def note(self, goal_id: str | None = None) -> str:
-        """What the prompt should carry for the goal's current level ("" at level 0)."""
-        attempts = self.attempts(goal_id)
+    def note(self, goal_id: str | None = None, *, recap: bool = False) -> str:
+        """What the agent is told about the goal at its current level ("" at 0 unless
+        ``recap``): :func:`veil.convergence.feedback.feedback`, the one text of every surface."""
+        gid = self._goal_id(goal_id)
+        attempts = self.attempts(gid)
         level = monitor.assess(attempts, self.config, steps=self.steps).level
-        if level == 0:
-            return ""
-        if level == 1:
-            return monitor.already_tried_note(attempts)
-        if level == 2:
-            return (
-                monitor.already_tried_note(attempts)
-                + "\n\n"
-                + monitor.different_approach_note(attempts)
-            )
-        return monitor.summary(attempts)
+        return feedback(self.intent(gid), level, attempts, recap=recap)
+
+    def intent(self, goal_id: str | None = None) -> str:
+        """The goal's task as first recorded, in whichever session ("" for a goal never
+        begun)."""
+        gid = self._goal_id(goal_id)
+        rows = self.store.fetch(GOALS, scope=self.scope, where={"goal_id": gid}, limit=1)
+        return str(rows[0]["intent"]) if rows else ""
 
     def history(self, goal_id: str | None = None) -> dict[str, JSONValue]:
         """The goal's record for the memory tool ``attempts``: the goal, its attempts, its
         escalations and the current assessment, as JSON."""
         gid = self._goal_id(goal_id)
         attempts = self.attempts(gid)
-        goal_rows = self.store.fetch(GOALS, scope=self.scope, where={"goal_id": gid})
         result = monitor.assess(attempts, self.config, steps=self.steps)
         return {
             "goal_id": gid,
-            "intent": goal_rows[0]["intent"] if goal_rows else None,
+            "intent": self.intent(gid) or None,
             "level": result.level,
             "reasons": list(result.reasons),
             "circling_count": result.circling_count,
