@@ -197,4 +197,5 @@ def verb_table() -> str:
 def test_the_documented_verb_table_is_the_catalogue() -> None:
     text = DOC.read_text()
     documented = text.split(BEGIN, 1)[1].split(END, 1)[0].strip()
-    assert documented == verb_table(), "docs/architecture.md's verb table is stale:\n" + verb_table()
+    stale = "docs/architecture.md's verb table is stale; paste:\n"
+    assert documented == verb_table(), stale + verb_table()
