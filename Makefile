@@ -29,8 +29,10 @@ lint: $(STAMP_DEV)
 typecheck: $(STAMP_DEV)
 	$(BIN)/pyright
 
+# Two workers, one test file per worker at a time (files that share a resource — a package
+# cache, a server — stay in one process): 10 min instead of 17 on 2 cores.
 pytest: $(STAMP_DEV)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n 2 --dist loadfile
 
 test: lint typecheck pytest
 
