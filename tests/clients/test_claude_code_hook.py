@@ -13,6 +13,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.clients.conftest import (
     FIXTURES,
     VEIL,
@@ -141,6 +143,7 @@ def test_a_loop_reaches_claude_at_level_two_is_denied_a_rerun_and_stops_at_level
     assert stopped.context == stop["stopReason"]  # the model reads what the person reads
 
 
+@pytest.mark.alone  # a subprocess answering within the hook's 0.9 s deadline
 def test_a_new_session_gets_the_earlier_record_and_the_memory_briefing(project: Path) -> None:
     from veil.embed import default_embedder
     from veil.memory import Memory
@@ -247,6 +250,7 @@ socket.getaddrinfo = _refuse
 """
 
 
+@pytest.mark.alone  # a subprocess answering within the hook's 0.9 s deadline
 def test_hooks_work_with_the_network_off_and_answer_fast(project: Path, tmp_path: Path) -> None:
     guard = tmp_path / "guard"
     guard.mkdir()

@@ -56,7 +56,7 @@ from veil.llm.messages import (
     UserMessage,
 )
 from veil.memory import Memory
-from veil.memory.briefing import brief
+from veil.memory.briefing import brief, memory_block
 from veil.tape import Store, new_id, open_store
 
 BRIEFING_TOKENS = 600
@@ -180,10 +180,7 @@ class VeilHarness:
     def _system(self, system: str) -> str:
         if not self._briefing:
             return system
-        memory = (
-            "<veil-memory>\nWhat long-term memory holds for this project:\n"
-            f"{self._briefing}\n</veil-memory>"
-        )
+        memory = memory_block(self._briefing)
         return f"{system}\n\n{memory}" if system else memory
 
     def on_response(self, request: Request, response: Response) -> None:

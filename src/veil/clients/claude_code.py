@@ -241,7 +241,7 @@ class Hooks:
         with self.memory(self.project) as memory:
             if memory is None:
                 return ""
-            from veil.memory.briefing import brief, without_empty_sections
+            from veil.memory.briefing import brief, memory_block, without_empty_sections
 
             if first:
                 text = brief(
@@ -254,12 +254,7 @@ class Hooks:
                 has = found.facts or found.episodes or found.claims or found.contested
                 lines = found.text.strip().splitlines() if has else []
                 text = "\n".join(without_empty_sections(lines))
-        if not text.strip():
-            return ""
-        return (
-            "<veil-memory>\nWhat Veil's long-term memory holds for this project:\n"
-            f"{text.strip()}\n</veil-memory>"
-        )
+        return memory_block(text)
 
     def _compaction_note(self, session_id: str) -> str:
         parts = self.state.compactions(session_id)

@@ -55,3 +55,14 @@ def without_empty_sections(lines: list[str]) -> list[str]:
             continue
         out.append(line)
     return out
+
+
+def memory_block(text: str) -> str:
+    """How long-term memory's text reaches a model: one wording for the harness's system
+    prompt and the hooks' additional context (empty text: nothing)."""
+    if not text.strip():
+        return ""
+    return (
+        "<veil-memory>\nWhat Veil's long-term memory holds for this project:\n"
+        f"{text.strip()}\n</veil-memory>"
+    )
