@@ -14,7 +14,7 @@ reads; nothing here raises into the loop.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,11 +75,11 @@ class SessionWorkingMemory:
     def load(self, pointer: str) -> Restored:
         return self._restore(pointer, self.layers.engine.load)
 
-    def _restore(self, pointer: str, how: Any) -> Restored:
+    def _restore(self, pointer: str, how: Callable[[str], ContextItem]) -> Restored:
         engine = self.layers.engine
         restored = engine.restores(pointer)
         engine.advance_clock()
-        item: ContextItem = how(pointer)
+        item = how(pointer)
         self.layers.expanded.append((item.id, restored))
         return _restored(item)
 

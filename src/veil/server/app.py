@@ -352,8 +352,6 @@ def create_app(
     def remember(access: JsonScoped, body: RememberBody) -> WriteReportOut:
         """Record evidence authored by the key's authority; at most one model call. 503 (and
         nothing written) on a server started without a model."""
-        if memory.complete is None:
-            raise ApiError(503, NO_MODEL.error, NO_MODEL.message)
         return report_out(run("remember", access, body.model_dump()))
 
     @app.post(

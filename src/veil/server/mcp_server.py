@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from veil import __version__
 from veil.convergence.record import AttemptLog
-from veil.memory import Memory, VeilMemoryError
+from veil.memory import Memory, NoModel, VeilMemoryError
 from veil.server.keys import Authority, is_reserved
 from veil.server.mcp_protocol import JSONObject, McpServer, Tool, ToolFailed
 from veil.server.schemas import NO_MODEL, wire
@@ -66,10 +66,10 @@ def verb_tools(services: Services, binding: Binding) -> list[Tool]:
 
     def tool(v: Verb) -> Tool:
         def run(arguments: JSONObject) -> JSONObject:
-            if v.name == "remember" and not services.has("model"):
-                raise ToolFailed(NO_MODEL.message)
             try:
                 return wire(v.call(services, who, arguments))
+            except NoModel:
+                raise ToolFailed(NO_MODEL.message) from None
             except (LookupError, ValueError, TypeError, VeilMemoryError) as exc:
                 raise ToolFailed(str(exc).strip("'\"")) from None
 
