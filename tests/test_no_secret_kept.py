@@ -188,6 +188,16 @@ def test_memory_remember_import_export_keep_no_secret(repo: Path, tmp_path: Path
     )  # fmt: skip
     assert imported.returncode == 0, imported.stderr
     assert holds(tmp_path / ".veil", "[secret:github-token")  # the event was imported, redacted
+    # a dispute's reason (veil memory dispute, a catalogue verb) that quotes a key
+    fact_id = report["facts"][0]
+    disputed = subprocess.run(
+        [*VEIL, "memory", "dispute", fact_id, f"it was {CANARIES['anthropic-key']}", "--db",
+         str(db), "--embedder", "hash", "--json"],
+        cwd=repo, capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert disputed.returncode == 0, disputed.stderr
+    assert json.loads(disputed.stdout)["status"] == "disputed"
+    assert CANARIES["anthropic-key"] not in disputed.stdout
     assert leaks(tmp_path / ".veil", export) == {}
 
 
