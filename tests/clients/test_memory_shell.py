@@ -294,3 +294,27 @@ def test_mistakes_are_one_line_and_status_2(project: Path, tmp_path: Path) -> No
     # argparse's own mistakes: status 2 and a usage line, as everywhere in the CLI
     usage = memory("recall", "x", "--budget", "-1", cwd=project)
     assert usage.returncode == 2 and "must not be negative" in usage.stderr
+
+
+def test_dispute_and_confirm_from_the_shell(project: Path, tmp_path: Path) -> None:
+    """The catalogue's dispute and confirm as ``veil memory`` actions: the fact leaves recall
+    and stays in history, comes back when confirmed; a bad id or an empty reason is one line."""
+    model = script(
+        tmp_path / "1.json", extraction("user", "prefers", "vim", "The user prefers vim.")
+    )
+    assert memory("remember", "I use vim.", "--model", model, cwd=project).returncode == 0
+    (fact,) = json.loads(memory("facts", "--json", cwd=project).stdout)["facts"]
+    disputed = memory("dispute", fact["id"], "it was a joke", cwd=project)
+    assert disputed.returncode == 0, disputed.stderr
+    assert disputed.stdout.strip() == f"{fact['id']} is now disputed: The user prefers vim."
+    assert json.loads(memory("facts", "--json", cwd=project).stdout)["facts"] == []
+    assert "vim" not in memory("recall", "which editor?", cwd=project).stdout
+    listed = json.loads(memory("facts", "--all", "--json", cwd=project).stdout)["facts"]
+    assert [f["status"] for f in listed] == ["disputed"]
+    confirmed = memory("confirm", fact["id"], cwd=project)
+    assert confirmed.stdout.strip() == f"{fact['id']} is now current: The user prefers vim."
+    assert "The user prefers vim." in memory("recall", "which editor?", cwd=project).stdout
+    assert "no fact 'f_nope'" in one_line_error(memory("confirm", "f_nope", cwd=project))
+    assert "reason must not be empty" in one_line_error(
+        memory("dispute", fact["id"], "  ", cwd=project)
+    )
