@@ -29,14 +29,16 @@ ALLOWED: dict[str, set[str]] = {
     "tokens": set(),
     "redaction": set(),
     "config_file": set(),
+    "dialects": set(),
     "embed": set(),
     "tape": {"clock", "embed", "redaction", "config_file"},
     "memory": LOWEST | {"embed", "tape", "redaction"},
     "context": LOWEST | {"embed", "tape"},
     "convergence": LOWEST | {"tape"},
-    "llm": LOWEST,
+    "llm": LOWEST | {"dialects"},
     "verbs": LOWEST | {"tape", "memory", "context", "convergence"},
-    "agent": LOWEST | {"embed", "tape", "memory", "context", "convergence", "llm", "verbs"},
+    "agent": LOWEST
+    | {"embed", "tape", "memory", "context", "convergence", "llm", "verbs", "dialects"},
     "tui": LOWEST | {"embed", "tape", "memory", "context", "convergence", "llm", "agent"},
     "server": LOWEST
     | {
@@ -53,7 +55,7 @@ ALLOWED: dict[str, set[str]] = {
     },
     "clients": LOWEST | {"embed", "tape", "memory", "context", "convergence", "agent"},
     "integrations": LOWEST | {"embed", "tape", "memory", "context", "convergence", "verbs"},
-    "proxy": LOWEST | {"embed", "tape", "context", "redaction"},
+    "proxy": LOWEST | {"embed", "tape", "context", "redaction", "dialects"},
     "cli": LOWEST
     | {
         "config_file",

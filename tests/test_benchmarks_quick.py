@@ -281,9 +281,9 @@ def test_context_overhead_quick() -> None:
     prof = data["profile"]
     parts = {p["part"]: p for p in prof["parts"]}
     # every timed part ran, once or more per hook call where it must
-    # scored once per call, and again only when the rendered request was over budget and the
-    # window evicted once more before the manifest (a few calls in a run)
-    assert 1.0 <= parts["scores (all items)"]["calls_per_call"] <= 1.2
+    # scored only at a batch (outside one only stage 3 runs, which reads no score), and again
+    # when the batch's rendering was over budget and the window evicted once more
+    assert 0 < parts["scores (all items)"]["calls_per_call"] <= 1.2
     assert parts["the three stages' plan"]["calls_per_call"] == 1.0
     assert parts["working-set row"]["calls_per_call"] == 1.0
     assert 0 < sum(p["us_per_call"] for p in prof["parts"]) < 2 * prof["hook_cpu_us_mean"]

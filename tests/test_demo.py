@@ -116,7 +116,7 @@ def test_a_pass_says_its_reason_once(recorded: tuple[bool, str, ScriptedProvider
     headers = [line for line in lines if "↳ to warm" in line]
     assert headers
     # The reason is on the pass's line only, never on the lines of the items it moved.
-    assert sum("window over budget" in line for line in lines) == len(headers)
+    assert sum("a batch (" in line for line in lines) == len(headers)
     folded = [int(m[1]) for h in headers if (m := re.search(r"×(\d+) \(stage 2: ", h))]
     assert folded and max(folded) > 1
     start = lines.index(headers[0])
@@ -126,8 +126,8 @@ def test_a_pass_says_its_reason_once(recorded: tuple[bool, str, ScriptedProvider
 
 def test_split_reason() -> None:
     assert demo.split_reason(
-        "window over budget (3,464 > 3,332 tokens), evicting down to 2,998; lowest score 0.411"
-    ) == ("window over budget (3,464 > 3,332 tokens), evicting down to 2,998", "lowest score 0.411")
+        "a batch (3,464 tokens, budget 3,332, down to 2,998 or less); lowest score 0.411"
+    ) == ("a batch (3,464 tokens, budget 3,332, down to 2,998 or less)", "lowest score 0.411")
     assert demo.split_reason(
         "with its results: over budget; repeated by a later call; score 1"
     ) == (

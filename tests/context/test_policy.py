@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from veil.context.config import TURN_WEIGHTS, ContextConfig, ThresholdConfig
-from veil.context.eviction import plan
+from veil.context.eviction import Depth, plan
 from veil.context.items import ContextItem
 from veil.context.score import Task, score, score_many
 from veil.context.threshold import Threshold, on_regret, on_tick
@@ -346,9 +346,9 @@ def test_threshold_exempt_items_skip_stage_one_but_not_pressure() -> None:
     assert [(m.id, m.stage) for m in tight.moves] == [("result", 1), ("young_turn", 2)]
 
 
-def test_soft_protection_yields_oldest_first_and_only_down_to_the_budget() -> None:
-    """Fresh items (soft) go in capture order, and stop as soon as the prompt fits the budget
-    (not the lower target fill): the newest result, which the model has not read, stays."""
+def test_soft_protection_yields_oldest_first_and_only_down_to_the_fit() -> None:
+    """Fresh items (soft) go in capture order, and stop as soon as the prompt is down to the
+    batch's fit (never further for break-even alone): the newest result stays."""
     ids = ["fresh_old", "fresh_mid", "fresh_new"]
     result = plan(
         ids,
@@ -361,8 +361,8 @@ def test_soft_protection_yields_oldest_first_and_only_down_to_the_budget() -> No
         durable_r=np.ones(3),
         idle_ticks=np.zeros(3),
         threshold=0.0,
-        budget=650,
-        target_fill=0.5,
+        budget=700,
+        depth=Depth(fit=650, floor=0, factor=1.0),  # break-even would want everything
         cold_retrievability=0.5,
         cold_after_ticks=50,
         token_exponent=1.0,
@@ -386,7 +386,7 @@ def test_soft_protection_yields_the_longest_untouched_first() -> None:
         idle_ticks=np.array([0.0, 3.0, 2.0, 9.0]),
         threshold=0.0,
         budget=650,
-        target_fill=0.7,
+        depth=Depth(fit=650, floor=0, factor=1.0),
         cold_retrievability=0.5,
         cold_after_ticks=50,
         stub_tokens=np.array([10.0, 10.0, 10.0, 10.0]),

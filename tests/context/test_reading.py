@@ -1,7 +1,8 @@
 """What the model has not read yet stays in the prompt: a tool result captured since the last
-step is never stubbed; one too large for the window even alone is clipped to its head and tail
-(the whole text warm, its pointer in the excerpt), and becomes a one-line stub only once the
-model has read it and the window is needed. A turn leaves the prompt with its results. The
+step is never stubbed nor clipped, however large — only after the provider refused a request
+as too long is one too large for the window even alone clipped to its head and tail (the whole
+text warm, its pointer in the excerpt, its note saying why), and it becomes a one-line stub at
+the next batch once the model has read it. A turn leaves the prompt with its results. The
 manifest stays within its share of the window."""
 
 from __future__ import annotations
@@ -42,57 +43,30 @@ def test_a_result_the_model_has_not_read_is_never_stubbed(make_engine: MakeEngin
     assert engine.live_tokens <= engine.budget
 
 
-def test_a_result_larger_than_the_window_is_clipped_to_head_and_tail(
+def test_a_result_larger_than_the_window_is_sent_whole_until_the_provider_refuses_it(
     make_engine: MakeEngine,
 ) -> None:
     engine = make_engine(window_tokens=2_000, reserve_tokens=400)
     engine.capture_turn("user", "Look at the log.")
     text = numbered(800, "log")  # ~6,500 tokens, far over the 1,600-token budget
     big = step(engine, 1, text)
-    engine.step()
+    report = engine.step()
+    # The model asked for it and has not read it: whole, over the budget.
+    assert engine.item(big).tier == "live" and not engine.item(big).excerpt
+    assert report.batch and engine.live_tokens > engine.budget
+    # The provider refused the request as too long: now, and only now, head and tail.
+    engine.step(overflow=True)
     item = engine.item(big)
     assert item.tier == "warm" and item.excerpt > 0
     shown = engine.stub(big)
-    # The head and the tail are there, verbatim, around a line saying what is left out.
+    # The head and the tail are there, verbatim, around a line saying what is left out and why.
     assert shown.startswith("log line 0: value_log_0 = 0\n")
     assert shown.rstrip().endswith("log line 799: value_log_799 = 5593")
-    assert item.pointer in shown and "left out" in shown
-    # It may use the reserve above its floor (the reply keeps a quarter of it), never more.
-    assert engine.budget < engine.live_tokens <= engine.unread_limit
-    assert engine.unread_limit == 1_600 + 300
-    # Nothing is lost: the pointer restores all of it.
-    assert engine.expand(item.pointer).content == text
-
-
-def test_a_result_a_little_over_the_budget_is_kept_whole_in_the_reserve(
-    make_engine: MakeEngine,
-) -> None:
-    """Clipping a result to save a few hundred tokens would hide the middle the model asked
-    for (oldest-first truncation would have kept it whole): it overflows into the reserve
-    instead, down to the reserve's floor, and leaves like any other once read."""
-    engine = make_engine(window_tokens=3_000, reserve_tokens=1_000)
-    engine.capture_turn("user", "Look at the log.")
-    text = numbered(250, "log")
-    tokens = estimate_tokens(text)
-    assert engine.budget < tokens < engine.unread_limit  # 2,000 < ~2,100 < 2,750
-    big = step(engine, 1, text)
-    engine.step()
-    assert engine.item(big).tier == "live" and not engine.item(big).excerpt
-    assert engine.budget < engine.live_tokens <= engine.unread_limit
-    # Once read, the next result needs the room: the big one leaves whole (its pointer stubs it).
-    fresh = step(engine, 2, numbered(40, "next"))
-    engine.step()
-    assert engine.item(fresh).tier == "live"
-    assert engine.item(big).tier == "warm" and not engine.item(big).excerpt
+    assert item.stub_pointer in shown and "left out" in shown and "refused" in shown
+    assert "larger than the context window" not in shown
     assert engine.live_tokens <= engine.budget
-    # With no reserve floor to borrow (floor 1.0), the same result is clipped at the budget.
-    strict = make_engine(
-        session="s2", window_tokens=3_000, reserve_tokens=1_000, unread_reserve_floor=1.0
-    )
-    strict.capture_turn("user", "Look at the log.")
-    clipped = step(strict, 1, text)
-    strict.step()
-    assert strict.item(clipped).excerpt > 0 and strict.live_tokens <= strict.budget
+    # Nothing is lost: the pointer restores all of it.
+    assert engine.expand(item.stub_pointer).content == text
 
 
 def test_a_result_a_later_call_repeated_leaves_first(make_engine: MakeEngine) -> None:
@@ -126,43 +100,48 @@ def test_a_result_a_later_call_repeated_leaves_first(make_engine: MakeEngine) ->
         report = engine.step()
     order = [m.id for m in report.moves if m.stage == 2]
     assert first in order and order.index(first) == 0, report.moves
-    assert engine.item(second).tier == "live"
+    assert second not in order or order.index(second) > 0
 
 
-def test_a_clipped_result_becomes_a_stub_once_read_and_the_window_is_needed(
+def test_a_clipped_result_becomes_a_stub_at_the_next_batch_once_read(
     make_engine: MakeEngine,
 ) -> None:
     engine = make_engine(window_tokens=2_000, reserve_tokens=400)
     engine.capture_turn("user", "Look at the logs.")
     big = step(engine, 1, numbered(800, "log"))
-    engine.step()
+    engine.step(overflow=True)
     assert engine.item(big).excerpt > 0
     # The model read the excerpt; the next result needs the room.
     fresh = step(engine, 2, numbered(40, "next"))
-    engine.step()
-    assert engine.item(fresh).tier == "live"
+    report = engine.step()
+    assert report.batch and engine.item(fresh).tier == "live"
     assert engine.item(big).excerpt == 0  # now its one-line stub
     assert "left out" not in engine.stub(big)
     assert engine.live_tokens <= engine.budget
 
 
 def test_a_turn_leaves_the_prompt_with_its_results(make_engine: MakeEngine) -> None:
+    """At every batch, a turn whose results are all out of the prompt leaves with them —
+    unless it is one of the newest turns (protected); then it leaves at a later batch."""
     engine = make_engine(window_tokens=3_000, reserve_tokens=500, protected_turns=2)
     engine.capture_turn("user", "Read everything.")
-    ids = [step(engine, n, numbered(60, f"p{n}")) for n in range(6)]
-    engine.step()
-    for n in range(6, 9):
+    ids: list[str] = []
+    batches = 0
+    for n in range(12):
         ids.append(step(engine, n, numbered(60, f"p{n}")))
-        engine.step()
-    gone = [i for i in ids if engine.item(i).tier != "live"]
-    assert gone
-    for item_id in gone:
-        turn = engine.item(item_id).parent
-        assert turn is not None
-        results = [engine.item(k) for k in ids if engine.item(k).parent == turn]
-        # (a clipped result is still shown, head and tail: its turn stays with it)
-        if all(r.tier != "live" and not r.excerpt for r in results):
-            assert engine.item(turn).tier != "live", "a turn stayed without any of its results"
+        report = engine.step()
+        if not report.batch:
+            continue
+        batches += 1
+        turns = [i for i in engine.items() if i.kind == "turn" and i.turn_kind != "intent"]
+        newest = {t.id for t in turns[-2:]}
+        for item_id in ids:
+            turn = engine.item(item_id).parent
+            assert turn is not None
+            results = [engine.item(k) for k in ids if engine.item(k).parent == turn]
+            if turn not in newest and all(r.tier != "live" for r in results):
+                assert engine.item(turn).tier != "live", "a turn stayed without any of its results"
+    assert batches >= 2 and any(engine.item(i).tier != "live" for i in ids)
 
 
 def test_live_tokens_count_a_run_of_whole_steps_as_one_note(make_engine: MakeEngine) -> None:

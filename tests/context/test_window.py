@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from veil.context.items import ContextItem
-from veil.context.render import stub, turn_stub
+from veil.context.render import shown_elsewhere, stub, turn_stub
 from veil.context.window import MISSING_RESULT, Entry, Part, Rendered, Renderer, render
 from veil.tokens import estimate_tokens
 
@@ -45,8 +45,13 @@ def step(turn: str, calls: list[str], results: dict[str, str | None]) -> list[En
     """An assistant entry with ``calls`` and a result entry per call (``results`` maps each
     call id to the item of its result)."""
     out = [Entry("assistant", say(turn), item=turn, calls=tuple(calls), extra_tokens=3)]
-    out += [Entry("tool", f"output of {c}", item=results[c], call_id=c) for c in calls]
+    out += [Entry("tool", output(c), item=results[c], call_id=c) for c in calls]
     return out
+
+
+def output(call: str) -> str:
+    """A result longer than its stub (a stub is never longer than what it replaces)."""
+    return f"output of {call}: " + "the next line of the file. " * 12
 
 
 def test_live_entries_are_shown_as_recorded_and_evicted_ones_as_stubs() -> None:
@@ -80,7 +85,8 @@ def test_an_evicted_turn_keeps_its_calls_and_a_run_of_whole_steps_collapses() ->
     out = rendered(entries, items)
     assert [p.kind for p in out.parts] == ["shown", "collapsed", "stub", "shown"]
     note = out.parts[1].text
-    assert "2 earlier steps" in note and "veil://warm/r1" in note and "veil://cold/r2" in note
+    # a cold item's pointer stays the one its stub was sent with
+    assert "2 earlier steps" in note and "veil://warm/r1" in note and "veil://warm/r2" in note
     assert out.parts[2].text == turn_stub(items[4]) and out.parts[2].entry == 5
     assert out.dropped(len(entries)) == {1, 2, 3, 4}
     flat = rendered(entries, items, collapse=False)
@@ -225,16 +231,28 @@ def test_every_rendering_is_a_valid_conversation(
     for part in out.parts:
         extra = entries[part.entry].extra_tokens if part.entry is not None else 0
         assert part.tokens == estimate_tokens(part.text) + extra
-    # an item is in full at most once
+    # an item is in full at most once; a result out of the prompt is shown as it is only
+    # where its stub would not be shorter
     by_id = {i.id: i for i in items}
-    full = [
-        entries[p.entry].item
+    shown = [
+        entries[p.entry]
         for p in out.parts
         if p.kind == "shown" and p.entry is not None and entries[p.entry].role == "tool"
         and entries[p.entry].item is not None
     ]  # fmt: skip
+
+    def replaceable(e: Entry) -> bool:  # a stub or a note would be shorter than its text
+        held = by_id[e.item or ""]
+        return min(len(stub(replace(held, excerpt=0))), len(shown_elsewhere(held))) < len(e.text)
+
+    full = [e.item for e in shown if by_id[e.item or ""].tier == "live" and replaceable(e)]
     assert len(full) == len(set(full))
-    assert all(by_id[i].tier == "live" for i in full if i is not None)
+    for e in shown:
+        held = by_id[e.item or ""]
+        assert held.tier == "live" or len(stub(replace(held, excerpt=0))) >= len(e.text)
+    for part in out.parts:  # and no stub is longer than what it stands for
+        if part.kind == "stub" and part.entry is not None and entries[part.entry].role == "tool":
+            assert len(part.text) < len(entries[part.entry].text)
     if not collapse:  # every entry is somewhere, in order
         placed = [p.entry for p in out.parts if p.entry is not None]
         assert placed == sorted(placed) and set(placed) == set(range(len(entries)))

@@ -283,18 +283,39 @@ def test_every_surface_shows_the_model_the_same_texts(tmp_path: Path, scenario: 
     for k, (ours, theirs) in enumerate(zip(harness, sdk, strict=True)):
         assert ours == theirs, f"request {k + 1} differs between veil and the Agents SDK"
     for k, (ours, theirs) in enumerate(zip(harness, pai, strict=True)):
-        # pydantic-ai keeps every step in place: the harness's collapsed steps are stubs there
+        # pydantic-ai keeps every step in place: the harness's collapsed steps are stubs there.
+        # It sends no manifest, so its budget is not the harness's: where a batch had to
+        # choose, one may keep an item live that the other stubbed — but every text either
+        # shows is the renderer's, and the same where both decided alike.
         shown, kept = results(ours), results(theirs)
-        assert {c: kept[c] for c in shown} == shown, f"request {k + 1}"
+        for call, text in shown.items():
+            if live(text) == live(kept[call]):
+                assert kept[call] == text, f"request {k + 1}, {call}"
+            else:
+                assert stubbed(text) or stubbed(kept[call]), f"request {k + 1}, {call}"
         stubs = [t for c, t in kept.items() if c not in shown]
         assert all(t.startswith("[veil: fetch ") for t in stubs), f"request {k + 1}: {stubs}"
+    decided_alike = sum(
+        live(t) == live(results(p)[c]) for h, p in zip(harness, pai, strict=True)
+        for c, t in results(h).items()
+    )  # fmt: skip
+    assert decided_alike >= 0.9 * sum(len(results(h)) for h in harness)
+
+
+def live(text: str) -> bool:
+    """A result shown in full, or said to be shown in full above (its item is live)."""
+    return not text.startswith("[veil: ") or "is shown in full above" in text
+
+
+def stubbed(text: str) -> bool:
+    return text.startswith("[veil: fetch ") and "moved out of the prompt" in text
 
 
 def test_the_table_compares_something(tmp_path: Path) -> None:
     """The scenarios evict, expand, and show an expanded item once."""
     harness, _ = through_harness(tmp_path, SCENARIOS[1])
     texts = [t for request in harness for _, _, t in request]
-    assert any("moved to warm memory" in t for t in texts) and any(
+    assert any("moved out of the prompt" in t for t in texts) and any(
         "earlier step" in t for t in texts
     )
     after = harness[7]  # the request after the expansion: page 1 once, in the expansion's result

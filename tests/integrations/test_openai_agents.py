@@ -107,7 +107,8 @@ def test_runs_get_an_evicted_history_and_a_stub_expands(tmp_path: Path) -> None:
     full = [sum(o.startswith("log ") for o in outputs(call.input)) for call in model.calls]
     assert max(full) <= 4 and full[-1] >= 1
     assert max(sizes) < 5 * len(log_text(1)) < keep_all / 2
-    assert sizes[-1] - sizes[-3] < len(log_text(1)) / 10
+    # evictions come in batches (each changes what the provider cached), not at every run
+    assert 0 < veil.window.engine.batches <= runs // 2
     last_input = model.calls[-2].input  # the last run's first model call: the session's history
     # whole steps out of the prompt collapse into one note per run of them, as in `veil`
     collapsed = [n for n in notes(last_input) if "earlier step" in n]

@@ -7,11 +7,11 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from tests.llm.conftest import Sleeps
+from veil.dialects.overflow import is_overflow_text
 from veil.llm import catalog
 from veil.llm.failures import (
     Failure,
     RetryPolicy,
-    is_overflow_text,
     retry_after,
     status_failure,
     stream_with_retries,

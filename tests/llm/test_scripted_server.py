@@ -21,7 +21,7 @@ import anthropic
 import openai
 import pytest
 
-from veil.llm.failures import is_overflow_text
+from veil.dialects.overflow import is_overflow_text
 from veil.llm.scripted import ScriptError
 from veil.llm.scripted_requests import chars_over_four
 from veil.llm.scripted_server import ModelRequest, ScriptedServer, ToolUse, Turn

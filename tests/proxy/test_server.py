@@ -236,7 +236,7 @@ def test_a_count_is_of_the_request_as_sent_and_never_starts_a_conversation(rig: 
 def test_a_secret_in_a_tool_result_goes_to_the_model_but_is_never_stored(rig: Rig) -> None:
     canary = "AKIA" + "Q3VEILCANARY7XQZ"  # an AWS access key id's shape, not a real key
     body = conversation(3)
-    body["messages"][2]["content"][0]["content"] = f"aws_access_key_id = {canary}\n" + "x\n" * 50
+    body["messages"][2]["content"][0]["content"] = f"aws_access_key_id = {canary}\n" + "x\n" * 500
     for steps in range(3, 25):
         grown = conversation(steps)
         grown["messages"][2] = body["messages"][2]

@@ -16,7 +16,7 @@ from typing import Any
 
 from veil.context import ContextEngine
 from veil.context.window import Rendered
-from veil.llm.failures import overflow_limits
+from veil.dialects.overflow import overflow_limits
 from veil.llm.messages import spec_text
 
 

@@ -1,13 +1,14 @@
 """The turn boundary: where working memory decides what the next request carries.
 
-Once per turn, before a request goes out, :meth:`TurnBoundary.step` scores every item, runs
-the three eviction stages (:func:`veil.context.pressure.evict`) and moves the AIMD threshold;
-:meth:`TurnBoundary.window` steps and then renders the conversation as the model will see it
-(:mod:`veil.context.window`). The rendering is the truth: when it costs more than the working
-set planned for (an item's stub in two places, results with no item, missing results), the
+Once per request, :meth:`TurnBoundary.window` renders the conversation as the model will see it
+(:mod:`veil.context.window`) and, only when it is over the budget, runs a batch: the three
+eviction stages (:func:`veil.context.pressure.evict`) down to the depth the cache-aware batch
+rule asks (:mod:`veil.context.batching`), then renders again. Either way the AIMD threshold
+moves. The rendering is the truth: when a batch's rendering costs more than the working set
+planned for (an item's stub in two places, results with no item, missing results), the
 difference corrects the plan and window pressure runs again, at most twice, before the request
-goes out. Results captured since the previous step are unread at this one, whether it runs once
-or again at the same tick.
+goes out. The results after the conversation's last assistant message are unread: nothing ever
+moves them (only an overflow retry clips one too large to fit).
 
 :class:`TurnBoundary` is a layer of :class:`~veil.context.engine.ContextEngine` over
 :class:`~veil.context.working_memory.WorkingMemory`; every move goes through its ``_move``.
@@ -17,14 +18,29 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Literal
+
+import numpy as np
 
 from veil.context import events
-from veil.context.eviction import Move, Plan
+from veil.context.batching import Pressure
+from veil.context.batching import depth as batch_depth
+from veil.context.eviction import Bools, Depth, Move, Plan
 from veil.context.items import ContextItem, Tier
 from veil.context.pressure import evict
 from veil.context.threshold import on_tick
 from veil.context.window import Entry, Rendered, Renderer
 from veil.context.working_memory import WorkingMemory
+
+TailMode = Literal["manifest", "notes", "none"]
+
+
+def _tail_mode(tail: bool | TailMode) -> TailMode:
+    if tail is True:
+        return "manifest"
+    if tail is False:
+        return "none"
+    return tail
 
 
 @dataclass(frozen=True)
@@ -37,6 +53,10 @@ class EvictionReport:
     live_tokens_after: int
     budget: int
     pressure: bool
+    batch: bool = False
+    """A batch ran: the prompt changed (stages 1 and 2 ran, down to the batch rule's depth)."""
+    cold: bool = False
+    """It ran on a cold cache (the provider's cache of the conversation had expired)."""
 
 
 @dataclass(frozen=True)
@@ -52,20 +72,43 @@ class Boundary:
 class TurnBoundary(WorkingMemory):
     """Stepping and rendering (see the module docstring)."""
 
-    def step(self, *, overhead_tokens: int | None = None) -> EvictionReport:
-        """The turn boundary: score everything, run the three stages, move T. Persisted.
+    def step(self, *, overhead_tokens: int | None = None, overflow: bool = False) -> EvictionReport:
+        """A turn boundary over the working set alone (a caller that sends a transcript uses
+        :meth:`window`, which knows what the request holds): a batch when the live items are
+        over the budget, else nothing the prompt shows changes. Results captured since the
+        previous boundary are unread. ``overflow``: the provider refused the request as too
+        long — a batch now, which may clip an unread result too large to fit. Persisted unless
+        deferred.
 
         ``overhead_tokens`` is what the next request costs besides the items (system prompt,
         manifest, tool schemas); the items' budget is the window minus the reserve minus it.
-        Without it the last value given is kept. A caller that sends a transcript uses
-        :meth:`window`, which steps and renders."""
+        Without it the last value given is kept."""
         if overhead_tokens is not None:
             self.overhead_tokens = max(0, int(overhead_tokens))
-        before = self._threshold.value
         if self._boundary_tick != self.tick:  # a step again at the same tick: same unread
             self._step_boundary = self._boundary_tick
-        moves, result = self._evict(stages=True)
+        self._requests += 1
+        c = self._set.cols
+        unread = c.flag("result") & (c.view("created_tick") > self._step_boundary)
+        live = self._set.live_tokens()
+        pressure = Pressure(live, self.budget, self._requests)
+        return self._boundary(pressure, unread, batch=overflow or pressure.over, clip=overflow)
+
+    def _boundary(
+        self, pressure: Pressure, unread: Bools, *, batch: bool, clip: bool
+    ) -> EvictionReport:
+        """The turn boundary's decisions: a batch down to the batch rule's depth (or none:
+        stage 3 alone, which changes no stub), then T moves."""
+        before = self._threshold.value
+        self._unread = unread
+        depth = batch_depth(pressure, self.config.batch) if batch else None
+        moves, result = self._evict(
+            first=True, batch=batch, depth=depth, clip_to=self.budget if clip else None
+        )
         self._boundary_tick = self.tick
+        if batch:
+            self._batches += 1
+            self._manifest_text = None
         live_after = self._set.live_tokens()
         fill = live_after / self.budget
         self._threshold = on_tick(
@@ -73,7 +116,7 @@ class TurnBoundary(WorkingMemory):
             tick=self.tick,
             fill=fill,
             target_fill=self.config.target_fill,
-            pressure=result.pressure,
+            pressure=batch and result.pressure,
             config=self.config.threshold,
         )
         self._emit(events.STATE, self._state())
@@ -87,26 +130,43 @@ class TurnBoundary(WorkingMemory):
             result.live_tokens_before,
             live_after,
             self.budget,
-            result.pressure,
+            batch and result.pressure,
+            batch,
+            pressure.cold,
         )
 
-    def _evict(self, *, stages: bool) -> tuple[list[Move], Plan]:
-        """Plan against the working set as it is now and apply the moves: the three stages
-        (``stages``), or again after a rendering measured more than planned — then with the
-        same results unread as at the step, and T unchanged."""
+    def _evict(
+        self, *, first: bool, batch: bool, depth: Depth | None, clip_to: int | None = None
+    ) -> tuple[list[Move], Plan]:
+        """Plan against the working set as it is now and apply the moves: the boundary's
+        (``first``: the three stages, in a batch down to ``depth``), or again after a rendering
+        measured more than planned — then stage 2 alone down to the budget, with the same
+        results unread, and T unchanged."""
         return evict(
             self._set,
-            stages=stages,
+            batch=batch,
+            first_pass=first,
             tick=self.tick,
-            boundary_tick=self._step_boundary,
             now=self.clock.now(),
             threshold=self._threshold.value,
             budget=self.budget,
-            unread_limit=self.unread_limit,
+            depth=depth,
+            unread=self._unread_rows(),
+            clip_to=clip_to,
             apply=self._apply,
             move=self._pressure_move,
             count_tokens=self.count_tokens,
         )
+
+    def _unread_rows(self) -> Bools:
+        """The results the model has not read, as rows (new items since: none of them)."""
+        unread = self._unread
+        size = self._set.cols.size
+        if len(unread) < size:
+            grown = np.zeros(size, dtype=np.bool_)
+            grown[: len(unread)] = unread
+            unread = grown
+        return unread[:size]
 
     def _apply(self, move: Move) -> None:
         self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)
@@ -121,50 +181,82 @@ class TurnBoundary(WorkingMemory):
         fixed_tokens: int,
         collapse: bool = True,
         notes: Sequence[str] = (),
-        tail: bool = True,
+        tail: bool | TailMode = True,
+        cold: bool = False,
+        overflow: bool = False,
     ) -> Boundary:
-        """One turn boundary of a conversation: :meth:`step`, then render ``entries`` as the
-        model will see them (:mod:`veil.context.window`). ``fixed_tokens`` is what the request
-        carries besides the conversation (system prompt, tool schemas). With ``tail`` the
-        manifest and ``notes`` end the request once there is something to say.
+        """One turn boundary of a conversation, and ``entries`` rendered as the model will see
+        them (:mod:`veil.context.window`). ``fixed_tokens`` is what the request carries besides
+        the conversation (system prompt, tool schemas). ``tail``: what ends the request —
+        ``"manifest"`` (or True) the manifest and ``notes`` once there is something to say,
+        ``"notes"`` the notes alone (the harness sends the manifest in the system prompt,
+        :meth:`prompt_manifest`), ``"none"`` (or False) nothing.
 
-        The rendering is the truth: when it costs more than the working set planned for (an
-        item's stub in two places, results with no item, missing results), the difference
-        corrects the plan and stage 2 runs again, at most twice; what was measured last is
-        :attr:`live_tokens`."""
-        report = self.step(overhead_tokens=fixed_tokens + self._tail_tokens)
+        The conversation is rendered as it is; only when it is over the budget does a batch
+        run (:mod:`veil.context.batching`: deep enough to pay for the cache it breaks; deeper
+        when the provider's cache is ``cold``), so between two batches every request is the
+        last one's bytes plus what is new. The results after the conversation's last assistant
+        message are unread: never evicted. ``overflow``: the provider refused the last request
+        as too long — a batch now, and unread results too large to fit keep their head and tail.
+
+        The rendering is the truth: when a batch's rendering costs more than the working set
+        planned for (an item's stub in two places, results with no item, missing results), the
+        difference corrects the plan and stage 2 runs again, at most twice; what was measured
+        last is :attr:`live_tokens`."""
+        mode = _tail_mode(tail)
+        self.overhead_tokens = fixed_tokens + self._tail_tokens
+        last_assistant = max(
+            (i for i, e in enumerate(entries) if e.role == "assistant"), default=-1
+        )
+        requests = max(1, sum(1 for e in entries if e.role == "assistant"))
+        self._requests = requests
+        unread_ids = {e.item for e in entries[last_assistant + 1 :] if e.role == "tool" and e.item}
+        unread = self._set.rows_of(unread_ids)
+        rendered = self._render(entries, collapse=collapse, notes=notes, tail=mode)
+        self.overhead_tokens = fixed_tokens + rendered.tail_tokens
+        conversation = rendered.tokens - rendered.tail_tokens
+        pressure = Pressure(conversation, self.budget, requests, cold)
+        batch = pressure.over or overflow
+        report = self._boundary(pressure, unread, batch=batch, clip=overflow)
         moves = list(report.moves)
-        rendered = self._render(entries, collapse=collapse, notes=notes, tail=tail)
-        for _ in range(2):
-            self.overhead_tokens = fixed_tokens + rendered.tail_tokens
-            if rendered.tokens - rendered.tail_tokens <= self.budget:
-                break
-            more, _ = self._evict(stages=False)
-            if not more:
-                break
-            moves.extend(more)
-            rendered = self._render(entries, collapse=collapse, notes=notes, tail=tail)
+        if batch:
+            rendered = self._render(entries, collapse=collapse, notes=notes, tail=mode)
+            for _ in range(2):
+                self.overhead_tokens = fixed_tokens + rendered.tail_tokens
+                if rendered.tokens - rendered.tail_tokens <= self.budget:
+                    break
+                more, _ = self._evict(first=False, batch=True, depth=None)
+                if not more:
+                    break
+                moves.extend(more)
+                rendered = self._render(entries, collapse=collapse, notes=notes, tail=mode)
+        self._boundary_tick = self.tick
+        self._step_boundary = self.tick
         self.overhead_tokens = fixed_tokens + rendered.tail_tokens
         conversation = rendered.tokens - rendered.tail_tokens
         report = replace(
-            report, moves=tuple(moves), live_tokens_after=conversation, budget=self.budget
+            report,
+            moves=tuple(moves),
+            live_tokens_before=pressure.tokens,
+            live_tokens_after=conversation,
+            budget=self.budget,
         )
         return Boundary(report, rendered)
 
     def render(
-        self, entries: Sequence[Entry], *, collapse: bool = True, tail: bool = True
+        self, entries: Sequence[Entry], *, collapse: bool = True, tail: bool | TailMode = True
     ) -> Rendered:
         """``entries`` as the model would see them now, without a turn boundary: no step, no
-        move (the proxy checks a request against its budget before deciding to evict)."""
-        return self._render(entries, collapse=collapse, notes=(), tail=tail)
+        move."""
+        return self._render(entries, collapse=collapse, notes=(), tail=_tail_mode(tail))
 
     def _render(
-        self, entries: Sequence[Entry], *, collapse: bool, notes: Sequence[str], tail: bool
+        self, entries: Sequence[Entry], *, collapse: bool, notes: Sequence[str], tail: TailMode
     ) -> Rendered:
         """Render with the renderer kept from the last time (a new one when the configuration
         or ``collapse`` changed), re-rendering from the first entry whose item's look changed;
         the difference from the working set's estimate corrects its next plan."""
-        text = self.tail(notes) if tail else ""
+        text = self.tail(notes, manifest=tail == "manifest") if tail != "none" else ""
         renderer = self._renderer
         if renderer is None or renderer.collapse != collapse:
             renderer = Renderer(
@@ -183,16 +275,27 @@ class TurnBoundary(WorkingMemory):
         self._set.correction = rendered.tokens - rendered.tail_tokens - self._set.raw_tokens()
         return rendered
 
-    def tail(self, notes: Sequence[str] = ()) -> str:
-        """What ends a request: the manifest with ``notes`` (the convergence note) — once there
-        is something to say (an item left the prompt, a contradiction or a note exists).
-        Before that it would only repeat the conversation, cost tokens every turn, and small
-        models take a trailing note for a pattern to continue."""
+    def tail(self, notes: Sequence[str] = (), *, manifest: bool = True) -> str:
+        """What ends a request: the ``notes`` (the convergence note) and, with ``manifest``,
+        the manifest as of the last batch (:meth:`prompt_manifest`) — once there is something
+        to say. Before that it would only repeat the conversation, cost tokens every turn, and
+        small models take a trailing note for a pattern to continue."""
         notes = [n for n in notes if n]
+        shown = self.prompt_manifest() if manifest else ""
+        return "\n".join([*([shown] if shown else []), *notes])
+
+    def prompt_manifest(self) -> str:
+        """The manifest as a request carries it: as of the last batch (a manifest that changed
+        at every request would be a part of the prompt the provider can never cache), and only
+        once an item has left the prompt or a contradiction is open."""
         evicted = not bool(self._set.cols.flag("live").all())
-        if not (notes or evicted or self._book.list(unresolved_only=True)):
+        conflicts = self._book.list(unresolved_only=True)
+        if not (evicted or conflicts):
             return ""
-        return self.manifest(notes=notes)
+        key = len(conflicts)
+        if self._manifest_text is None or self._manifest_text[0] != key:
+            self._manifest_text = (key, self.manifest())
+        return self._manifest_text[1]
 
     def _state(self) -> events.State:
         """The ``context.state`` event: what a resumed session takes back besides its items

@@ -36,11 +36,13 @@ BOOL_COLUMNS = (
     "is_turn",
     "clipped",
     "superseded",
+    "stub_shorter",
 )
 """``rate``, ``rest``, ``multiplier``, ``boost``: the parts of an item's score that do not move
 with the clock (``score.static_part``, ``fsrs.decay_rate``), kept per row by the working
 set; ``clipped``: a result shown as its head and tail (it has an excerpt); ``superseded``: a
-result a later call repeated (the same command run again, the same file or range read again)."""
+result a later call repeated (the same command run again, the same file or range read again);
+``stub_shorter``: the item's stub is shorter than its content (no other is ever evicted)."""
 
 
 class Columns:

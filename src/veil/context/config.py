@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Literal
 
+from veil.context.batching import BatchRule
 from veil.context.items import ItemKind, TurnKind
 
 
@@ -101,17 +102,15 @@ class ContextConfig:
     turn_similarity: float = 0.7
     window_tokens: int = 128_000
     reserve_tokens: int = 16_000
-    unread_reserve_floor: float = 0.25
-    """Results the model has not read may overflow the budget into the reserve, but never into
-    this share of it (the reply's room). Only beyond that is an unread result clipped to head
-    and tail: clipping one to save a few hundred tokens hides the middle the model asked for,
-    while oldest-first truncation would simply have kept it whole."""
+    budget_tokens: int | None = None
+    """The conversation's request budget set directly (the proxy's and the harness's
+    ``budget=``): requests are kept within it instead of ``window − reserve``."""
+    batch: BatchRule = field(default_factory=BatchRule)
+    """When a batch of evictions runs and how deep it goes (:mod:`veil.context.batching`):
+    only over the budget, deep enough to pay for the prompt cache it breaks."""
     target_fill: float = 0.9
-    """Stage 2 evicts down to this fill of the budget; the threshold rises above it.
-
-    0.9 (was 0.85, and 0.7 before): chosen by the eviction replay's ``--sweep`` on set A (the
-    most goals met, then the largest margin at f = 0.5); deeper cuts free tokens the run then
-    never uses and cost re-reads. See docs/benchmarks.md."""
+    """The AIMD threshold rises while the window is above this fill of the budget (and the
+    session goes well)."""
     turn_score_base: Literal["constant", "signals"] = "signals"
     """A turn's score is ``base × (1 − turn eviction score)``; base 1 or its five-signal score."""
     pressure_token_exponent: float = 0.0
@@ -126,9 +125,11 @@ class ContextConfig:
     """…when also untouched for this many ticks."""
     manual_protect_ticks: int = 3
     protected_results_ticks: int = 5
-    """Tool results captured in the last ticks are softly protected: the model has not read
-    them yet or is working with them (an eviction right after capture would stub what it
-    asked for)."""
+    """Tool results captured in the last ticks are softly protected: the model is working with
+    them (the ones it has not read yet are never evicted at all)."""
+    editing_ticks: int = 20
+    """The latest whole read of a file the session edited in the last ticks is softly
+    protected: the model copies the text its edits must match from it."""
     touch_on_reference: bool = True
     """An action or assistant turn that names a distinctive path or symbol printed by live
     items touches them (an FSRS recall: the model re-references what it read)."""
@@ -148,9 +149,10 @@ class ContextConfig:
     index_per_step: int = 8
     """Demoted items made searchable per step; the rest wait (``search`` drains them all)."""
     stub_chars: int = 160
-    expand_tool: str = "veil_expand"
-    """The tool a stub tells the model to call with its pointer (``veil``'s own; the proxy's
-    agents have the ``expand`` tool of Veil's MCP server)."""
+    expand_tool: str | None = "veil_expand"
+    """The tool a stub tells the model to call with its pointer, as the model sees it
+    (``veil``'s own; through the proxy the agent's name for Veil's MCP ``expand``). None: the
+    agent has no such tool, and a stub says to run the call again."""
     excerpt_min_tokens: int = 256
-    """A result clipped because it cannot fit keeps at least this many tokens of head and
-    tail."""
+    """A result clipped after the provider refused a request as too long keeps at least this
+    many tokens of head and tail."""

@@ -30,6 +30,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from veil.clock import Clock, SystemClock
 from veil.context import events
 from veil.context.boundary import Boundary, EvictionReport, TurnBoundary
@@ -106,6 +108,10 @@ class ContextEngine(RestoreVerbs, TurnBoundary):
         self.tick = 0
         self._boundary_tick = 0
         self._step_boundary = 0
+        self._unread = np.zeros(0, dtype=np.bool_)
+        self._requests = 0
+        self._batches = 0
+        self._manifest_text = None
         self.overhead_tokens = 0
         self._threshold = Threshold.start(self.config.threshold)
         self._tail_tokens = 0

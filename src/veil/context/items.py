@@ -92,3 +92,10 @@ class ContextItem:
     @property
     def pointer(self) -> str:
         return f"veil://{'cold' if self.tier == 'cold' else 'warm'}/{self.id}"
+
+    @property
+    def stub_pointer(self) -> str:
+        """The pointer a stub carries: where every item goes when it leaves the prompt (warm).
+        It stays the stub's when the item goes cold — every form of a pointer resolves by the
+        item's id — so a stub already sent never changes."""
+        return f"veil://warm/{self.id}"

@@ -1,6 +1,7 @@
-"""A step's eviction over a working set: the three stages' plan with what protects what, then
-what follows it — turns leave with their results, results too large for the window keep their
-head and tail, and read excerpts shrink to stubs.
+"""A turn boundary's eviction over a working set: the three stages' plan with what protects
+what, then what follows it — turns leave with their results, read excerpts shrink to stubs, and
+(only after the provider refused a request as too long) unread results too large to fit keep
+their head and tail.
 
 :func:`plan_step` gathers the plan's inputs from the working set (scores, protection, the
 results the model has not read) and runs :func:`veil.context.eviction.plan`; it and
@@ -20,7 +21,7 @@ from datetime import datetime
 import numpy as np
 
 from veil.context import fsrs
-from veil.context.eviction import Bools, Move, Plan, plan
+from veil.context.eviction import Bools, Depth, Move, Plan, plan
 from veil.context.items import ContextItem, Tier
 from veil.context.render import excerpt
 from veil.context.workingset import WorkingSet
@@ -38,22 +39,23 @@ class StepPlan:
     """Never moved by the plan: pinned, intent, correction, and the results not read yet."""
     soft: Bools
     unread: Bools
-    """Results captured since the last turn boundary: the model has not read them."""
+    """Results the model has not read yet (after the conversation's last assistant message)."""
 
 
 def plan_step(
     ws: WorkingSet,
     *,
     tick: int,
-    boundary_tick: int,
     now: datetime,
     threshold: float,
     budget: int,
-    target_fill: float | None = None,
+    unread: Bools,
+    batch: bool,
+    depth: Depth | None,
 ) -> StepPlan:
-    """The three stages' moves at a turn boundary. A result the model has not read yet is
-    never stubbed (it asked for it); if the unread results cannot fit even alone, the largest
-    are clipped afterwards (:func:`clip_unread`)."""
+    """The three stages' moves at a turn boundary: stage 3 always, stages 1 and 2 only in a
+    batch, down to ``depth``. A result the model has not read yet (``unread``) is never moved:
+    it asked for it."""
     config = ws.config
     c = ws.cols
     idle_ticks = tick - c.view("last_tick")
@@ -65,12 +67,11 @@ def plan_step(
         wall_days = np.maximum(0.0, now.timestamp() - c.f["last_wall"][aging]) / 86400.0
         durable_r[aging] = fsrs.retrievability_many(wall_days, c.f["durable_stability"][aging])
     hard, soft, exempt = ws.protected(tick)
-    unread = c.flag("result") & (c.view("created_tick") > boundary_tick)
     hard = hard | unread
-    stubs = c.view("stub_tokens")
     result = plan(
         ws.ids,
-        scores=ws.scores(tick),
+        # outside a batch only stage 3 runs, which reads no score
+        scores=ws.scores(tick) if batch else np.zeros(c.size, dtype=np.float64),
         tokens=c.view("tokens"),
         live=c.flag("live"),
         warm=c.flag("warm"),
@@ -80,44 +81,60 @@ def plan_step(
         idle_ticks=idle_ticks,
         threshold=threshold,
         budget=max(1, budget - ws.correction),
-        target_fill=config.target_fill if target_fill is None else target_fill,
+        depth=None if depth is None else _corrected(depth, ws.correction),
         cold_retrievability=config.cold_retrievability,
         cold_after_ticks=config.cold_after_ticks,
-        stub_tokens=stubs,
+        stub_tokens=c.view("stub_tokens"),
         token_exponent=config.pressure_token_exponent,
         threshold_exempt=exempt,
         superseded=c.flag("superseded") if config.evict_superseded_first else None,
+        stub_shorter=c.flag("stub_shorter"),
+        batch=batch,
     )
     return StepPlan(result, hard, soft, unread)
 
 
-def with_their_turns(ws: WorkingSet, moves: Sequence[Move], protected: Bools) -> list[Move]:
+def _corrected(depth: Depth, correction: int) -> Depth:
+    """``depth`` in the working set's own count (the rendering measured ``correction`` more)."""
+    return replace(
+        depth, fit=max(1, depth.fit - correction), floor=max(0, depth.floor - correction)
+    )
+
+
+def with_their_turns(
+    ws: WorkingSet, moves: Sequence[Move], protected: Bools, *, sweep: bool = False
+) -> list[Move]:
     """A turn whose results all leave the prompt leaves with them (unless it is protected:
     intent, correction, the newest turns): like truncation, the prompt loses the pair, not
-    just its tool result — but the pair stays addressable."""
+    just its tool result — but the pair stays addressable. With ``sweep`` (a batch: the prompt
+    changes anyway), also a turn whose results left at an earlier batch while it was
+    protected."""
     out: list[Move] = []
     leaving = {m.id for m in moves if m.to != "live"}
-    for move in moves:
-        parent = ws.items[move.id].parent
-        if move.to == "live" or parent is None or parent in leaving:
+    why = {ws.items[m.id].parent: m for m in moves if m.to != "live"}
+    if sweep:
+        for row in np.flatnonzero(ws.cols.flag("result") & ~ws.cols.flag("live")).tolist():
+            parent = ws.items[ws.ids[row]].parent
+            if parent is not None and parent not in why:
+                why[parent] = Move(ws.ids[row], "warm", 2, "its results left at an earlier batch")
+    for parent, move in why.items():
+        if parent is None or parent in leaving:
             continue
         turn = ws.items.get(parent)
         if turn is None or turn.tier != "live" or protected[ws.row(parent)]:
             continue
         if all(ws.items[s].tier != "live" or s in leaving for s in ws.children(parent)):
-            out.append(Move(parent, move.to, move.stage, f"with its results: {move.reason}"))
+            out.append(Move(parent, "warm", move.stage, f"with its results: {move.reason}"))
             leaving.add(parent)
     return out
 
 
-def shrink_excerpts(ws: WorkingSet, unread: Bools, budget: int, move: Mover) -> list[Move]:
-    """Over budget, a clipped result the model has read by now keeps a one-line stub instead
-    of its head and tail, oldest first."""
+def shrink_excerpts(ws: WorkingSet, unread: Bools, move: Mover) -> list[Move]:
+    """In a batch, a result clipped after an overflow, which the model has read by now, keeps a
+    one-line stub instead of its head and tail (the batch rewrites the prompt anyway)."""
     done: list[Move] = []
     reason = "read: its excerpt becomes a stub"
     for row in np.flatnonzero(ws.cols.flag("clipped") & ~unread).tolist():
-        if ws.live_tokens() <= budget:
-            break
         item = ws.items[ws.ids[row]]
         move(item, item.tier, reason, 0)
         done.append(Move(item.id, item.tier, 2, reason))
@@ -133,9 +150,10 @@ def clip_unread(
     count_tokens: Callable[[str], int],
     min_tokens: int,
 ) -> list[Move]:
-    """When the results the model has not read cannot fit ``limit`` even with everything else
-    evicted, the largest keep their head and tail (at least ``min_tokens``; the whole text
-    warm, its pointer in the excerpt) until the prompt fits."""
+    """Only after the provider refused a request as too long: when the results the model has
+    not read cannot fit ``limit`` even with everything else evicted, the largest keep their head
+    and tail (at least ``min_tokens``; the whole text warm, its pointer in the excerpt, whose
+    note says why) until the prompt fits."""
     over = ws.live_tokens() - limit
     if over <= 0:
         return []
@@ -152,7 +170,7 @@ def clip_unread(
         chars = int(len(item.content) * keep_tokens / max(1, item.tokens))
         if chars >= len(item.content):
             continue
-        reason = f"too large for the window: {keep_tokens:,} of {item.tokens:,} tokens shown"
+        reason = f"refused as too long: {keep_tokens:,} of {item.tokens:,} tokens shown"
         move(item, "warm", reason, chars)
         over = ws.live_tokens() - limit
         done.append(Move(item.id, "warm", 2, reason))
@@ -162,53 +180,57 @@ def clip_unread(
 def evict(
     ws: WorkingSet,
     *,
-    stages: bool,
+    batch: bool,
+    first_pass: bool,
     tick: int,
-    boundary_tick: int,
     now: datetime,
     threshold: float,
     budget: int,
-    unread_limit: int,
+    depth: Depth | None,
+    unread: Bools,
+    clip_to: int | None,
     apply: Apply,
     move: Mover,
     count_tokens: Callable[[str], int],
 ) -> tuple[list[Move], Plan]:
     """Plan against ``ws`` as it is now and apply the moves, in order: the plan's, the turns
-    that leave with them, read excerpts shrunk to stubs (and their turns), unread results
-    clipped to ``unread_limit``. With ``stages`` the three stages against ``threshold`` down
-    to the target fill; without, again after a rendering measured more than planned: only
-    window pressure (stage 2, no threshold), only down to ``budget`` — the step already
-    evicted to the target fill; this corrects what the rendering measured. Results captured
-    after ``boundary_tick`` are unread. Returns every move and the plan."""
+    that leave with them and, in a batch, read excerpts shrunk to stubs (and their turns) and —
+    only with ``clip_to``, after an overflow — unread results clipped to it. Not
+    ``first_pass``: again after a rendering measured more than planned — only window pressure
+    (stage 2, no threshold, no stage 3) down to ``budget``. Returns every move and the plan."""
     decided = plan_step(
         ws,
         tick=tick,
-        boundary_tick=boundary_tick,
         now=now,
-        threshold=threshold if stages else -1.0,
+        threshold=threshold if first_pass else -1.0,
         budget=budget,
-        target_fill=None if stages else 1.0,
+        unread=unread,
+        batch=batch,
+        depth=depth if first_pass else Depth.down_to(budget),
     )
-    result, unread = decided.plan, decided.unread
+    result = decided.plan
     hard, soft = decided.hard, decided.soft
-    if not stages:  # only window pressure: no stage 3 again
+    if not first_pass:  # only window pressure: no stage 3 again
         result = replace(result, moves=tuple(m for m in result.moves if m.stage == 2))
-    moves = [*result.moves, *with_their_turns(ws, result.moves, hard | soft)]
+    moves = [*result.moves, *with_their_turns(ws, result.moves, hard | soft, sweep=batch)]
     for planned in moves:
         apply(planned)
-    shrunk = shrink_excerpts(ws, unread, budget, move)
+    if not batch:
+        return moves, result
+    shrunk = shrink_excerpts(ws, unread, move)
     for planned in with_their_turns(ws, shrunk, hard | soft):
         apply(planned)
         shrunk.append(planned)
     moves.extend(shrunk)
-    moves.extend(
-        clip_unread(
-            ws,
-            unread,
-            unread_limit,
-            move,
-            count_tokens=count_tokens,
-            min_tokens=ws.config.excerpt_min_tokens,
+    if clip_to is not None:
+        moves.extend(
+            clip_unread(
+                ws,
+                unread,
+                clip_to,
+                move,
+                count_tokens=count_tokens,
+                min_tokens=ws.config.excerpt_min_tokens,
+            )
         )
-    )
     return moves, result

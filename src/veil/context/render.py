@@ -1,8 +1,9 @@
 """What the model sees: evicted items replaced by one-line stubs. Pure.
 
-A stub names the tool, its target and the size, and gives the pointer that ``veil_expand``
-resolves. Stub text depends only on the item, never on the turn, so providers' prompt caches
-keep working across turns.
+A stub names the tool, its target and the size, and gives the pointer that the expand tool
+resolves (``veil_expand`` in ``veil``; the agent's name for Veil's MCP ``expand`` through the
+proxy). Stub text depends only on the item, never on the turn or its tier, so providers' prompt
+caches keep working across turns.
 """
 
 from __future__ import annotations
@@ -16,9 +17,21 @@ EXPAND = "veil_expand"
 of Veil's MCP server)."""
 
 
-def stub(item: ContextItem, max_chars: int = 160, tool: str = EXPAND) -> str:
-    """The one-line stub of an evicted item — or, for a result clipped because it could not
-    fit (``item.excerpt``), its head and tail around a line that says what is left out."""
+def restore_hint(pointer: str, tool: str | None) -> str:
+    """How a stub says to get its item back: the expand tool as the model sees it, with the
+    pointer; without one (an agent given no expand tool), the pointer and to run the call again."""
+    if tool:
+        return f"{tool} {pointer} restores it"
+    return f"{pointer}; no expand tool here: run the call again to see it"
+
+
+def stub(item: ContextItem, max_chars: int = 160, tool: str | None = EXPAND) -> str:
+    """The one-line stub of an evicted item — or, for a result clipped when the provider refused
+    the request as too long (``item.excerpt``), its head and tail around a line that says so.
+
+    The text depends on the item alone, never on its tier or the turn: a result sent as a stub
+    is sent as the same bytes until it is restored, whether it is warm or cold by then (its
+    pointer, :attr:`~veil.context.items.ContextItem.stub_pointer`, resolves either way)."""
     if item.excerpt:
         return excerpt(item, tool)
     what = item.tool_name or item.kind
@@ -27,14 +40,15 @@ def stub(item: ContextItem, max_chars: int = 160, tool: str = EXPAND) -> str:
         target = target[:77] + "..."
     about = f" {target}" if target else ""
     text = (
-        f"[veil: {what}{about} — {item.tokens:,} tokens moved to {item.tier} memory; "
-        f"{tool} {item.pointer} restores it]"
+        f"[veil: {what}{about} — {item.tokens:,} tokens moved out of the prompt; "
+        f"{restore_hint(item.stub_pointer, tool)}]"
     )
     return text if len(text) <= max_chars + 80 else text[: max_chars + 77] + "...]"
 
 
-def excerpt(item: ContextItem, tool: str = EXPAND) -> str:
-    """Head and tail of a result (``item.excerpt`` characters in all, cut at line ends)."""
+def excerpt(item: ContextItem, tool: str | None = EXPAND) -> str:
+    """Head and tail of a result (``item.excerpt`` characters in all, cut at line ends): what a
+    result too large to fit is sent as after the provider refused the request as too long."""
     half = max(1, item.excerpt // 2)
     text = item.content
     head = text[:half]
@@ -42,9 +56,10 @@ def excerpt(item: ContextItem, tool: str = EXPAND) -> str:
     tail = text[-half:]
     tail = tail[tail.find("\n") + 1 :] or tail
     omitted = max(0, len(text) - len(head) - len(tail))
+    how = f"{tool} {item.stub_pointer} returns all of it" if tool else item.stub_pointer
     note = (
-        f"[veil: {omitted:,} characters of this output are left out here (it is larger than "
-        f"the context window); {tool} {item.pointer} returns all of it]"
+        f"[veil: the provider refused this request as too long; {omitted:,} characters of this "
+        f"output are left out here; {how}]"
     )
     return f"{head}{note}\n{tail}"
 
@@ -53,24 +68,28 @@ RANGE_POINTERS = 5
 """Pointers listed in a collapsed run's note (the newest; veil_recall finds the others)."""
 
 
-def range_note(results: Sequence[ContextItem], tokens: int, steps: int, tool: str = EXPAND) -> str:
+def range_note(
+    results: Sequence[ContextItem], tokens: int, steps: int, tool: str | None = EXPAND
+) -> str:
     """The note standing for a run of ``steps`` steps out of the prompt (their turns and the
     ``results`` of their calls, ``tokens`` in all)."""
-    shown = [f"{i.tool_name or i.kind} {(i.target or '')[:60]} {i.pointer}" for i in results]
+    shown = [f"{i.tool_name or i.kind} {(i.target or '')[:60]} {i.stub_pointer}" for i in results]
     listed = "; ".join(shown[-RANGE_POINTERS:])
     more = len(shown) - RANGE_POINTERS
     extra = f"; {more} more (veil_recall finds them)" if more > 0 else ""
     return (
         f"[veil: {steps} earlier step{'s' if steps != 1 else ''} ({tokens:,} tokens) "
-        f"moved to warm memory: {listed}{extra}. {tool} a pointer restores one]"
+        f"moved out of the prompt: {listed}{extra}. "
+        f"{f'{tool} a pointer restores one' if tool else 'run a call again to see it'}]"
     )
 
 
-def turn_stub(item: ContextItem, tool: str = EXPAND) -> str:
-    """What an evicted conversation turn becomes in the transcript."""
+def turn_stub(item: ContextItem, tool: str | None = EXPAND) -> str:
+    """What an evicted conversation turn becomes in the transcript (the same bytes until it is
+    restored, as :func:`stub`)."""
     return (
-        f"[veil: earlier {item.turn_kind or 'turn'} moved to {item.tier} memory; "
-        f"{tool} {item.pointer} restores it]"
+        f"[veil: earlier {item.turn_kind or 'turn'} moved out of the prompt; "
+        f"{restore_hint(item.stub_pointer, tool)}]"
     )
 
 
@@ -78,4 +97,4 @@ def shown_elsewhere(item: ContextItem) -> str:
     """What an entry says when its item is in full at an earlier place of the conversation
     (the model asked to expand an item that was already there)."""
     what = f"{item.tool_name or item.turn_kind or item.kind} {item.target or ''}".strip()
-    return f"[veil: {what} ({item.tokens:,} tokens) is shown in full above; {item.pointer}]"
+    return f"[veil: {what} ({item.tokens:,} tokens) is shown in full above; {item.stub_pointer}]"

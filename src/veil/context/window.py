@@ -144,7 +144,12 @@ class Renderer:
     before is the same parts as last time. The output equals :func:`render`'s (tested)."""
 
     def __init__(
-        self, count: Count, *, stub_chars: int = 160, collapse: bool = True, expand: str = EXPAND
+        self,
+        count: Count,
+        *,
+        stub_chars: int = 160,
+        collapse: bool = True,
+        expand: str | None = EXPAND,
     ) -> None:
         self.count = count
         self.stub_chars = stub_chars
@@ -322,7 +327,7 @@ class _Look:
     carrier: Callable[[str], int | None]
     count: Count
     stub_chars: int
-    expand: str = EXPAND
+    expand: str | None = EXPAND
 
     def item(self, item_id: str | None) -> ContextItem | None:
         return self.items.get(item_id) if item_id is not None else None
@@ -350,14 +355,23 @@ class _Look:
             if carried_here and item.excerpt:
                 text = stub(item, self.stub_chars, self.expand)
                 return self._part("excerpt", entry, index, text)
-            return self._part("stub", entry, index, stub(item, self.stub_chars, self.expand))
+            text = stub(replace(item, excerpt=0), self.stub_chars, self.expand)
+            return self._instead("stub", entry, index, text)
         if carried_here:
             return self._part("shown", entry, index, entry.text)
         if carrier is not None and index < carrier:
             # Shown as it was while the item was out: the prefix does not change.
             out = stub(replace(item, tier="warm", excerpt=0), self.stub_chars, self.expand)
-            return self._part("stub", entry, index, out)
-        return self._part("elsewhere", entry, index, shown_elsewhere(item))
+            return self._instead("stub", entry, index, out)
+        return self._instead("elsewhere", entry, index, shown_elsewhere(item))
+
+    def _instead(self, kind: PartKind, entry: Entry, index: int, text: str) -> Part:
+        """``text`` in place of the entry's own — unless it is not shorter: a result is never
+        replaced by something longer. (A surface whose history keeps what the model was sent
+        gives the stub itself as the entry's text: it is that part still.)"""
+        if text != entry.text and len(text) >= len(entry.text):
+            return self._part("shown", entry, index, entry.text)
+        return self._part(kind, entry, index, text)
 
     def _part(self, kind: PartKind, entry: Entry, index: int, text: str) -> Part:
         tokens = self.count(text) + entry.extra_tokens
@@ -405,7 +419,7 @@ def _close(step: _Step | None, count: Count) -> None:
     return None
 
 
-def _run_note(run: Sequence[_Step], tool: str = EXPAND) -> str:
+def _run_note(run: Sequence[_Step], tool: str | None = EXPAND) -> str:
     results: list[ContextItem] = []
     tokens = 0
     for step in run:

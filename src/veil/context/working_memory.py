@@ -32,6 +32,7 @@ from veil.context.calibration import Calibration
 from veil.context.codegraph import CodeGraph
 from veil.context.config import ContextConfig
 from veil.context.conflicts import Conflict, ConflictBook
+from veil.context.eviction import Bools
 from veil.context.items import ContextItem, Tier
 from veil.context.manifest import manifest_of
 from veil.context.render import stub
@@ -87,6 +88,14 @@ class WorkingMemory:
     """The tick of the last step."""
     _step_boundary: int
     """The boundary before the last step: results captured after it were unread there."""
+    _unread: Bools
+    """The rows of the results unread at the current boundary."""
+    _requests: int
+    """Requests of the conversation so far (turn boundaries, or its assistant messages)."""
+    _batches: int
+    """Batches of evictions this engine ran."""
+    _manifest_text: tuple[int, str] | None
+    """The manifest as of the last batch (and the open contradictions it counted)."""
     _count: TokenMemo
     """The renderer's counter: the same counts, remembered for texts seen again."""
     _renderer: Renderer | None
@@ -117,22 +126,26 @@ class WorkingMemory:
         return self._threshold.value
 
     @property
+    def request_budget(self) -> int:
+        """What a whole request may come to, in the provider's tokens: ``budget_tokens`` when
+        set, else the window minus the reserve (for the reply)."""
+        c = self.config
+        return (
+            c.budget_tokens if c.budget_tokens is not None else c.window_tokens - c.reserve_tokens
+        )
+
+    @property
     def budget(self) -> int:
-        """Tokens the conversation may use, in estimated tokens: the window minus the reserve
-        (for the reply), both in the provider's tokens and converted with the calibration,
-        minus the fixed overhead of each request (system prompt, tool schemas, the tail), which
-        the caller passes to :meth:`step` or :meth:`window`."""
-        room = self.calibration.estimated(self.config.window_tokens - self.config.reserve_tokens)
+        """Tokens the conversation may use, in estimated tokens: :attr:`request_budget`
+        converted with the calibration, minus the fixed overhead of each request (system prompt,
+        tool schemas, the tail), which the caller passes to :meth:`step` or :meth:`window`."""
+        room = self.calibration.estimated(self.request_budget)
         return max(1, room - self.overhead_tokens)
 
     @property
-    def unread_limit(self) -> int:
-        """Tokens the items may use when results the model has not read would not fit the
-        budget: the budget plus the reserve above its floor (see ``unread_reserve_floor``)."""
-        c = self.config
-        return self.budget + self.calibration.estimated(
-            int(c.reserve_tokens * (1.0 - c.unread_reserve_floor))
-        )
+    def batches(self) -> int:
+        """Batches of evictions run so far."""
+        return self._batches
 
     @property
     def live_tokens(self) -> int:

@@ -8,8 +8,7 @@ every row when it changes (:meth:`WorkingSet.retask`), which is rare.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Collection
 from typing import Any
 
 import numpy as np
@@ -45,6 +44,8 @@ class WorkingSet:
         self._by_target: dict[tuple[str, str], list[str]] = {}
         self._reads: dict[str, list[str]] = {}
         """Results that read a file (whole or a range), by path."""
+        self._written: dict[str, int] = {}
+        """The tick of the latest write to each file, by path."""
         self._children: dict[str, list[str]] = {}
         self._turn_matrix = np.zeros((0, 1), dtype=np.float32)
         """One row per turn (its embedding, computed once at capture), grown geometrically."""
@@ -76,8 +77,12 @@ class WorkingSet:
     @config.setter
     def config(self, value: ContextConfig) -> None:
         """A new configuration (weights, horizons, turn rules): every cached score part, turn
-        factor and similarity is recomputed at the next scoring."""
-        self._config = value
+        factor and similarity is recomputed at the next scoring; stubs are sized again when
+        their text may have changed."""
+        before, self._config = self._config, value
+        if (before.stub_chars, before.expand_tool) != (value.stub_chars, value.expand_tool):
+            for item_id, row in self._row.items():
+                self._size_stub(row, self.items[item_id])
         self._dirty = list(range(self.cols.size))
         self._turn_factor = None
         self._sim_cache = None
@@ -87,6 +92,15 @@ class WorkingSet:
 
     def row(self, item_id: str) -> int:
         return self._row[item_id]
+
+    def rows_of(self, item_ids: Collection[str]) -> Bools:
+        """``item_ids`` as a row mask (ids of no item are ignored)."""
+        rows = np.zeros(self.cols.size, dtype=np.bool_)
+        for item_id in item_ids:
+            row = self._row.get(item_id)
+            if row is not None:
+                rows[row] = True
+        return rows
 
     def call_item(self, tool_call_id: str) -> str | None:
         """The latest item holding a result of ``tool_call_id`` (some models reuse ids)."""
@@ -155,20 +169,14 @@ class WorkingSet:
             self._by_target.setdefault((item.tool_name, item.target), []).append(item.id)
         if item.effect in ("read", "read_part") and item.code_refs:
             self._reads.setdefault(item.code_refs[0], []).append(item.id)
+        if item.effect == "write" and item.code_refs:
+            self._written[item.code_refs[0]] = item.created_tick
         if item.parent:
             self._children.setdefault(item.parent, []).append(item.id)
         if item.kind != "turn" and self.config.touch_on_reference:
             self.references.add(item.id, item.content)
         f["tokens"][row] = item.tokens
-        # An evicted tool result or turn leaves a stub in the transcript; other items nothing.
-        cold = replace(item, tier="cold")
-        f["stub_tokens"][row] = (
-            self.count_tokens(stub(cold))
-            if item.tool_call_id
-            else self.count_tokens(turn_stub(cold))
-            if item.kind == "turn"
-            else 0.0
-        )
+        self._size_stub(row, item)
         f["created_tick"][row] = item.created_tick
         b["result"][row] = item.tool_call_id is not None
         f["turn_index"][row] = -1
@@ -191,6 +199,20 @@ class WorkingSet:
             )
             self._add_turn_vector(len(self._turn_ids) - 1, vector)
         self.update(item)
+
+    def _size_stub(self, row: int, item: ContextItem) -> None:
+        """What the item costs out of the prompt: a tool result or a turn leaves its stub (a
+        clipped result its head and tail); other items leave nothing. Whether that stub is
+        shorter than the item, in characters: no other is ever evicted."""
+        config = self.config
+        if item.tool_call_id:
+            text = stub(item, config.stub_chars, config.expand_tool)
+        elif item.kind == "turn":
+            text = turn_stub(item, config.expand_tool)
+        else:
+            text = ""
+        self.cols.f["stub_tokens"][row] = self.count_tokens(text) if text else 0.0
+        self.cols.b["stub_shorter"][row] = len(text) < len(item.content)
 
     def _supersede(self, item: ContextItem) -> None:
         """A result the model asked for again makes the earlier ones redundant: the same call
@@ -224,10 +246,10 @@ class WorkingSet:
         f["manual_tick"][row] = -1e9 if item.manual_tick is None else item.manual_tick
         f["tokens"][row] = item.tokens
         before = self.items.get(item.id)
-        if item.excerpt:  # a clipped result is shown as its head and tail
-            f["stub_tokens"][row] = self.count_tokens(stub(item))
-        elif before is not None and before.excerpt:  # …and once read, as its one-line stub
-            f["stub_tokens"][row] = self.count_tokens(stub(replace(item, tier="cold")))
+        if item.excerpt or (
+            before is not None and (before.excerpt, before.tokens) != (0, item.tokens)
+        ):
+            self._size_stub(row, item)  # clipped (head and tail), or back to one line, or resized
         b["clipped"][row] = bool(item.excerpt)
         b["manual"][row] = item.manual
         b["pinned"][row] = item.pinned
@@ -395,10 +417,11 @@ class WorkingSet:
 
     def protected(self, tick: int) -> tuple[Bools, Bools, Bools]:
         """(hard, soft, threshold-exempt). Hard: pinned/intent/correction, never moved. Soft:
-        the newest ``pressure_protected_turns`` turns, fresh manual loads and the newest tool
-        results (the model has not read them yet) — they yield only when the window cannot fit
-        otherwise. Threshold-exempt: the last ``protected_turns`` turns, which stage 1 never
-        demotes (their turn eviction score is 0) but which window pressure may."""
+        the newest ``pressure_protected_turns`` turns, fresh manual loads, the newest tool
+        results and the latest read of a file being edited (:meth:`editing`) — they yield only
+        when the window cannot fit otherwise. Threshold-exempt: the last ``protected_turns``
+        turns, which stage 1 never demotes (their turn eviction score is 0) but which window
+        pressure may."""
         c = self.cols
         recent_manual = (tick - c.view("manual_tick")) < self.config.manual_protect_ticks
         turn_age = (self.turns - 1) - c.view("turn_index")
@@ -410,6 +433,18 @@ class WorkingSet:
         )
         return (
             c.flag("pinned") | c.flag("never"),
-            newest_turn | recent_manual | unread,
+            newest_turn | recent_manual | unread | self.editing(tick),
             young_turn,
         )
+
+    def editing(self, tick: int) -> Bools:
+        """The latest whole read of each file written in the last ``editing_ticks``: the text
+        the model copies what its next edit must match from."""
+        rows = np.zeros(self.cols.size, dtype=np.bool_)
+        for path, written in self._written.items():
+            if tick - written >= self.config.editing_ticks:
+                continue
+            whole = [i for i in self._reads.get(path, ()) if self.items[i].effect == "read"]
+            if whole:
+                rows[self._row[whole[-1]]] = True
+        return rows

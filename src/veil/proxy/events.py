@@ -31,6 +31,11 @@ class RequestForwarded:
     usage: Annotated[dict[str, int] | None, SPARSE] = None
     """The provider's figures (``input_tokens``, ``cache_read``, ``cache_write``), when it
     reported them."""
+    batch: Annotated[bool, SPARSE] = False
+    """A batch of evictions ran for this request (its conversation changed)."""
+    cold: Annotated[bool, SPARSE] = False
+    """The provider's cache of the conversation had expired before this request."""
+    model: Annotated[str | None, SPARSE] = None
 
 
 REQUEST = EventKind("proxy.request", RequestForwarded)

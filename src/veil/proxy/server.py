@@ -37,6 +37,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO, cast
 from urllib.parse import urlsplit
 
+from veil.dialects.overflow import is_overflow_text
 from veil.proxy.reading import parse
 from veil.proxy.session import Conversations, Prepared
 from veil.proxy.wire import ROUTES, Api, WireError
@@ -57,14 +58,6 @@ HOP_BY_HOP = frozenset(
         "accept-encoding",
     }
 )
-OVERFLOW_MARKERS = (
-    "prompt is too long",
-    "context_length_exceeded",
-    "exceed_context_size",
-    "maximum context length",
-    "context window",
-)
-RETRY_SQUEEZE = 0.6
 UPSTREAM_TIMEOUT_S = 600.0
 
 
@@ -248,9 +241,9 @@ class ProxyHandler(BaseHTTPRequestHandler):
             ):
                 error = response.read()
                 if _overflow(error):
-                    retried = self.server.conversations.prepare(
-                        request, source, squeeze=RETRY_SQUEEZE
-                    )
+                    conversations = self.server.conversations
+                    conversations.overflowed(prepared, error[:4096].decode("utf-8", "replace"))
+                    retried = conversations.prepare(request, source, overflow=True)
                     connection.close()
                     connection = upstream.connect()
                     connection.request(self.command, self.path, body=retried.body, headers=headers)
@@ -347,8 +340,7 @@ def _decoded(raw: bytes, encoding: str) -> tuple[bytes, bool]:
 
 
 def _overflow(body: bytes) -> bool:
-    text = body[:4096].decode("utf-8", "replace").lower()
-    return any(marker in text for marker in OVERFLOW_MARKERS)
+    return is_overflow_text(body[:4096].decode("utf-8", "replace"))
 
 
 class UsageSniffer:

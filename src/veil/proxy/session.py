@@ -4,12 +4,16 @@ conversation, on the project's ``.veil/context.db``.
 For each request (:meth:`Conversations.prepare`) the conversation's messages become the
 context layer's entries (:class:`~veil.context.transcript.Transcript`: a result it has not seen
 is captured, with what its call addressed from :mod:`veil.proxy.tools`; an expansion by Veil's
-MCP ``expand`` tool is a restore), the request is measured as it would be sent, and only when
-it is over the budget does the engine take a turn boundary — a batch of evictions down to about
-half the budget — so that between two batches every request's prefix is byte-stable and the
-provider's prompt cache keeps working. The results out of the prompt are then replaced by the
-renderer's one-line stubs (:func:`veil.context.window.render`, without collapsing: every result
-keeps its place and id), and nothing else in the request changes (:func:`~veil.proxy.wire.splice`).
+MCP ``expand`` tool is a restore) and the engine takes the request's turn boundary
+(:meth:`~veil.context.ContextEngine.window`): the request is measured as it would be sent, and
+only when it is over the budget does a batch run — by score, deep enough to pay for the
+provider's prompt cache it breaks, deeper when the cache has expired since the conversation's
+last request (:mod:`veil.context.batching`) — so that between two batches every request's
+prefix is byte-stable. The results after the last assistant message (the model has not read
+them) are never touched. The results out of the prompt are then replaced by the renderer's
+one-line stubs (without collapsing: every result keeps its place and id), each the same bytes
+in every later request, and nothing else in the request changes
+(:func:`~veil.proxy.wire.splice`).
 
 The provider's reported usage calibrates the count (:meth:`Conversations.reported`), and each
 request's figures — what it would have cost, what was sent, what the provider read from and
@@ -23,32 +27,25 @@ import contextlib
 import hashlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from veil.clock import Clock, SystemClock
 from veil.context import ContextConfig, ContextEngine
+from veil.context.budget import after_overflow, request_budget
 from veil.context.prefix import shared_prefix
 from veil.context.transcript import Transcript
 from veil.context.window import Entry, Part
+from veil.dialects.overflow import overflow_limits
 from veil.embed import Embedder
 from veil.proxy.events import REQUEST, RequestForwarded
 from veil.proxy.tools import EXPAND_TOOLS, describe
-from veil.proxy.wire import Request, Spliced, Splicer, dumps
+from veil.proxy.wire import Request, Spliced, Splicer, cache_ttl, dumps, expand_tool
 from veil.tape import Store
 from veil.tape.recorder import Recorder
 from veil.tokens import estimate_tokens
-
-EXPAND_HINT = "expand (Veil's MCP tool) with"
-"""How a stub in a proxied request says to restore it: Claude Code names the tool
-``mcp__veil__expand``, Codex ``expand`` in the ``mcp__veil`` namespace."""
-
-
-TARGET_FILL = 0.7
-"""A batch of evictions leaves the conversation at this share of its budget: room for many
-requests before the next batch (each batch changes the prefix the provider caches)."""
 
 
 @dataclass(frozen=True)
@@ -63,9 +60,16 @@ class Prepared:
     stubbed: int
     """Results sent as stubs (or excerpts)."""
     evicted: int
-    """Items this request's turn boundary moved out of the prompt (0: no boundary)."""
+    """Items this request's batch moved out of the prompt (0: no batch)."""
     exact: bool
     seconds: float
+    batch: bool = False
+    """This request's conversation changed (a batch of evictions ran for it)."""
+    cold: bool = False
+    """The provider's cache of the conversation had expired (no request within its TTL)."""
+    budget: int = 0
+    """The request budget it was prepared for, in the provider's tokens."""
+    model: str = ""
 
 
 class Conversation:
@@ -77,8 +81,9 @@ class Conversation:
             engine, turns=False, expand_tools=EXPAND_TOOLS, describe=describe
         )
         self.lock = threading.Lock()
-        self.held: set[str] = set()
-        """Items pinned for one request: the ones the model just expanded."""
+        self.last_request: float | None = None
+        """When the last request was prepared (wall clock, seconds): a longer gap than the
+        provider's cache lifetime means the cache is cold."""
         self.counted: list[Entry] = []
         self.sums: list[int] = [0]
         """The last request's entries, and the tokens of the first ``i`` of them as the client
@@ -113,8 +118,20 @@ class Conversation:
         return {result: text for _, result, text in stubs}
 
 
+Budgets = Callable[[str], int]
+"""A model's request budget (the whole request, in the provider's tokens), by its name."""
+ExpandName = Callable[[Request], str | None]
+"""The expand tool as a conversation's agent sees it (None: it has none), from its request."""
+
+
 class Conversations:
-    """Every conversation the proxy has seen, by :func:`~veil.proxy.wire.conversation_key`."""
+    """Every conversation the proxy has seen, by :func:`~veil.proxy.wire.conversation_key`.
+
+    The request budget: ``budget`` when given, else ``window`` less the reply's reserve
+    (:func:`veil.context.budget.request_budget`), else ``budgets(model)`` for the model each
+    request names; a provider that refuses a request as too long lowers it for that model
+    (:meth:`overflowed`). ``expand``: how a stub names the expand tool (default: read from
+    the request's tools, :func:`~veil.proxy.wire.expand_tool`)."""
 
     def __init__(
         self,
@@ -122,26 +139,43 @@ class Conversations:
         *,
         scope: str,
         root: Path | None,
-        window: int,
+        window: int | None,
         clock: Clock | None = None,
         config: ContextConfig | None = None,
         embedder: Embedder | None = None,
+        budget: int | None = None,
+        budgets: Budgets | None = None,
+        expand: ExpandName | None = None,
     ) -> None:
         self.store = store
         self.embedder = embedder
         self.scope = scope
         self.root = root
         self.clock: Clock = clock or SystemClock()
-        self.config = replace(
-            config or ContextConfig(),
-            window_tokens=window,
-            reserve_tokens=min(16_000, window // 8),
-            target_fill=TARGET_FILL,
-            expand_tool=EXPAND_HINT,
-        )
+        self.config = config or ContextConfig()
+        if budget is None and window is None and budgets is None:
+            raise ValueError("Conversations needs a window, a budget or budgets by model")
+        self.budget = budget
+        self.window = window
+        self.budgets = budgets
+        self.expand: ExpandName = expand or _offered_expand
+        self._learned: dict[str, int] = {}
+        """Per model: the budget an overflow error taught (lower than the table's)."""
         self._by_key: dict[str, Conversation] = {}
         self._lock = threading.Lock()
         self._recorder = Recorder(store, scope=scope, actor="veil-proxy", clock=self.clock)
+
+    def budget_for(self, model: str) -> int:
+        """The request budget of a request naming ``model`` (see the class docstring)."""
+        if self.budget is not None:
+            found = self.budget
+        elif self.window is not None:
+            found = request_budget(self.window)
+        else:
+            assert self.budgets is not None
+            found = self.budgets(model)
+        learned = self._learned.get(model)
+        return min(found, learned) if learned is not None else found
 
     def known(self, request: Request) -> Conversation | None:
         """The conversation ``request`` continues, if the proxy has seen it: by its key, or
@@ -160,11 +194,16 @@ class Conversations:
             if known is not None:
                 return known
             session = "proxy-" + hashlib.sha256(request.key.encode()).hexdigest()[:16]
+            config = replace(
+                self.config,
+                budget_tokens=self.budget_for(request.model),
+                expand_tool=self.expand(request),
+            )
             engine = ContextEngine(
                 self.store,
                 session_id=session,
                 scope=self.scope,
-                config=self.config,
+                config=config,
                 clock=self.clock,
                 project_root=self.root,
                 embedder=self.embedder,
@@ -181,47 +220,36 @@ class Conversations:
         request: Request,
         raw: bytes,
         *,
-        squeeze: float = 1.0,
+        overflow: bool = False,
         conversation: Conversation | None = None,
     ) -> Prepared:
-        """The request to forward (see the module docstring). ``squeeze`` < 1: the provider
-        refused the request as too long — a boundary at that share of the budget, now.
-        ``conversation``: the one to use (default: the request's own, made if new)."""
+        """The request to forward (see the module docstring). ``overflow``: the provider refused
+        this request as too long (:meth:`overflowed` lowered the budget): a batch now, which may
+        clip a result the model has not read. ``conversation``: the one to use (default: the
+        request's own, made if new)."""
         start = time.perf_counter()
         conversation = conversation or self.conversation(request)
         with conversation.lock:
             engine = conversation.engine
+            budget = self.budget_for(request.model)
+            if engine.config.budget_tokens != budget:
+                engine.config = replace(engine.config, budget_tokens=budget)
             entries = conversation.transcript.entries(request.found)
-            for item_id in conversation.held:  # last request's expansions: scored as usual
-                engine.unpin(item_id)
-            # What the model has not read yet — the results after its last message, an
-            # expansion it just asked for among them — stays in view for this request.
-            conversation.held = {
-                e.item
-                for e in entries[_last_assistant(request) + 1 :]
-                if e.role == "tool" and e.item
-            }
-            for item_id in conversation.held:
-                engine.pin(item_id)
             fixed = self._fixed_tokens(request, conversation)
-            engine.overhead_tokens = fixed
-            rendered = engine.render(entries, collapse=False, tail=False)
+            now = self.clock.now().timestamp()
+            last, conversation.last_request = conversation.last_request, now
+            cold = last is not None and now - last > cache_ttl(request.api, request.body)
             before = fixed + conversation.tokens_of(entries)
-            evicted = 0
-            if squeeze < 1.0 or rendered.tokens > engine.budget:
-                # a batch: the budget lowered to TARGET_FILL of itself (or to ``squeeze`` after an
-                # overflow), and the engine evicts down to its own target fill of that (the same
-                # TARGET_FILL): about half the budget, so that many requests fit as they are and
-                # the cached prefix holds between batches
-                share = min(squeeze, TARGET_FILL)
-                squeezed = fixed + int(engine.budget * (1.0 - share))
-                boundary = engine.window(entries, fixed_tokens=squeezed, collapse=False, tail=False)
-                rendered = boundary.rendered
-                evicted = sum(1 for m in boundary.report.moves if m.to != "live")
+            boundary = engine.window(
+                entries, fixed_tokens=fixed, collapse=False, tail=False, cold=cold,
+                overflow=overflow,
+            )  # fmt: skip
+            rendered = boundary.rendered
             result_of = {r.entry: r.index for r in request.results}
             texts = conversation.stubbed(rendered.parts, result_of)
             spliced: Spliced = conversation.splicer.splice(request, raw, texts)
             sent = fixed + rendered.tokens
+            report = boundary.report
         engine.persist_in_background()
         return Prepared(
             spliced.body,
@@ -229,10 +257,25 @@ class Conversations:
             before,
             sent,
             len(texts),
-            evicted,
+            sum(1 for m in report.moves if m.to != "live"),
             spliced.exact,
             time.perf_counter() - start,
+            batch=report.batch,
+            cold=report.cold,
+            budget=engine.request_budget,
+            model=request.model,
         )
+
+    def overflowed(self, prepared: Prepared, error: str) -> None:
+        """The provider refused ``prepared`` as too long (``error`` is what it said): the
+        model's budget becomes what that implies (:func:`veil.context.budget.after_overflow`),
+        for this conversation and every later one on that model."""
+        limit, reported = overflow_limits(error)
+        budget = after_overflow(
+            self.budget_for(prepared.model), reported or prepared.tokens_sent, limit
+        )
+        with self._lock:
+            self._learned[prepared.model] = budget
 
     def _fixed_tokens(self, request: Request, conversation: Conversation) -> int:
         """What the request carries besides its conversation: the system prompt and the tool
@@ -272,6 +315,9 @@ class Conversations:
             exact=prepared.exact,
             overhead_ms=round(prepared.seconds * 1000, 3),
             usage=None if usage is None else {k: int(v) for k, v in usage.items()},
+            batch=prepared.batch,
+            cold=prepared.cold,
+            model=prepared.model or None,
         )
         # the figures are a record, never a reason to fail a request
         with contextlib.suppress(Exception):
@@ -285,9 +331,6 @@ class Conversations:
             self._by_key.clear()
 
 
-def _last_assistant(request: Request) -> int:
-    found = request.found
-    for index in range(len(found) - 1, -1, -1):
-        if found[index].role == "assistant":
-            return index
-    return -1
+def _offered_expand(request: Request) -> str | None:
+    """The expand tool the request offers its model (the default of ``expand``)."""
+    return expand_tool(request.api, request.body)

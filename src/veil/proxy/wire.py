@@ -155,6 +155,54 @@ def session_of(api: Api, body: Mapping[str, Any], headers: Mapping[str, str]) ->
     return str(body.get("prompt_cache_key") or headers.get("session-id") or body.get("user") or "")
 
 
+CACHE_TTL_S = 300.0
+"""A provider's prompt cache lives five minutes from its last use unless the request asks
+for longer (Anthropic's default ``cache_control``; OpenAI's in-memory prompt cache)."""
+_TTL_S = {"5m": 300.0, "1h": 3600.0, "24h": 86_400.0}
+
+
+def cache_ttl(api: Api, body: Mapping[str, Any]) -> float:
+    """How long the provider keeps this request's cached prefix, in seconds: the longest
+    ``cache_control`` ``ttl`` an Anthropic request marks (``1h``), OpenAI's
+    ``prompt_cache_retention`` (``24h``), else :data:`CACHE_TTL_S`."""
+    if api != "anthropic":
+        return _TTL_S.get(str(body.get("prompt_cache_retention") or ""), CACHE_TTL_S)
+    longest = CACHE_TTL_S
+    stack: list[Any] = [body.get("system"), body.get("tools"), body.get("messages")]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            d = cast(dict[str, Any], value)
+            marker = d.get("cache_control")
+            if isinstance(marker, dict):
+                ttl = _TTL_S.get(str(cast(dict[str, Any], marker).get("ttl") or ""), CACHE_TTL_S)
+                longest = max(longest, ttl)
+            stack.extend(d.values())
+        elif isinstance(value, list):
+            stack.extend(cast(list[Any], value))
+    return longest
+
+
+EXPAND_NAMES = ("mcp__veil__expand", "veil_expand")
+
+
+def expand_tool(api: Api, body: Mapping[str, Any]) -> str | None:
+    """Veil's expand tool as this request offers it to the model, or None when it offers none:
+    a tool named ``mcp__veil__expand`` (Veil's MCP server in Claude Code) or ``veil_expand``;
+    in the Responses API also ``expand`` inside the ``mcp__veil`` namespace (Codex), named
+    ``mcp__veil.expand``."""
+    for tool in json_array(body.get("tools")):
+        t = json_object(tool)
+        name = str(t.get("name") or json_object(t.get("function")).get("name") or "")
+        if name in EXPAND_NAMES:
+            return name
+        if api == "responses" and name == "mcp__veil":
+            inner = [json_object(x).get("name") for x in json_array(t.get("tools"))]
+            if "expand" in inner:
+                return "mcp__veil.expand"
+    return None
+
+
 # ---- rewriting -----------------------------------------------------------------------------
 
 

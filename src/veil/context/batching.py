@@ -1,0 +1,103 @@
+"""When a request's conversation may change, and how far: the one cache-aware eviction rule of
+the harness and the proxy. Pure.
+
+Providers cache the longest unchanged prefix of a request: a token read from the cache costs
+``read`` (0.1× the input price at Anthropic), a token written to it ``write`` (1.25× for the
+5-minute cache). A conversation that only grows is almost all cache reads. Replacing a result
+with its stub changes the prefix from that result on, so everything after it is written again.
+The rule that follows, for every surface alike:
+
+- **While the conversation fits its budget, nothing changes**, byte for byte.
+- **Over the budget, one batch**: the three stages run once (:mod:`veil.context.eviction`), by
+  Veil's score, deep enough that the batch pays for the cache it breaks. A batch that removes
+  ``E`` tokens from the ``S`` cached tokens that follow its first change costs, once,
+  ``write·(S − E) − read·S`` more than sending the conversation unchanged (what follows the
+  change is written instead of read), and saves ``read·E`` on every later request; it has paid
+  back after ``R`` requests when ``E ≥ (write − read)·S / (read·R + write)``
+  (:meth:`Depth.pays`). ``R``, the requests still to come, is unknown: it is estimated as the
+  requests made so far (a conversation that has run for ``n`` requests is as likely as not to
+  run ``n`` more), never below :attr:`BatchRule.min_requests_left`. A batch also leaves room
+  for the next few requests' growth, so that batches never come back to back.
+- **A cold cache** (no request within the cache's lifetime, ``cache_control``'s TTL): the whole
+  request is written anyway, so a batch costs nothing extra; it then goes down to
+  :attr:`BatchRule.cold_fill` of the budget, which postpones the next (paid) one.
+- Break-even alone never takes the conversation below :attr:`BatchRule.floor_fill` of the
+  budget: past that, a batch would evict what the model still uses to save a few reads.
+
+What a batch may and may not touch (the results the model has not read, stubs no shorter than
+their result, the stubs already sent) is the eviction's (:mod:`veil.context.pressure`); this
+module only says whether a batch runs and when it has gone deep enough.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from veil.context.eviction import Depth
+
+
+@dataclass(frozen=True)
+class CachePrices:
+    """A provider's prompt-cache prices, relative to one uncached input token."""
+
+    read: float = 0.1
+    write: float = 1.25
+
+
+@dataclass(frozen=True)
+class BatchRule:
+    """The batch rule's settings (see the module docstring); tested defaults."""
+
+    prices: CachePrices = CachePrices()
+    min_requests_left: float = 4.0
+    """The fewest requests a batch is expected to pay back over."""
+    requests_left_ratio: float = 1.0
+    """Requests still to come, as a share of the requests made so far."""
+    headroom_requests: float = 2.0
+    """A batch leaves room under the budget for this many requests' mean growth."""
+    cold_fill: float = 0.5
+    """On a cold cache a batch goes down to this share of the budget (it costs nothing more)."""
+    floor_fill: float = 0.3
+    """Break-even never takes a batch below this share of the budget."""
+
+
+@dataclass(frozen=True)
+class Pressure:
+    """What a turn boundary knows of the request it is about to send."""
+
+    tokens: int
+    """The conversation as it would be sent unchanged (the renderer's count)."""
+    budget: int
+    requests: int
+    """Model requests made so far in this conversation (its assistant messages)."""
+    cold: bool = False
+    """The provider's cache of this conversation has expired."""
+
+    @property
+    def over(self) -> bool:
+        return self.tokens > self.budget
+
+
+def requests_left(requests: int, rule: BatchRule) -> float:
+    """The requests a batch now is expected to pay back over (see the module docstring)."""
+    return max(rule.min_requests_left, rule.requests_left_ratio * requests)
+
+
+def depth(pressure: Pressure, rule: BatchRule) -> Depth:
+    """How deep a batch at ``pressure`` must go (it runs only when the conversation is over its
+    budget, or when the caller forces one after the provider refused the request)."""
+    budget = pressure.budget
+    growth = pressure.tokens / max(1, pressure.requests)
+    floor = int(rule.floor_fill * budget)
+    fit = max(floor, int(budget - rule.headroom_requests * growth))
+    if pressure.cold:
+        return Depth(
+            fit=min(fit, max(floor, int(rule.cold_fill * budget))), floor=floor, factor=0.0
+        )
+    left = requests_left(pressure.requests, rule)
+    prices = rule.prices
+    factor = (prices.write - prices.read) / (prices.read * left + prices.write)
+    return Depth(fit=fit, floor=floor, factor=factor)
+
+
+__all__ = ["BatchRule", "CachePrices", "Depth", "Pressure", "depth", "requests_left"]

@@ -1,0 +1,1 @@
+"""The wire dialects model providers speak: one module per API (see each module)."""
