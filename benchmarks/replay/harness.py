@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from benchmarks.replay import host_policies as H
@@ -22,6 +22,7 @@ from benchmarks.replay.load import Trajectory
 from benchmarks.replay.needs import RULES, Need, copied_lines, detect_needs, misses
 from benchmarks.replay.proxy_policy import veil_proxy
 from veil.context import ContextConfig
+from veil.context.batching import BatchRule
 
 
 def _codex_unscaled(t: Trajectory, budget: int) -> P.Run:
@@ -50,20 +51,23 @@ def _cfg(**kw: Any) -> ContextConfig:
     return replace(ContextConfig(), **kw)
 
 
+def _batch(**kw: Any) -> ContextConfig:
+    return _cfg(batch=replace(BatchRule(), **kw))
+
+
 VEIL_CONFIGS: dict[str, Callable[[], ContextConfig]] = {
     "defaults": ContextConfig,
-    "previous defaults": lambda: _cfg(pressure_token_exponent=1.0, target_fill=0.7),
-    # One knob of the defaults reverted or moved at a time (the ablation behind the choice).
-    "score/tokens (exponent 1)": lambda: _cfg(pressure_token_exponent=1.0),
+    # One knob of the defaults moved at a time (the ablation behind the choice).
+    "requests left x0.5": lambda: _batch(requests_left_ratio=0.5),
+    "requests left x2": lambda: _batch(requests_left_ratio=2.0),
+    "headroom 1 request": lambda: _batch(headroom_requests=1.0),
+    "headroom 4 requests": lambda: _batch(headroom_requests=4.0),
+    "floor 0.2": lambda: _batch(floor_fill=0.2),
+    "floor 0.5": lambda: _batch(floor_fill=0.5),
     "score/sqrt(tokens)": lambda: _cfg(pressure_token_exponent=0.5),
-    "fill 0.7": lambda: _cfg(target_fill=0.7),
-    "fill 0.85": lambda: _cfg(target_fill=0.85),
     "no touch on reference": lambda: _cfg(touch_on_reference=False),
     "superseded not first": lambda: _cfg(evict_superseded_first=False),
-    "clip at the budget": lambda: _cfg(unread_reserve_floor=1.0),
-    "references: paths only": lambda: _cfg(reference_names="paths"),
     "results protected 10 ticks": lambda: _cfg(protected_results_ticks=10),
-    "ticks_per_day 96": lambda: _cfg(ticks_per_day=96.0),
     "recency weight 0.5": lambda: _cfg(
         weights=replace(
             ContextConfig().weights,
@@ -75,10 +79,10 @@ VEIL_CONFIGS: dict[str, Callable[[], ContextConfig]] = {
         )
     ),
 }
-"""ContextConfig candidates tried on set A (``--sweep``): the defaults, the defaults before
-this round moved them (stage-2 order and target fill), and one-knob variations of the
-defaults. Set B never enters the choice (the re-reference touch alone is also reported on B by
-the full run: it is kept only if it helps on both sets)."""
+"""ContextConfig candidates tried on set A (``--sweep``): the defaults and one-knob variations
+of them (the batch rule's and the score's). Set B never enters the choice (the re-reference
+touch alone is also reported on B by the full run: it is kept only if it helps on both
+sets)."""
 
 
 @dataclass
@@ -101,8 +105,17 @@ class Point:
     copy_needs: int = 0
     """The second detector's needs (:func:`copied_lines`) and misses, apart from the rules."""
     copy_misses: int = 0
+    shape: dict[str, int] = field(default_factory=dict[str, int])
+    """:class:`benchmarks.replay.policies.Shape`'s counts, summed."""
 
-    def add(self, run: P.Run, keep: P.Run, needs: list[Need], copies: list[Need]) -> None:
+    def add(
+        self,
+        run: P.Run,
+        keep: P.Run,
+        needs: list[Need],
+        copies: list[Need],
+        budget: int | None = None,
+    ) -> None:
         self.tokens += sum(run.tokens)
         self.cached += sum(run.cached)
         self.cost += P.run_cost(run)
@@ -119,6 +132,9 @@ class Point:
         self.copy_misses += sum(misses(copies, run.live))
         for k, v in run.info.items():
             self.info[k] = self.info.get(k, 0.0) + v
+        if run.shown:
+            for k, v in asdict(P.shape(run, budget)).items():
+                self.shape[k] = self.shape.get(k, 0) + v
 
     def merge(self, other: Point) -> None:
         for name in (
@@ -140,6 +156,8 @@ class Point:
             self.misses[rule] += other.misses[rule]
         for k, v in other.info.items():
             self.info[k] = self.info.get(k, 0.0) + v
+        for k, n in other.shape.items():
+            self.shape[k] = self.shape.get(k, 0) + n
 
     def summary(self) -> dict[str, Any]:
         needs = sum(self.needs.values())
@@ -167,6 +185,7 @@ class Point:
                 else None,
             },
             "info": {k: round(v / max(1, self.trajectories), 3) for k, v in self.info.items()},
+            "shape": dict(self.shape),
         }
 
 
@@ -192,8 +211,8 @@ def replay_one(job: Job) -> tuple[dict[str, Point], list[Need]]:
     keep = P.keep_all(t)
     out: dict[str, Point] = {}
 
-    def record(key: str, run: P.Run) -> None:
-        out.setdefault(key, Point()).add(run, keep, needs, copies)
+    def record(key: str, run: P.Run, budget: int | None = None) -> None:
+        out.setdefault(key, Point()).add(run, keep, needs, copies, budget)
 
     if job.baselines:
         record("keep-all", keep)
@@ -206,20 +225,22 @@ def replay_one(job: Job) -> tuple[dict[str, Point], list[Need]]:
             )
         for f in BUDGETS:
             b = budget_for(t, f)
-            record(f"truncate-oldest@{f}", P.truncate_oldest(t, b))
-            record(f"truncate-oldest obs@{f}", P.truncate_oldest_observations(t, b))
-            record(f"compaction@{f}", P.compaction(t, b))
-            record(f"LRU@{f}", P.lru(t, b, needs))
+            record(f"truncate-oldest@{f}", P.truncate_oldest(t, b), b)
+            record(f"truncate-oldest obs@{f}", P.truncate_oldest_observations(t, b), b)
+            record(f"compaction@{f}", P.compaction(t, b), b)
+            record(f"LRU@{f}", P.lru(t, b, needs), b)
             for name, policy in HOST_POLICIES.items():
-                record(f"{name}@{f}", policy(t, b))
+                record(f"{name}@{f}", policy(t, b), b)
     embedder = default_embedder()
     for f in job.veil_budgets:
-        record(f"{PROXY}@{f}", veil_proxy(t, budget_for(t, f), embedder))
+        b = budget_for(t, f)
+        record(f"{PROXY}@{f}", veil_proxy(t, b, embedder), b)
     for name in job.veil_configs:
         # The chosen config is drawn over every budget; the others (ablations) at the goals'.
         budgets = [f for f in job.veil_budgets if name == CHOSEN or f in GOAL_BUDGETS]
         for f in budgets:
-            record(f"veil[{name}]@{f}", P.veil(t, budget_for(t, f), embedder, VEIL_CONFIGS[name]()))
+            b = budget_for(t, f)
+            record(f"veil[{name}]@{f}", P.veil(t, b, embedder, VEIL_CONFIGS[name]()), b)
     return out, needs
 
 

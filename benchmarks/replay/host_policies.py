@@ -128,6 +128,42 @@ def claude_context_editing(t: Trajectory, budget: int, keep: int = CONTEXT_EDITI
     return run_of(t, prompts, live, {"cleared": float(cleared)})
 
 
+CLEAR_AT_LEAST_SHARE = 1 / 6
+"""``clear_at_least`` as a share of the trigger: 5,000 of 30,000 in Anthropic's own example
+(``examples/memory/basic.py`` in anthropic-sdk-python)."""
+
+
+def context_editing_clear_at_least(
+    t: Trajectory, budget: int, keep: int = CONTEXT_EDITING_KEEP
+) -> Run:
+    """``clear_tool_uses_20250919`` with ``trigger`` = ``budget``, ``keep`` = 3 and
+    ``clear_at_least`` = a sixth of the trigger — the cache-aware setting users can switch on
+    today. The API edits each request on its own (the client sends the whole history every
+    time): when the full prompt exceeds the trigger, every tool result but the ``keep`` newest
+    is cleared, *if* that clears at least ``clear_at_least`` tokens; otherwise none is."""
+    steps = t.steps
+    at_least = int(budget * CLEAR_AT_LEAST_SHARE)
+    full = t.fixed_tokens
+    prompts: list[list[Segment]] = []
+    live: list[frozenset[int]] = []
+    applied = 0
+    for k in range(len(steps)):
+        if k:
+            full += steps[k - 1].assistant_tokens + steps[k - 1].obs_tokens
+        first_kept = max(0, k - keep) if full > budget else 0
+        freed = sum(steps[j].obs_tokens - CLEARED_STUB_TOKENS for j in range(first_kept))
+        if freed < at_least:
+            first_kept = 0
+        applied += first_kept > 0
+        obs: list[Segment | None] = [
+            (("o", j), steps[j].obs_tokens) if j >= first_kept else (("c", j), CLEARED_STUB_TOKENS)
+            for j in range(k)
+        ]
+        prompts.append(prompt_of(t, k, obs))
+        live.append(frozenset(range(first_kept, k)))
+    return run_of(t, prompts, live, {"applied": float(applied)})
+
+
 def claude_compaction(t: Trajectory, budget: int) -> Run:
     """Auto-compact when the prompt exceeds the budget: every step but the newest becomes the
     summary."""

@@ -21,7 +21,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -57,6 +57,67 @@ class Run:
     extra_cost: float = 0.0
     """What calls besides the agent's own prompts cost (compaction's summarising calls), in
     base input-token prices (:func:`call_cost`)."""
+    shown: list[dict[int, object]] = field(default_factory=lambda: [])
+    """At each step, every earlier observation the prompt carries in some form (verbatim, a
+    stub, cleared, clipped) → how it is shown (comparable between steps); a dropped or
+    summarised one is absent. :func:`shape` reads the policy's behaviour from it."""
+
+
+OBSERVATION_KINDS = frozenset({"o", "m", "c", "s", "t", "tool"})
+"""Segment keys that stand for an observation: ``(kind, j, …)``."""
+
+
+def observations(segments: Sequence[Segment]) -> dict[int, object]:
+    """Observation ``j`` → its segment's key, for every observation a prompt carries."""
+    out: dict[int, object] = {}
+    for key, _ in segments:
+        if isinstance(key, tuple) and len(key) >= 2 and key[0] in OBSERVATION_KINDS:  # pyright: ignore[reportUnknownArgumentType]
+            j = key[1]  # pyright: ignore[reportUnknownVariableType]
+            if isinstance(j, int):
+                out[j] = key
+    return out
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a policy did to the prompt over a run, beside its tokens and misses."""
+
+    stubs: int
+    """Observations sent in a form other than verbatim (a stub, a placeholder, an excerpt),
+    summed over requests."""
+    batches: int
+    """Requests whose prompt does not start with the previous request's prompt: something
+    already sent changed (each such request rewrites the provider's cache from there on)."""
+    back_to_back: int
+    """Batches that came at the very next request after another batch."""
+    changed: int
+    """Already-sent observations shown otherwise than in the previous request (stubbed,
+    cleared, clipped, dropped or summarised), summed over requests."""
+    over_budget: int
+    """Requests over the budget."""
+    clipped_unread: int
+    """Requests whose newest observation (the model has not read it yet) is not verbatim."""
+
+
+def shape(run: Run, budget: int | None) -> Shape:
+    stubs = changed = clipped = batches = back = 0
+    previous_batch = False
+    for k, now in enumerate(run.shown):
+        live = run.live[k]
+        stubs += sum(1 for j in now if j not in live)
+        if k and (k - 1) in now and (k - 1) not in live:
+            clipped += 1
+        batch = False
+        if k:
+            before = run.shown[k - 1]
+            moved = sum(1 for j, how in before.items() if now.get(j) != how)
+            changed += moved
+            batch = run.cached[k] < run.tokens[k - 1]
+        batches += batch
+        back += batch and previous_batch
+        previous_batch = batch
+    over = 0 if budget is None else sum(1 for x in run.tokens if x > budget)
+    return Shape(stubs, batches, back, changed, over, clipped)
 
 
 PRICE_INPUT = 1.0
@@ -138,7 +199,13 @@ def run_of(
     tracker = PrefixTracker()
     for segments in prompts:
         tracker.add(segments)
-    return Run([sum(x[1] for x in p) for p in prompts], live, info or {}, tracker.cached)
+    return Run(
+        [sum(x[1] for x in p) for p in prompts],
+        live,
+        info or {},
+        tracker.cached,
+        shown=[observations(p) for p in prompts],
+    )
 
 
 def keep_all(t: Trajectory) -> Run:
@@ -204,6 +271,47 @@ def truncate_oldest_observations(t: Trajectory, budget: int) -> Run:
         ]
         prompts.append(prompt_of(t, k, obs))
         live.append(frozenset(range(start, k)))
+    return run_of(t, prompts, live)
+
+
+def _anchor_stub(action: str, tokens: int) -> int:
+    """A stub as large as Veil's (what it did, its size, a pointer and the tool restoring it)."""
+    return estimate_tokens(
+        f"[veil: Bash {action[:80]} — {tokens:,} tokens moved out of the prompt; "
+        "mcp__veil__expand veil://warm/ci_0123456789abcdef0123456789abcdef restores it]"
+    )
+
+
+def recency_batch(t: Trajectory, budget: int, depth: float) -> Run:
+    """The cache-paying recency anchor: nothing changes while the prompt fits; over the budget,
+    one batch stubs the oldest observations (never the newest, which the model has not read;
+    never one whose stub is not smaller) until the prompt is at ``(1 − depth) × budget``, and
+    a stub stays the same until the end. Oldest first is truncation's choice; ``depth`` is
+    what makes a batch pay for the cache it breaks (the replay reports the smallest depth
+    whose cost with caching is at most keep-all's)."""
+    steps = t.steps
+    stub = [_anchor_stub(s.action, s.obs_tokens) for s in steps]
+    full = [True] * len(steps)
+    prompts: list[list[Segment]] = []
+    live: list[frozenset[int]] = []
+    for k in range(len(steps)):
+        cost = t.fixed_tokens + sum(
+            s.assistant_tokens + (s.obs_tokens if full[j] else stub[j])
+            for j, s in enumerate(steps[:k])
+        )
+        if cost > budget:
+            goal = (1.0 - depth) * budget
+            for j in range(k - 1):
+                if cost <= goal:
+                    break
+                if full[j] and stub[j] < steps[j].obs_tokens:
+                    full[j] = False
+                    cost -= steps[j].obs_tokens - stub[j]
+        obs: list[Segment | None] = [
+            (("o", j), steps[j].obs_tokens) if full[j] else (("s", j), stub[j]) for j in range(k)
+        ]
+        prompts.append(prompt_of(t, k, obs))
+        live.append(frozenset(j for j in range(k) if full[j]))
     return run_of(t, prompts, live)
 
 
@@ -428,8 +536,8 @@ def veil(
 ) -> Run:
     """Veil as the harness runs it: :class:`veil.agent.harness.VeilHarness`'s own hooks on the
     trajectory's messages, and the prompt counted exactly as ``transform_context`` and
-    ``transform_system`` render it (system prompt, the conversation with stubs, collapsed runs'
-    notes and clipped results, the manifest at the end).
+    ``transform_system`` render it (the system prompt with its manifest, the conversation with
+    stubs and collapsed runs' notes).
 
     Each step is an assistant message — the thought as its text, the action as one tool call
     (a ``bash`` call ``{"command": action}``, or a ``read``), as a tool-calling agent sends it —
@@ -438,10 +546,9 @@ def veil(
     render). Every message costs what is sent: its text plus its tool calls as the harness
     counts them (a stubbed turn's calls without their arguments) — about what every other
     policy counts for the trajectory's own message, which holds the thought and the fenced
-    action as text. The window is ``budget + reserve_tokens``,
-    so that window − reserve is the budget every policy gets, and the harness subtracts the
-    system prompt and the manifest from it itself. A fake clock (30 s per step) makes a run
-    bit-reproducible.
+    action as text. The harness is given the budget every policy gets (``budget=``) and
+    subtracts the system prompt and its manifest from it itself. A fake clock (30 s per step)
+    makes a run bit-reproducible.
 
     ``info``: ``regrets``, ``fresh_evicted`` (steps whose newest observation was not in the
     prompt verbatim when the model was to read it: must be 0), ``clipped`` (newest results
@@ -450,8 +557,7 @@ def veil(
     from veil.agent.harness import VeilHarness
     from veil.testing import FakeClock
 
-    base = config or ContextConfig()
-    cfg = replace(base, window_tokens=budget + base.reserve_tokens)
+    cfg = config or ContextConfig()
     clock = FakeClock(REPLAY_START)
     store = SQLiteStore(":memory:", embedder=embedder, clock=clock)
     harness = VeilHarness(
@@ -461,6 +567,7 @@ def veil(
         embedder=embedder,
         clock=clock,
         config=cfg,
+        budget=budget,
     )
     harness.use_tools([], system_prompt=t.system)
     messages: list[Message] = [UserMessage(t.instance)]
@@ -468,6 +575,7 @@ def veil(
     tracker = PrefixTracker()
     tokens: list[int] = []
     live: list[frozenset[int]] = []
+    shown: list[dict[int, object]] = []
     fresh_evicted = clipped = 0
     originals: dict[str, int] = {}  # tool-call id → step
     for k, s in enumerate(t.steps):
@@ -490,12 +598,13 @@ def veil(
                     now.add(j)
                 elif "characters of this output are left out" in m.content:
                     clipped += 1
-                segments.append((("tool", m.tool_call_id, m.content), estimate_tokens(m.content)))
+                segments.append((("tool", j, m.content), estimate_tokens(m.content)))
             else:
                 segments.append(((m.kind, m.content), estimate_tokens(m.content)))
         tracker.add(segments)
         tokens.append(sum(x[1] for x in segments))
         live.append(frozenset(now))
+        shown.append(observations(segments))
         if k and k - 1 not in now:
             fresh_evicted += 1
         name, arguments = call_for(s)
@@ -522,4 +631,5 @@ def veil(
             "threshold_end": harness.engine.threshold,
         },
         tracker.cached,
+        shown=shown,
     )

@@ -11,10 +11,10 @@ a step: bit-reproducible), and the prompt is the forwarded body as the provider 
 changed is a result sent as a stub or a head-and-tail excerpt.
 
 The differences from :func:`benchmarks.replay.policies.veil` (the harness) are the proxy's:
-no turn items (only tool results are evicted), evictions only when the request is over the
-budget and then in a batch down to 70 % of it, no manifest and no collapsed notes in the
-request. The budget: the proxy's window is chosen so that window − reserve is the budget every
-policy gets (the proxy subtracts the fixed part itself).
+no turn items (only tool results are evicted: the agent's text goes as it is), no manifest and
+no collapsed notes in the request. Both run the same batch rule (:mod:`veil.context.batching`).
+The budget is the one every policy gets, given to the proxy directly (``budget=``; it
+subtracts the fixed part itself).
 """
 
 from __future__ import annotations
@@ -29,22 +29,16 @@ from benchmarks.replay.policies import (
     Run,
     Segment,
     call_for,
+    observations,
     thought_of,
 )
+from veil.context import ContextConfig
 from veil.embed.protocol import Embedder
 from veil.proxy.reading import Reader, parse
 from veil.proxy.session import Conversations
 from veil.tape.sqlite import SQLiteStore
 from veil.testing import FakeClock
 from veil.tokens import estimate_tokens
-
-
-def proxy_window(budget: int) -> int:
-    """The proxy window whose window − reserve (``min(16,000, window // 8)``) is ``budget``."""
-    window = budget * 8 // 7
-    while window - min(16_000, window // 8) < budget:
-        window += 1
-    return window
 
 
 def _call(k: int, t: Trajectory) -> dict[str, Any]:
@@ -56,12 +50,14 @@ def _call(k: int, t: Trajectory) -> dict[str, Any]:
             "input": {"command": arguments["command"]}}  # fmt: skip
 
 
-def veil_proxy(t: Trajectory, budget: int, embedder: Embedder) -> Run:
+def veil_proxy(
+    t: Trajectory, budget: int, embedder: Embedder, config: ContextConfig | None = None
+) -> Run:
     clock = FakeClock(REPLAY_START)
     store = SQLiteStore(":memory:", embedder=embedder, clock=clock)
     conversations = Conversations(
-        store, scope=f"replay:{t.id}", root=None, window=proxy_window(budget), clock=clock,
-        embedder=embedder,
+        store, scope=f"replay:{t.id}", root=None, window=None, clock=clock, embedder=embedder,
+        budget=budget, config=config,
     )  # fmt: skip
     reader = Reader()
     messages: list[dict[str, Any]] = [{"role": "user", "content": t.instance}]
@@ -71,12 +67,11 @@ def veil_proxy(t: Trajectory, budget: int, embedder: Embedder) -> Run:
     tracker = PrefixTracker()
     tokens: list[int] = []
     live: list[frozenset[int]] = []
-    batches = 0
+    shown: list[dict[int, object]] = []
     try:
         for k, s in enumerate(t.steps):
             raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
             prepared = conversations.prepare(parse("anthropic", raw, {}, reader), raw)
-            batches += prepared.evicted > 0
             sent = json.loads(prepared.body)
             segments: list[Segment] = [(("system", t.system), estimate_tokens(t.system))]
             now: set[int] = set()
@@ -103,6 +98,7 @@ def veil_proxy(t: Trajectory, budget: int, embedder: Embedder) -> Run:
             tracker.add(segments)
             tokens.append(sum(x[1] for x in segments))
             live.append(frozenset(now))
+            shown.append(observations(segments))
             messages.append(
                 {"role": "assistant",
                  "content": [{"type": "text", "text": thought_of(t, s)}, _call(k, t)]}
@@ -116,4 +112,4 @@ def veil_proxy(t: Trajectory, budget: int, embedder: Embedder) -> Run:
     finally:
         conversations.close()
         store.close()
-    return Run(tokens, live, {"batches": float(batches)}, tracker.cached)
+    return Run(tokens, live, {}, tracker.cached, shown=shown)

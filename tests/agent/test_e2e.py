@@ -122,16 +122,15 @@ def test_requests_shrink_stubs_resolve_and_memory_rides_along(repo: Path, tmp_pa
     assert "it now returns a + b" in result.stdout
     records = read_trace(trace)
     assert len(records) == len(first["turns"])
-    # Once something was evicted the manifest ends every request (a system message after the
-    # conversation, so that the prefix before it stays cacheable); the system prompt itself is
-    # the same every turn.
-    with_manifest = [
-        r["messages"][-1]["role"] == "system" and MANIFEST_OPEN in r["messages"][-1]["content"]
-        for r in records
-    ]
+    # Once something was evicted the manifest ends the system prompt of every request, as of
+    # the last batch: the system prompt changes only at a batch (so the provider's cached
+    # prefix holds between batches).
+    with_manifest = [f"{MANIFEST_OPEN}\nwindow: " in r["system"] for r in records]
     assert not with_manifest[0] and with_manifest[-1]
     assert with_manifest == sorted(with_manifest)  # from the first eviction on
-    assert len({r["system"] for r in records}) == 1
+    systems = [r["system"] for r in records]
+    changes = sum(a != b for a, b in zip(systems, systems[1:], strict=False))
+    assert 1 <= changes < len(records) - 1
     assert all(
         any(m["role"] == "user" and m["content"] == "Make test_calc pass" for m in r["messages"])
         for r in records
@@ -209,7 +208,7 @@ def test_requests_shrink_stubs_resolve_and_memory_rides_along(repo: Path, tmp_pa
             trace2,
             "-c",
             "--window",
-            "4250",  # about 1,000 tokens of conversation beside the prompt and the tool schemas
+            "4400",  # about 1,000 tokens of conversation beside the prompt (its manifest too)
         )
     assert resumed.returncode == 0, resumed.stderr
     for r in read_trace(trace2):

@@ -40,6 +40,7 @@ from veil.agent.harness import VeilHarness
 from veil.agent.loop import AgentLoopConfig, run_agent
 from veil.agent.tool import ToolContext, ToolResult
 from veil.context import ContextConfig
+from veil.context.manifest import MANIFEST_OPEN
 from veil.integrations.openai_agents import VeilSession
 from veil.integrations.pydantic_ai import veil_history
 from veil.llm.messages import (
@@ -160,6 +161,11 @@ def through_harness(tmp_path: Path, scenario: Scenario) -> tuple[list[Seen], int
                 one.append(("system", "", normal(m.content)))
             else:
                 one.append(("user", "", normal(m.content)))
+        # `veil` sends its manifest at the end of the system prompt; the Agents SDK's session,
+        # which has no say over the instructions, at the end of the history: compared there
+        if MANIFEST_OPEN in request.system:
+            manifest = request.system[request.system.index(MANIFEST_OPEN) :]
+            one.append(("system", "", normal(manifest)))
         seen.append(one)
     return seen, harness.tool_tokens
 

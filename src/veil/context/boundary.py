@@ -109,6 +109,7 @@ class TurnBoundary(WorkingMemory):
         if batch:
             self._batches += 1
             self._manifest_text = None
+            self.prompt_manifest()  # as of this batch, whichever surface asks for it
         live_after = self._set.live_tokens()
         fill = live_after / self.budget
         self._threshold = on_tick(
