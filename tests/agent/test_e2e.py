@@ -4,6 +4,7 @@ assertions are made from the ``--trace`` output and the project's ``.veil`` stor
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -129,7 +130,7 @@ def test_requests_shrink_stubs_resolve_and_memory_rides_along(repo: Path, tmp_pa
     assert not with_manifest[0] and with_manifest[-1]
     assert with_manifest == sorted(with_manifest)  # from the first eviction on
     systems = [r["system"] for r in records]
-    changes = sum(a != b for a, b in zip(systems, systems[1:], strict=False))
+    changes = sum(a != b for a, b in itertools.pairwise(systems))
     assert 1 <= changes < len(records) - 1
     assert all(
         any(m["role"] == "user" and m["content"] == "Make test_calc pass" for m in r["messages"])
