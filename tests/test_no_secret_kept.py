@@ -23,7 +23,11 @@ import pytest
 
 from tests.agent.test_cli_use import GIT_ENV, repo
 from tests.server.test_commands import fact, start_serve, stop_serve
+from veil.agent.project import project_scope
+from veil.context import ContextEngine
 from veil.llm.scripted_server import ScriptedServer
+from veil.tape import open_store
+from veil.testing import HashEmbedder
 
 __all__ = ["repo"]
 
@@ -100,7 +104,7 @@ def test_veil_p_keeps_no_secret_and_the_live_result_is_what_the_model_asked_for(
     trace = repo / "trace.jsonl"
     with ScriptedServer(turns) as server:
         done = subprocess.run(
-            [*VEIL, "-p", f"what is in .env? (my token is {CANARIES['github-token']})",
+            [*VEIL, "-p", f"review the m modules (my token is {CANARIES['github-token']})",
              "--model", "openai-compatible:m", "--approve", "auto", "--window", "7000",
              "--trace", str(trace)],
             cwd=repo, env=env_for(server.url), capture_output=True, text=True, timeout=120,
@@ -110,9 +114,29 @@ def test_veil_p_keeps_no_secret_and_the_live_result_is_what_the_model_asked_for(
     sent = [json.dumps(r.body) for r in server.model_requests]
     # live: the model was given the file it asked for, exactly (the prefix does not change)
     assert CANARIES["aws-access-key"] in sent[1] and CANARIES["aws-access-key"] in sent[2]
-    # out of the window: stubs; expanded: the placeholder, never the key
-    assert CANARIES["aws-access-key"] not in sent[-1]
-    assert "[secret:aws-access-key" in sent[-1]
+    # expanded (what Veil stored and re-sends): the placeholder, never the key; the key is only
+    # where a result is still shown as the model was given it
+    last = server.model_requests[-1].body["messages"]
+    results = {m.get("tool_call_id"): str(m.get("content")) for m in last if m["role"] == "tool"}
+    expanded = results["call_scripted_9_1"]
+    if "is shown in full above" in expanded:  # Veil kept it live: restore it from the store
+        store = open_store(f"sqlite:///{repo / '.veil' / 'context.db'}", embedder=HashEmbedder())
+        engine = ContextEngine(
+            store, session_id="verify", scope=project_scope(repo), embedder=HashEmbedder()
+        )
+        pointer = expanded.rsplit("; ", 1)[1].rstrip("]")
+        expanded = engine.expand(pointer).content
+        store.close()
+    assert "[secret:aws-access-key" in expanded and CANARIES["aws-access-key"] not in expanded
+    holding = {c for c, text in results.items() if CANARIES["aws-access-key"] in text}
+    assert holding <= {"call_scripted_1_1", "call_scripted_2_1"}
+    first = {
+        m.get("tool_call_id"): m.get("content")
+        for m in server.model_requests[2].body["messages"]
+        if m["role"] == "tool"
+    }
+    for call in holding:  # shown as recorded while live: the prefix never changes under it
+        assert results[call] == first[call]
     assert leaks(repo / ".veil", trace) == {}
     assert "[secret:" in (repo / "trace.jsonl").read_text()
 

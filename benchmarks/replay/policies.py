@@ -57,6 +57,9 @@ class Run:
     extra_cost: float = 0.0
     """What calls besides the agent's own prompts cost (compaction's summarising calls), in
     base input-token prices (:func:`call_cost`)."""
+    tails: list[int] = field(default_factory=lambda: [])
+    """At each step, the tokens at the end of the prompt that are rewritten at every request
+    by design (Veil's manifest and notes): not a change of what was already sent."""
     shown: list[dict[int, object]] = field(default_factory=lambda: [])
     """At each step, every earlier observation the prompt carries in some form (verbatim, a
     stub, cleared, clipped) → how it is shown (comparable between steps); a dropped or
@@ -112,7 +115,8 @@ def shape(run: Run, budget: int | None) -> Shape:
             before = run.shown[k - 1]
             moved = sum(1 for j, how in before.items() if now.get(j) != how)
             changed += moved
-            batch = run.cached[k] < run.tokens[k - 1]
+            tail = run.tails[k - 1] if run.tails else 0
+            batch = run.cached[k] < run.tokens[k - 1] - tail
         batches += batch
         back += batch and previous_batch
         previous_batch = batch
@@ -576,6 +580,7 @@ def veil(
     tokens: list[int] = []
     live: list[frozenset[int]] = []
     shown: list[dict[int, object]] = []
+    tails: list[int] = []
     fresh_evicted = clipped = 0
     originals: dict[str, int] = {}  # tool-call id → step
     for k, s in enumerate(t.steps):
@@ -601,6 +606,8 @@ def veil(
                 segments.append((("tool", j, m.content), estimate_tokens(m.content)))
             else:
                 segments.append(((m.kind, m.content), estimate_tokens(m.content)))
+        rendered = harness.rendered
+        tails.append(rendered.tail_tokens if rendered is not None else 0)
         tracker.add(segments)
         tokens.append(sum(x[1] for x in segments))
         live.append(frozenset(now))
@@ -631,5 +638,6 @@ def veil(
             "threshold_end": harness.engine.threshold,
         },
         tracker.cached,
+        tails=tails,
         shown=shown,
     )

@@ -4,7 +4,6 @@ assertions are made from the ``--trace`` output and the project's ``.veil`` stor
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -123,15 +122,20 @@ def test_requests_shrink_stubs_resolve_and_memory_rides_along(repo: Path, tmp_pa
     assert "it now returns a + b" in result.stdout
     records = read_trace(trace)
     assert len(records) == len(first["turns"])
-    # Once something was evicted the manifest ends the system prompt of every request, as of
-    # the last batch: the system prompt changes only at a batch (so the provider's cached
-    # prefix holds between batches).
-    with_manifest = [f"{MANIFEST_OPEN}\nwindow: " in r["system"] for r in records]
-    assert not with_manifest[0] and with_manifest[-1]
-    assert with_manifest == sorted(with_manifest)  # from the first eviction on
-    systems = [r["system"] for r in records]
-    changes = sum(a != b for a, b in itertools.pairwise(systems))
-    assert 1 <= changes < len(records) - 1
+    # Once something was evicted the manifest ends every request (a system message after the
+    # conversation, so that the prefix before it stays cacheable), as of the last batch: it
+    # changes only when a batch changed the conversation. The system prompt itself is the same
+    # every turn.
+    tails = [
+        r["messages"][-1]["content"]
+        if r["messages"][-1]["role"] == "system" and MANIFEST_OPEN in r["messages"][-1]["content"]
+        else None
+        for r in records
+    ]
+    assert tails[0] is None and tails[-1] is not None
+    shown = [t for t in tails if t is not None]
+    assert len(set(shown)) < len(shown)  # the same manifest over several requests
+    assert len({r["system"] for r in records}) == 1
     assert all(
         any(m["role"] == "user" and m["content"] == "Make test_calc pass" for m in r["messages"])
         for r in records

@@ -8,8 +8,8 @@ The harness wires four layers and decides nothing itself:
   (:class:`~veil.agent.conversation.Conversation`), and at every turn boundary
   (``transform_context``) the engine scores, evicts and renders the request with the one
   renderer of what the model sees (:mod:`veil.context.window`): evicted results and turns become
-  stubs with pointers, the request really shrinks; the manifest (as of the last batch) ends the
-  system prompt and the convergence feedback goes at the end, so the prefix stays cacheable;
+  stubs with pointers, the request really shrinks, and the manifest (as of the last batch)
+  with the convergence feedback goes at the end so the prefix before it stays cacheable;
 - convergence (:class:`~veil.agent.outcomes.Outcomes` over the
   :class:`~veil.convergence.record.AttemptLog`): edits and commands are attempts; the goal's
   feedback text (:mod:`veil.convergence.feedback`, the same the Claude Code and Codex hooks
@@ -113,8 +113,6 @@ class VeilHarness:
         self.reports: list[EvictionReport] = []
         """Every eviction report, in order (the demo and the TUI read them)."""
         self._briefing = ""
-        self._base_system = ""
-        """The loop's own system prompt, as last given (Veil's blocks are added to it)."""
 
     # ---- session start --------------------------------------------------------------
 
@@ -135,7 +133,6 @@ class VeilHarness:
         tokens. Without this call the seven coding tools' declarations are used."""
         self._tools.update({t.spec.name: t for t in tools})
         if system_prompt is not None:
-            self._base_system = system_prompt
             self.tokens.count_system(self._system(system_prompt))
         return self.tokens.count_tools(tools)
 
@@ -171,12 +168,8 @@ class VeilHarness:
             self.outcomes.steered()  # a prompt after a stop
         entries = self.observe(messages)
         notes = [self.outcomes.note()]
-        boundary = self.engine.window(
-            entries, fixed_tokens=self.tokens.fixed, notes=notes, tail="notes"
-        )
+        boundary = self.engine.window(entries, fixed_tokens=self.tokens.fixed, notes=notes)
         self.reports.append(boundary.report)
-        if boundary.report.batch:  # the manifest in the system prompt is as of this batch
-            self.tokens.count_system(self._system(self._base_system))
         self.tokens.sending(boundary.rendered)
         evicted = memory_moves.evicted(self.engine, boundary.report, self.outcomes.turn)
         self._events.extend([evicted] if evicted is not None else [])
@@ -185,22 +178,16 @@ class VeilHarness:
         return conversation.messages(messages, boundary.rendered)
 
     def transform_system(self, system: str) -> str:
-        self._base_system = system
         prompt = self._system(system)
         self.tokens.count_system(prompt)
         return prompt
 
     def _system(self, system: str) -> str:
-        """The system prompt as sent: the loop's, the long-term memory briefing, and the
-        manifest as of the last batch (it changes only when the conversation does, so the
-        provider's cached prefix holds between batches)."""
-        blocks = [system] if system else []
-        if self._briefing:
-            blocks.append(memory_block(self._briefing))
-        manifest = self.engine.prompt_manifest()
-        if manifest:
-            blocks.append(manifest)
-        return "\n\n".join(blocks)
+        """The system prompt as sent: the loop's and the long-term memory briefing."""
+        if not self._briefing:
+            return system
+        memory = memory_block(self._briefing)
+        return f"{system}\n\n{memory}" if system else memory
 
     def on_response(self, request: Request, response: Response) -> None:
         """The provider's count of the request's input tokens calibrates Veil's estimate."""

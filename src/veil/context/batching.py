@@ -55,6 +55,11 @@ class BatchRule:
     """Requests still to come, as a share of the requests made so far."""
     headroom_requests: float = 2.0
     """A batch leaves room under the budget for this many requests' mean growth."""
+    min_depth: float = 0.45
+    """A batch takes the conversation at least this share of the budget below it: a batch
+    that stops just under the budget is followed by another a few requests later, and every
+    batch rewrites most of the cache. Chosen on set A of the eviction replay (the smallest
+    depth whose cost with caching stays under keep-all's at both goal budgets, with margin)."""
     cold_fill: float = 0.5
     """On a cold cache a batch goes down to this share of the budget (it costs nothing more)."""
     floor_fill: float = 0.3
@@ -89,15 +94,16 @@ def depth(pressure: Pressure, rule: BatchRule) -> Depth:
     budget = pressure.budget
     growth = pressure.tokens / max(1, pressure.requests)
     floor = int(rule.floor_fill * budget)
-    fit = max(floor, int(budget - rule.headroom_requests * growth))
-    if pressure.cold:
-        return Depth(
-            fit=min(fit, max(floor, int(rule.cold_fill * budget))), floor=floor, factor=0.0
-        )
+    room = min(rule.headroom_requests * growth, budget - 1)
+    fit = max(floor, int(min(budget - room, (1.0 - rule.min_depth) * budget)))
     left = requests_left(pressure.requests, rule)
     prices = rule.prices
-    factor = (prices.write - prices.read) / (prices.read * left + prices.write)
-    return Depth(fit=fit, floor=floor, factor=factor)
+    saving = prices.read * left + prices.write
+    if pressure.cold:  # everything is written anyway: the rewrite costs nothing more
+        cold_fit = min(fit, max(floor, int(rule.cold_fill * budget)))
+        return Depth(fit=cold_fit, floor=floor, factor=0.0, rewrite=0.0, saving=saving)
+    rewrite = prices.write - prices.read
+    return Depth(fit=fit, floor=floor, factor=rewrite / saving, rewrite=rewrite, saving=saving)
 
 
 __all__ = ["BatchRule", "CachePrices", "Depth", "Pressure", "depth", "requests_left"]

@@ -142,13 +142,15 @@ class ContextConfig:
     """At most this many items touched per action or turn (most specific names first)."""
     manifest_max_items: int = 40
     manifest_max_share: float = 0.025
-    """The manifest takes at most this share of the window (its counts, contradictions and
+    """The manifest takes at most this share of the request budget (its counts, contradictions and
     notes always come; rows of loaded items and pointers fill what is left)."""
     manifest_evicted: int = 5
     """Pointers of the items that most recently left the prompt, listed in the manifest."""
     index_per_step: int = 8
     """Demoted items made searchable per step; the rest wait (``search`` drains them all)."""
-    stub_chars: int = 160
+    stub_chars: int = 40
+    """Characters of a call's target a result's stub repeats (0: none, where the call is sent
+    beside it with its arguments, as through the proxy)."""
     expand_tool: str | None = "veil_expand"
     """The tool a stub tells the model to call with its pointer, as the model sees it
     (``veil``'s own; through the proxy the agent's name for Veil's MCP ``expand``). None: the
@@ -156,3 +158,11 @@ class ContextConfig:
     excerpt_min_tokens: int = 256
     """A result clipped after the provider refused a request as too long keeps at least this
     many tokens of head and tail."""
+
+    @property
+    def request_budget(self) -> int:
+        """What a whole request may come to, in the provider's tokens: ``budget_tokens`` when
+        set, else the window less the reply's reserve."""
+        if self.budget_tokens is not None:
+            return self.budget_tokens
+        return self.window_tokens - self.reserve_tokens

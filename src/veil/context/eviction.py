@@ -14,7 +14,7 @@ last few ticks) are never candidates in stage 1 or 2.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -37,18 +37,22 @@ class Move:
 
 @dataclass(frozen=True)
 class Depth:
-    """When a batch has gone deep enough: the conversation is at most ``fit`` tokens, and it
-    either removed at least ``factor`` times the tokens that follow its first change (it pays
-    for the cache it breaks) or reached ``floor``."""
+    """How deep a batch that pays for itself goes: the conversation down to ``fit`` tokens (the
+    budget less room for the next requests), and at least ``factor`` times the tokens that
+    follow its first change removed (what pays for rewriting them) unless that would take it
+    below ``floor``."""
 
     fit: int
     floor: int = 0
     factor: float = 0.0
+    rewrite: float = 1.15
+    """What rewriting a cached token costs more than reading it (write − read prices)."""
+    saving: float = 1.25
+    """What evicting a token saves, once and over the requests to come (write + read × R)."""
 
-    def enough(self, freed: int, suffix: int, live: int) -> bool:
-        if live > self.fit:
-            return False
-        return live <= self.floor or freed >= self.factor * suffix
+    def need(self, live: int, suffix: float) -> float:
+        """Tokens to free when the batch's first change is followed by ``suffix`` tokens."""
+        return max(live - self.fit, min(self.factor * suffix, live - self.floor))
 
     @classmethod
     def down_to(cls, tokens: int) -> Depth:
@@ -118,71 +122,44 @@ def plan(
     protected = hard | soft
     moves: list[Move] = []
     before = int(tokens[live].sum() + stubs[~live].sum())
+    live_tokens = before
+    pressure = before > budget
     exempt = threshold_exempt if threshold_exempt is not None else np.zeros_like(protected)
     # An item whose stub is not smaller than its content frees nothing: never a candidate.
     frees = (tokens > stubs) if stub_shorter is None else (stub_shorter & (tokens > stubs))
-    stage1 = live & ~protected & ~exempt & frees & (scores < threshold) if batch else live & False
-    for i in np.flatnonzero(stage1):
-        moves.append(Move(ids[int(i)], "warm", 1, f"score {scores[i]:.3f} < T {threshold:.3f}"))
-    remaining = live & ~stage1
-    live_tokens = int(tokens[remaining].sum() + stubs[~remaining].sum())
-    pressure = live_tokens > budget
-    goal = depth if depth is not None else Depth.down_to(int(budget * target_fill))
-    # What the prompt holds after each row, as it is now: the tokens a change at that row makes
-    # the provider write again (rows are in conversation order).
-    current = np.where(live, tokens, stubs)
-    suffix = np.cumsum(current[::-1])[::-1] if len(current) else current
-    first = int(np.flatnonzero(stage1)[0]) if stage1.any() else len(ids)
-    freed = before - live_tokens
-
-    def enough() -> bool:
-        shifted = int(suffix[first]) if first < len(ids) else 0
-        return goal.enough(freed, shifted, live_tokens)
-
-    if batch and not enough():
-        before_pressure = live_tokens
-
-        def evict(order: NDArray[np.intp], stop: Callable[[], bool], why: str) -> None:
-            nonlocal live_tokens, first, freed
-            for i in order:
-                if stop():
-                    return
-                moves.append(
-                    Move(
-                        ids[int(i)],
-                        "warm",
-                        2,
-                        f"a batch ({before_pressure:,} tokens, budget {budget:,}, down to "
-                        f"{goal.fit:,} or less); {why} {scores[i]:.3f}",
-                    )
+    if batch:
+        goal = depth if depth is not None else Depth.down_to(int(budget * target_fill))
+        gain = np.maximum(0.0, tokens - stubs)
+        # What the prompt holds from each row on, as it is now: the tokens a change at that row
+        # makes the provider write again (rows are in conversation order).
+        current = np.where(live, tokens, stubs)
+        suffix = np.cumsum(current[::-1])[::-1] if len(current) else current
+        candidates = live & ~hard & frees
+        saved = np.maximum(1.0, gain)
+        key = scores / saved**token_exponent if token_exponent else scores.copy()
+        repeated = superseded if superseded is not None else np.zeros_like(live)
+        # Softly protected items go only when nothing else can fit: after every other — unless
+        # a later call repeated them (then they hold nothing the newer result does not).
+        key[soft & ~repeated] += SOFT
+        rows = np.flatnonzero(repeated)  # repeated by a later call: first, oldest first
+        key[rows] = -1e6 + rows.astype(np.float64)
+        below = candidates & ~soft & ~exempt & (scores < threshold)
+        chosen = choose_batch(candidates, key, gain, suffix, before, goal, below, budget)
+        why = f"a batch ({before:,} tokens, budget {budget:,}, down to {goal.fit:,} or less); "
+        for i in chosen:
+            if below[i]:
+                reason = f"score {scores[i]:.3f} < T {threshold:.3f}"
+                moves.append(Move(ids[int(i)], "warm", 1, reason))
+            else:
+                label = (
+                    "repeated by a later call; score"
+                    if repeated[i]
+                    else "soft protection lifted"
+                    if soft[i]
+                    else "lowest score"
                 )
-                live_tokens -= int(tokens[i] - stubs[i])
-                freed += int(tokens[i] - stubs[i])
-                first = min(first, int(i))
-
-        # First the unprotected items, lowest score per token freed first (ties in row order,
-        # so the plan is deterministic), until the batch is deep enough.
-        pool = np.flatnonzero(remaining & ~protected & frees)
-        saved = np.maximum(1.0, tokens[pool] - stubs[pool])
-        key = scores[pool] / saved**token_exponent if token_exponent else scores[pool]
-        if superseded is not None and superseded[pool].any():
-            repeated = pool[superseded[pool]]
-            evict(repeated, enough, "repeated by a later call; score")
-            rest = ~superseded[pool]
-            pool, key = pool[rest], key[rest]
-        evict(pool[np.argsort(key, kind="stable")], enough, "lowest score")
-        # Only if still over the batch's fit (the budget less room for the next requests:
-        # a batch that stopped at the budget would be followed by another at once), the softly
-        # protected ones (never pinned, intent, correction), longest untouched first — an item
-        # the model just expanded or loaded is the freshest, however old its capture.
-        fit = min(budget, goal.fit)
-        if live_tokens > fit:
-            pool = np.flatnonzero(remaining & soft & ~hard & frees)
-            evict(
-                pool[np.argsort(-idle_ticks[pool], kind="stable")],
-                lambda: live_tokens <= fit,
-                "soft protection lifted",
-            )
+                moves.append(Move(ids[int(i)], "warm", 2, f"{why}{label} {scores[i]:.3f}"))
+            live_tokens -= int(gain[i])
     stage3 = warm & (durable_r < cold_retrievability) & (idle_ticks >= cold_after_ticks)
     for i in np.flatnonzero(stage3):
         moves.append(
@@ -196,3 +173,73 @@ def plan(
             )
         )
     return Plan(tuple(moves), pressure, before, live_tokens)
+
+
+SOFT = 100.0
+"""Added to a softly protected item's key: it goes after every other, and only to fit."""
+MAX_CUTS = 48
+"""Where a batch may start changing the prompt: at most this many positions are weighed."""
+
+
+def choose_batch(
+    candidates: Bools,
+    key: Floats,
+    gain: Floats,
+    suffix: Floats,
+    live_tokens: int,
+    goal: Depth,
+    riders: Bools,
+    limit: int,
+) -> list[int]:
+    """The rows a batch evicts, in eviction order: the least valuable set that is deep enough.
+
+    A batch changes the prompt from its first evicted row on: every token after it is written
+    to the provider's cache again. So the batch is weighed at each possible *cut* (a row from
+    which on it may evict): the candidates after the cut, lowest ``key`` first, until the batch
+    frees what ``goal`` asks for that cut — the conversation under its fit, and either enough
+    to pay for rewriting what follows the cut or down to the floor. Of the cuts that can get
+    there, the one whose worst victim has the lowest key wins (nothing more valuable is evicted
+    than must be); among equals, the latest (the least to rewrite). ``riders`` (scores under
+    the threshold) after the cut go too: they cost no more rewriting. A softly protected item
+    (its key is above :data:`SOFT`) goes only to get down to the fit, never to pay for the
+    rewrite. When no cut gets there, every candidate goes."""
+    rows = np.flatnonzero(candidates)
+    if not len(rows):
+        return []
+    order = rows[np.argsort(key[rows], kind="stable")]
+    cuts = (
+        rows
+        if len(rows) <= MAX_CUTS
+        else rows[np.linspace(0, len(rows) - 1, MAX_CUTS, dtype=np.intp)]
+    )
+    best: tuple[float, int] | None = None
+    best_victims: list[int] = []
+    for cut in cuts.tolist():
+        pool = order[order >= cut]
+        plain = pool[key[pool] < SOFT]
+        found = _victims(plain, riders, gain, key, goal.need(live_tokens, float(suffix[cut])))
+        if found is None:  # softly protected items may go to fit, never to pay
+            found = _victims(pool, riders, gain, key, live_tokens - goal.fit)
+        if found is not None and (best is None or (found[1], -cut) < best):
+            best, best_victims = (found[1], -cut), found[0]
+    if best is None:  # nothing gets the conversation down to its fit: everything goes
+        return order.tolist()
+    return sorted(best_victims, key=lambda r: (key[r], r))
+
+
+def _victims(
+    pool: NDArray[np.intp], riders: Bools, gain: Floats, key: Floats, need: float
+) -> tuple[list[int], float] | None:
+    """``pool``'s riders and then its rows in order until they free ``need`` tokens, with the
+    highest key among them; None when the whole pool frees less."""
+    ride = pool[riders[pool]]
+    rest = pool[~riders[pool]]
+    freed = float(gain[ride].sum())
+    top = float(key[ride].max()) if len(ride) else -np.inf
+    if freed >= need:
+        return ride.tolist(), top
+    total = freed + np.cumsum(gain[rest])
+    k = int(np.searchsorted(total, need))
+    if k >= len(rest):
+        return None
+    return [*ride.tolist(), *rest[: k + 1].tolist()], max(top, float(key[rest[k]]))

@@ -146,6 +146,6 @@ def manifest_of(
         notes=notes,
         max_items=config.manifest_max_items,
         evicted=[EvictedRow(label(i), i.pointer) for i in gone],
-        max_tokens=max(64, int(config.manifest_max_share * config.window_tokens)),
+        max_tokens=max(64, int(config.manifest_max_share * config.request_budget)),
         count_tokens=ws.count_tokens,
     )

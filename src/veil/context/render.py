@@ -25,25 +25,34 @@ def restore_hint(pointer: str, tool: str | None) -> str:
     return f"{pointer}; no expand tool here: run the call again to see it"
 
 
-def stub(item: ContextItem, max_chars: int = 160, tool: str | None = EXPAND) -> str:
+STUB_TARGET_CHARS = 40
+"""Characters of a call's target (a path, a command) a stub repeats by default."""
+
+
+def stub(
+    item: ContextItem, target_chars: int = STUB_TARGET_CHARS, tool: str | None = EXPAND
+) -> str:
     """The one-line stub of an evicted item — or, for a result clipped when the provider refused
     the request as too long (``item.excerpt``), its head and tail around a line that says so.
 
     The text depends on the item alone, never on its tier or the turn: a result sent as a stub
     is sent as the same bytes until it is restored, whether it is warm or cold by then (its
-    pointer, :attr:`~veil.context.items.ContextItem.stub_pointer`, resolves either way)."""
+    pointer, :attr:`~veil.context.items.ContextItem.stub_pointer`, resolves either way).
+
+    It is short — every stub costs its tokens in every later request — and repeats at most
+    ``target_chars`` of what the call addressed (0 where the call, arguments and all, is sent
+    right before it, as through the proxy)."""
     if item.excerpt:
         return excerpt(item, tool)
     what = item.tool_name or item.kind
-    target = (item.target or "").replace("\n", " ")
-    if len(target) > 80:
-        target = target[:77] + "..."
+    target = " ".join((item.target or "").split())
+    if len(target) > target_chars:
+        target = target[: max(0, target_chars - 1)].rstrip() + "…" if target_chars else ""
     about = f" {target}" if target else ""
-    text = (
-        f"[veil: {what}{about} — {item.tokens:,} tokens moved out of the prompt; "
+    return (
+        f"[veil: {what}{about} — {item.tokens:,} tokens out of the prompt; "
         f"{restore_hint(item.stub_pointer, tool)}]"
     )
-    return text if len(text) <= max_chars + 80 else text[: max_chars + 77] + "...]"
 
 
 def excerpt(item: ContextItem, tool: str | None = EXPAND) -> str:

@@ -46,7 +46,14 @@ from typing import Literal, cast
 
 from veil.context.items import ContextItem
 from veil.context.prefix import shared_prefix
-from veil.context.render import EXPAND, range_note, shown_elsewhere, stub, turn_stub
+from veil.context.render import (
+    EXPAND,
+    STUB_TARGET_CHARS,
+    range_note,
+    shown_elsewhere,
+    stub,
+    turn_stub,
+)
 
 Role = Literal["system", "user", "assistant", "tool"]
 PartKind = Literal[
@@ -126,7 +133,7 @@ def render(
     items: Mapping[str, ContextItem],
     *,
     count: Count,
-    stub_chars: int = 160,
+    stub_chars: int = STUB_TARGET_CHARS,
     collapse: bool = True,
     tail: str = "",
 ) -> Rendered:
@@ -147,7 +154,7 @@ class Renderer:
         self,
         count: Count,
         *,
-        stub_chars: int = 160,
+        stub_chars: int = STUB_TARGET_CHARS,
         collapse: bool = True,
         expand: str | None = EXPAND,
     ) -> None:

@@ -198,6 +198,7 @@ class Conversations:
                 self.config,
                 budget_tokens=self.budget_for(request.model),
                 expand_tool=self.expand(request),
+                stub_chars=0,  # the call, arguments and all, is sent right before its stub
             )
             engine = ContextEngine(
                 self.store,
