@@ -30,6 +30,7 @@ ALLOWED: dict[str, set[str]] = {
     "redaction": set(),
     "config_file": set(),
     "dialects": set(),
+    "hosts": LOWEST | {"llm", "context"},
     "embed": set(),
     "tape": {"clock", "embed", "redaction", "config_file"},
     "memory": LOWEST | {"embed", "tape", "redaction"},
@@ -72,6 +73,7 @@ ALLOWED: dict[str, set[str]] = {
         "clients",
         "proxy",
         "verbs",
+        "hosts",
     },
     "testing": LOWEST | {"embed", "tape", "llm"},
 }

@@ -124,7 +124,7 @@ class AnthropicWire:
 class TestAnthropicProvider(ProviderContract):
     wire_format = AnthropicWire()
     model = MODEL
-    context_window = 200_000
+    context_window = 1_000_000
     key_env = ("ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN")
 
     def make_provider(self, url: str, retry: RetryPolicy) -> AnthropicProvider:
@@ -186,7 +186,7 @@ def test_request_wire_format(wire: WireServer, provider: AnthropicProvider) -> N
     assert body["system"] == [
         {"type": "text", "text": "You are Veil.", "cache_control": {"type": "ephemeral"}}
     ]
-    assert body["max_tokens"] == 8_192
+    assert body["max_tokens"] == 64_000  # the table's max output for the model
     assert body["tools"] == [
         {"name": "read", "description": "Read a file.", "input_schema": READ.parameters}
     ]

@@ -48,7 +48,7 @@ def test_openai() -> None:
 
 def test_anthropic() -> None:
     provider = build("anthropic:claude-sonnet-4-6", {"ANTHROPIC_API_KEY": "sk-ant"})
-    assert isinstance(provider, AnthropicProvider) and provider.context_window == 200_000
+    assert isinstance(provider, AnthropicProvider) and provider.context_window == 1_000_000
 
 
 def test_ollama_keeps_the_colon_in_the_model_name() -> None:

@@ -36,9 +36,6 @@ from pathlib import Path
 from typing import Any, Literal, TextIO, cast
 
 Agent = Literal["claude", "codex"]
-WINDOWS: Mapping[str, int] = {"claude": 150_000, "codex": 200_000, "proxy": 150_000}
-"""Default budgets, below each agent's own compaction point: Claude Code compacts near the end
-of its 200k window, Codex at 90% of its 272k."""
 ANTHROPIC_API = "https://api.anthropic.com"
 OPENAI_API = "https://api.openai.com/v1"
 
@@ -71,7 +68,10 @@ def run_proxy_command(options: ProxyOptions, env: Mapping[str, str] = os.environ
     except (ValueError, FileNotFoundError) as exc:
         print(f"veil {options.agent}: {exc}", file=sys.stderr)
         return 2
-    window = options.window or WINDOWS[options.agent]
+    problem = window_problem(options)
+    if problem:
+        print(f"veil {options.agent}: {problem}", file=sys.stderr)
+        return 2
     from veil.agent.project import project_root, project_scope, veil_dir
 
     root = project_root(cwd)
@@ -79,9 +79,7 @@ def run_proxy_command(options: ProxyOptions, env: Mapping[str, str] = os.environ
     log_stream: TextIO = (
         sys.stderr if options.agent == "proxy" else open(home / "proxy.log", "a", encoding="utf-8")  # noqa: SIM115
     )
-    server, conversations = _start(
-        upstream, root, project_scope(root), window, options.port, log_stream
-    )
+    server, conversations = _start(upstream, root, project_scope(root), options, env, log_stream)
     try:
         from veil.proxy.server import client_base
 
@@ -89,7 +87,7 @@ def run_proxy_command(options: ProxyOptions, env: Mapping[str, str] = os.environ
         if options.agent == "proxy":
             print(
                 f"veil proxy: http://127.0.0.1:{server.port} → {upstream_url} "
-                f"(window {window:,} tokens, working memory in {home / 'context.db'})\n"
+                f"({budget_words(options)}, working memory in {home / 'context.db'})\n"
                 f"  Claude Code: ANTHROPIC_BASE_URL={base} claude\n"
                 f'  Codex: a model provider with base_url = "{base}"',
                 flush=True,
@@ -114,10 +112,74 @@ def run_proxy_command(options: ProxyOptions, env: Mapping[str, str] = os.environ
             log_stream.close()
 
 
+def window_problem(options: ProxyOptions) -> str | None:
+    """Why ``--window`` cannot work for the agent (None: it can): a window whose budget is
+    below what the agent sends before any message leaves no room for a conversation."""
+    from veil.context.budget import request_budget
+    from veil.hosts import HOSTS
+
+    host = HOSTS.get(options.agent)
+    if options.window is None or host is None:
+        return None
+    if request_budget(options.window) > host.fixed_tokens:
+        return None
+    least = host.fixed_tokens + 1
+    while request_budget(least) <= host.fixed_tokens + MIN_CONVERSATION:
+        least += 1_000
+    return (
+        f"--window {options.window:,} leaves no room for the conversation: {host.title} sends "
+        f"about {host.fixed_tokens:,} tokens before any message (its system prompt and tools); "
+        f"use --window {least:,} or more, or leave --window out"
+    )
+
+
+MIN_CONVERSATION = 8_000
+"""Tokens of conversation a window must leave beside the agent's fixed part."""
+
+
+def budget_words(options: ProxyOptions) -> str:
+    """The budget the proxy keeps, in words (for the start line)."""
+    from veil.context.budget import request_budget
+
+    if options.window is not None:
+        return f"budget {request_budget(options.window):,} tokens from --window {options.window:,}"
+    return "budget from each request's model: just below where the agent would compact"
+
+
+def budgets(options: ProxyOptions, env: Mapping[str, str]) -> Any:
+    """The request budget of a model, for the agent being run: its host's rule (just below
+    where it compacts, never into a long-context price tier) or, for a bare ``veil proxy``, the
+    model's window less the reply's reserve."""
+    from veil.context.budget import request_budget
+    from veil.hosts import HOSTS
+    from veil.llm.catalog import CATALOG, DEFAULT_CONTEXT_WINDOW
+
+    host = HOSTS.get(options.agent)
+    settings = {**env, **codex_limits(env)} if options.agent == "codex" else dict(env)
+
+    def budget(model: str) -> int:
+        if host is not None:
+            return host.budget(model, settings, CATALOG)
+        info = CATALOG.lookup(model)
+        window = info.context_window if info is not None else DEFAULT_CONTEXT_WINDOW
+        budget = request_budget(window)
+        if info is not None and info.long_context_above is not None:
+            budget = min(budget, info.long_context_above)
+        return budget
+
+    return budget
+
+
 def _start(
-    upstream: Any, root: Path, scope: str, window: int, port: int, log_stream: TextIO
+    upstream: Any,
+    root: Path,
+    scope: str,
+    options: ProxyOptions,
+    env: Mapping[str, str],
+    log_stream: TextIO,
 ) -> tuple[Any, Any]:
     from veil.embed import default_embedder
+    from veil.hosts import HOSTS
     from veil.proxy.server import Log, ProxyServer
     from veil.proxy.session import Conversations
     from veil.tape import open_store
@@ -126,8 +188,17 @@ def _start(
     store = open_store(
         f"sqlite:///{root / '.veil' / 'context.db'}?synchronous=normal", embedder=embedder
     )
-    conversations = Conversations(store, scope=scope, root=root, window=window, embedder=embedder)
-    server = ProxyServer(upstream, conversations, port=port, log=Log(log_stream))
+    host = HOSTS.get(options.agent)
+    conversations = Conversations(
+        store,
+        scope=scope,
+        root=root,
+        window=options.window,
+        embedder=embedder,
+        budgets=None if options.window is not None else budgets(options, env),
+        expand=None if host is None else (lambda _request: host.expand_tool),
+    )
+    server = ProxyServer(upstream, conversations, port=options.port, log=Log(log_stream))
     server.serve_in_background()
     return server, conversations
 
@@ -239,6 +310,26 @@ def _codex_has_veil_server(env: Mapping[str, str]) -> bool:
     except (OSError, tomllib.TOMLDecodeError):
         return False
     return "veil" in cast(dict[str, Any], data.get("mcp_servers") or {})
+
+
+def codex_limits(env: Mapping[str, str]) -> dict[str, str]:
+    """Codex's own window and compaction settings (``model_context_window``,
+    ``model_auto_compact_token_limit`` in its configuration), for its host's budget rule."""
+    from veil.clients.codex import config_path
+
+    try:
+        data = tomllib.loads(config_path(env).read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        return {}
+    out: dict[str, str] = {}
+    for key, name in (
+        ("model_context_window", "CODEX_MODEL_CONTEXT_WINDOW"),
+        ("model_auto_compact_token_limit", "CODEX_AUTO_COMPACT_TOKEN_LIMIT"),
+    ):
+        value = data.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            out[name] = str(value)
+    return out
 
 
 def codex_upstream(env: Mapping[str, str]) -> str:

@@ -195,6 +195,8 @@ class ProxyHandler(BaseHTTPRequestHandler):
                 if not counting or known is not None:
                     prepared = conversations.prepare(request, body, conversation=known)
                     body, encoded = prepared.body, False
+                    if prepared.note:
+                        self.server.log.once(f"note:{prepared.conversation}", prepared.note)
                     if self.server.on_prepared is not None:
                         self.server.on_prepared(prepared)
             except WireError as exc:

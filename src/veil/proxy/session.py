@@ -70,6 +70,8 @@ class Prepared:
     budget: int = 0
     """The request budget it was prepared for, in the provider's tokens."""
     model: str = ""
+    note: str | None = None
+    """Why the request went as the client sent it (said once per conversation)."""
 
 
 class Conversation:
@@ -235,8 +237,19 @@ class Conversations:
             budget = self.budget_for(request.model)
             if engine.config.budget_tokens != budget:
                 engine.config = replace(engine.config, budget_tokens=budget)
-            entries = conversation.transcript.entries(request.found)
             fixed = self._fixed_tokens(request, conversation)
+            room = engine.calibration.estimated(budget)
+            if fixed >= room:  # no room for any conversation: nothing Veil does would fit
+                note = (
+                    f"{engine.session_id}: the request's fixed part (system prompt and tools, "
+                    f"~{fixed:,} tokens) is over its budget ({budget:,}, model "
+                    f"{request.model or '?'}); forwarded unchanged — raise --window"
+                )
+                return Prepared(
+                    raw, engine.session_id, fixed, fixed, 0, 0, True, 0.0,
+                    budget=budget, model=request.model, note=note,
+                )  # fmt: skip
+            entries = conversation.transcript.entries(request.found)
             now = self.clock.now().timestamp()
             last, conversation.last_request = conversation.last_request, now
             cold = last is not None and now - last > cache_ttl(request.api, request.body)

@@ -188,9 +188,9 @@ EXPAND_NAMES = ("mcp__veil__expand", "veil_expand")
 
 def expand_tool(api: Api, body: Mapping[str, Any]) -> str | None:
     """Veil's expand tool as this request offers it to the model, or None when it offers none:
-    a tool named ``mcp__veil__expand`` (Veil's MCP server in Claude Code) or ``veil_expand``;
-    in the Responses API also ``expand`` inside the ``mcp__veil`` namespace (Codex), named
-    ``mcp__veil.expand``."""
+    a tool named ``mcp__veil__expand`` (Veil's MCP server in Claude Code) or ``veil_expand``,
+    ``expand`` inside the ``mcp__veil`` namespace (Codex), or one the host defers behind its
+    tool search and names in its first messages — each is ``mcp__veil__expand`` to the model."""
     for tool in json_array(body.get("tools")):
         t = json_object(tool)
         name = str(t.get("name") or json_object(t.get("function")).get("name") or "")
@@ -199,7 +199,14 @@ def expand_tool(api: Api, body: Mapping[str, Any]) -> str | None:
         if api == "responses" and name == "mcp__veil":
             inner = [json_object(x).get("name") for x in json_array(t.get("tools"))]
             if "expand" in inner:
-                return "mcp__veil.expand"
+                return "mcp__veil__expand"
+    # A host that defers MCP tools behind a tool search names them in its first messages
+    # (Claude Code's "deferred tools" system message, Codex's "deferred tool namespaces").
+    early = [body.get("system"), body.get("instructions"), *json_array(body.get("messages"))[:4]]
+    early += json_array(body.get("input"))[:4]
+    text = dumps(early).decode("utf-8", "replace")
+    if "mcp__veil__expand" in text or "- mcp__veil\\n" in text or "- mcp__veil\n" in text:
+        return "mcp__veil__expand"
     return None
 
 

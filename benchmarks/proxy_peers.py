@@ -1,0 +1,486 @@
+"""Veil's proxy beside a published peer, CliffCompaction, each run as the HTTP proxy it is.
+
+Run from the repository root (``pip install cliffcompaction==0.1.0`` first)::
+
+    python -m benchmarks.proxy_peers            # set A every 10th, set B every 15th trajectory
+    python -m benchmarks.proxy_peers --quick    # the first 3 of each
+
+What is measured. Every step of a trajectory becomes the Anthropic Messages body a Claude
+Code-like agent sends (:mod:`benchmarks.replay.proxy_policy`'s: the system prompt, the instance,
+then per earlier step the thought as text plus one ``tool_use`` and its ``tool_result``; compact
+JSON, ``metadata.user_id`` naming one session per trajectory and budget). The bodies go in order,
+one at a time over HTTP on 127.0.0.1 (a new connection per request, the streamed answer read to
+its end), through three arms, each in front of its own recording upstream (a threaded server
+that records every body and answers a minimal Anthropic SSE stream whose ``input_tokens`` is
+the body's size in the measure below, and answers ``count_tokens``):
+
+- **keep-all**: :class:`veil.proxy.server.ProxyServer` with no conversations (it forwards every
+  body unchanged): the baseline, in the same process as Veil's.
+- **veil**: :class:`~veil.proxy.server.ProxyServer` + :class:`veil.proxy.session.Conversations`
+  (``budget=`` the budget, a fresh SQLite store in a temporary directory, the shipped embedder,
+  a fake clock moved 30 s a step as :mod:`~benchmarks.replay.proxy_policy` does), in process,
+  one per trajectory and budget. Its background store writes are waited for after each of its
+  requests (an agent's model takes seconds between requests), outside every timing.
+- **cliff**: ``python -m cliffcompaction serve --threshold BUDGET --anthropic-upstream URL``, a
+  subprocess per trajectory and budget (its threshold is process-wide) with HOME and the XDG
+  directories in a temporary directory; one untimed warm-up request of its own session first.
+
+Budget: :func:`benchmarks.replay.harness.budget_for` at f = 0.5 and 0.625, the same number for
+both (Veil's ``budget=``, Cliff's ``--threshold``; Cliff measures it as ``len(json.dumps(body))
+// 4`` over the whole body, escapes included: ``cliff_estimate_over_ours`` in the result says how
+much larger that is than our measure).
+
+From what each upstream received a :class:`benchmarks.replay.policies.Run` is rebuilt, the same
+way for every arm. Tokens: :func:`veil.tokens.estimate_tokens` of every text the model reads —
+the system prompt, each string content, each text block, each ``tool_result`` content, each
+``tool_use`` as its name plus its JSON input. An observation is verbatim at a step iff its exact
+text is a ``tool_result`` of its id, or a summary (a user message) carries it whole as one of its
+entries, ``result: <text>`` (Cliff's summary format; Cliff strips the text's surrounding
+whitespace, so it is compared stripped). Cached prefix: segment by segment
+(:class:`~benchmarks.replay.policies.PrefixTracker`), a segment being one of those texts with its
+message index and kind, so JSON formatting (Cliff re-encodes what it rewrites) never counts as
+a change. Reported per set × f × arm, summed over the trajectories: tokens sent / keep-all's;
+need-based miss rate (:func:`benchmarks.replay.needs.detect_needs`, pooled over needs); cost
+with prompt caching (:func:`~benchmarks.replay.policies.run_cost`) / keep-all's; requests,
+rewritten requests, errors (not 200 or nothing forwarded), requests over the budget in our
+measure; round-trip ms at the client p50/p95, and the ms added: the arm's round trip minus
+keep-all's for the same request (the three are sent back to back, in an order rotated every
+step). The absolute figures include the recording upstream's JSON parse and count (the same for
+every arm).
+
+Results: ``benchmarks/results/proxy_peers.json`` (``proxy_peers-quick.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import io
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from importlib.metadata import version
+from pathlib import Path
+from typing import Any, cast
+
+from benchmarks.lib import timing
+from benchmarks.lib.machine import describe, load_average, source_state
+from benchmarks.lib.report.proxy_peers import table
+from benchmarks.lib.results import save
+from benchmarks.replay.harness import budget_for
+from benchmarks.replay.load import Trajectory, load
+from benchmarks.replay.needs import detect_needs, misses
+from benchmarks.replay.policies import REPLAY_START, PrefixTracker, Run, Segment, run_cost
+from benchmarks.replay.proxy_policy import _call, thought_of  # pyright: ignore[reportPrivateUsage]
+from veil.embed import default_embedder
+from veil.embed.protocol import Embedder
+from veil.proxy.reading import Reader, parse
+from veil.proxy.server import Log, ProxyServer, Upstream, free_port
+from veil.proxy.session import Conversation, Conversations
+from veil.tape import open_store
+from veil.testing import FakeClock
+from veil.tokens import estimate_tokens
+
+FRACTIONS = (0.5, 0.625)
+SAMPLES = {"A": 10, "B": 15}
+QUICK_LIMIT = 3
+ARMS = ("keep-all", "veil", "cliff")
+PATH = "/v1/messages"
+PEER = ("python", "-m", "cliffcompaction", "serve")
+SEPARATOR = "\n\n---\n\n"
+LOG_LINE = re.compile(r" cliff (\w+) (compact \([^)]*\)|[^:(~]+)")
+"""A Cliff log line's level and what it says (counted by kind in the result's ``logs``)."""
+RESULT = "result: "
+SSE = (
+    'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_bench","type":'
+    '"message","role":"assistant","model":"replay","content":[],"usage":{"input_tokens":%d,'
+    '"cache_read_input_tokens":0,"cache_creation_input_tokens":0,"output_tokens":1}}}\n\n'
+    'event: content_block_start\ndata: {"type":"content_block_start","index":0,'
+    '"content_block":{"type":"text","text":""}}\n\n'
+    'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,'
+    '"delta":{"type":"text_delta","text":"ok"}}\n\n'
+    'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n'
+    'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},'
+    '"usage":{"output_tokens":1}}\n\n'
+    'event: message_stop\ndata: {"type":"message_stop"}\n\n'
+)
+
+
+# ---- what the model reads in a body ------------------------------------------------------
+
+
+def _text(content: object) -> str:
+    if isinstance(content, str):
+        return content
+    blocks = cast(list[dict[str, Any]], content) if isinstance(content, list) else []
+    return "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
+
+
+def parts(sent: dict[str, Any]) -> Iterator[tuple[tuple[object, ...], str]]:
+    """(what it is, its text) for every text of a forwarded body the model reads, in order."""
+    yield ("system",), _text(sent.get("system", ""))
+    for index, message in enumerate(cast(list[dict[str, Any]], sent.get("messages", []))):
+        content = message.get("content")
+        if not isinstance(content, list):
+            yield ("message", index), _text(content)
+            continue
+        for block in cast(list[dict[str, Any]], content):
+            kind = block.get("type")
+            if kind == "tool_result":
+                yield ("tool", block["tool_use_id"]), _text(block.get("content"))
+            elif kind == "text":
+                yield ("message", index), str(block["text"])
+            elif kind == "tool_use":
+                call = json.dumps(block.get("input", {}), ensure_ascii=False)
+                yield ("call", block["id"]), str(block["name"]) + call
+
+
+def tokens_of(raw: bytes) -> int:
+    return sum(estimate_tokens(text) for _, text in parts(json.loads(raw)))
+
+
+def prompt(sent: dict[str, Any], t: Trajectory, k: int) -> tuple[list[Segment], frozenset[int]]:
+    """The segments of step ``k``'s forwarded body and the observations verbatim in it."""
+    segments: list[Segment] = []
+    live: set[int] = set()
+    for key, text in parts(sent):
+        segments.append(((*key, text), estimate_tokens(text)))
+        if key[0] == "tool":
+            j = int(str(key[1]).split("_")[1])
+            if text == t.steps[j].observation:
+                live.add(j)
+        elif key[0] == "message":
+            for entry in text.split(SEPARATOR):
+                if entry.startswith(RESULT) and entry.strip() != RESULT.strip():
+                    found = entry[len(RESULT) :]
+                    live.update(j for j in range(k) if t.steps[j].observation.strip() == found)
+    return segments, frozenset(live)
+
+
+def bodies(t: Trajectory, session: str) -> Iterator[bytes]:
+    """Step by step, the body the agent sends (as :func:`proxy_policy.veil_proxy` builds it)."""
+    messages: list[dict[str, Any]] = [{"role": "user", "content": t.instance}]
+    user = json.dumps({"session_id": session})
+    body: dict[str, Any] = {"model": "replay", "max_tokens": 4096, "stream": True,
+                            "system": t.system, "messages": messages,
+                            "metadata": {"user_id": user}}  # fmt: skip
+    for k, s in enumerate(t.steps):
+        yield json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+        messages.append(
+            {"role": "assistant",
+             "content": [{"type": "text", "text": thought_of(t, s)}, _call(k, t)]}
+        )  # fmt: skip
+        messages.append(
+            {"role": "user", "content": [
+                {"type": "tool_result", "tool_use_id": f"toolu_{k:05d}",
+                 "content": s.observation}]}
+        )  # fmt: skip
+
+
+# ---- the recording upstream and the client -------------------------------------------------
+
+
+class Recorder:
+    """A threaded upstream on 127.0.0.1 that records each POST body and answers at once."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, bytes]] = []
+        self.lock = lock = threading.Lock()
+        seen = self.seen
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body are two writes
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                with lock:
+                    seen.append((self.path, body))
+                if self.path.split("?")[0].endswith("/count_tokens"):
+                    data = json.dumps({"input_tokens": tokens_of(body)}).encode()
+                    kind = "application/json"
+                else:
+                    data, kind = (SSE % tokens_of(body)).encode(), "text/event-stream"
+                self.send_response(200)
+                self.send_header("content-type", kind)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+
+    def take(self) -> list[bytes]:
+        """The message bodies received since the last call (side calls are dropped)."""
+        with self.lock:
+            found = [body for path, body in self.seen if path.split("?")[0] == PATH]
+            self.seen.clear()
+        return found
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def post(port: int, body: bytes) -> tuple[int, float]:
+    """One request's status and round trip (connect to the last byte of the answer), s."""
+    start = time.perf_counter()
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+    headers = {"content-type": "application/json", "x-api-key": "sk-bench",
+               "anthropic-version": "2023-06-01"}  # fmt: skip
+    conn.request("POST", PATH, body, headers)
+    response = conn.getresponse()
+    response.read()
+    conn.close()
+    return response.status, time.perf_counter() - start
+
+
+# ---- the arms ------------------------------------------------------------------------------
+
+
+class Cliff:
+    """``cliff serve`` in a subprocess with its own HOME, stopped by :meth:`close`."""
+
+    def __init__(self, upstream: str, budget: int, home: Path) -> None:
+        self.port = free_port()
+        env = {k: v for k, v in os.environ.items()
+               if not k.startswith("CLIFF_") and "proxy" not in k.lower()}  # fmt: skip
+        env |= {"HOME": str(home), "NO_PROXY": "127.0.0.1,localhost"}
+        env |= {f"XDG_{d.upper()}_HOME": str(home / d) for d in ("config", "cache", "data")}
+        self.command = [sys.executable, *PEER[1:]]
+        self.command += ["--host", "127.0.0.1", "--port", str(self.port)]
+        self.command += ["--threshold", str(budget), "--anthropic-upstream", upstream]
+        self.log = home / "cliff.log"
+        with self.log.open("ab") as out:
+            self.process = subprocess.Popen(self.command, env=env, cwd=home, stdout=out, stderr=out)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=2)
+                conn.request("GET", "/__cliff__/status")
+                status = json.loads(conn.getresponse().read())
+                conn.close()
+                if status.get("threshold_tokens") != budget:
+                    raise RuntimeError(f"cliff serves threshold {status}, not {budget}")
+                return
+            except (OSError, ValueError) as exc:
+                if self.process.poll() is not None or time.monotonic() > deadline:
+                    self.close()
+                    log = self.log.read_text()[-2000:]
+                    raise RuntimeError(f"cliff did not start: {log}") from exc
+                time.sleep(0.05)
+
+    def close(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+@dataclass
+class Trace:
+    """One arm over one trajectory: what reached the upstream, and the round trips."""
+
+    tokens: list[int] = field(default_factory=lambda: [])
+    live: list[frozenset[int]] = field(default_factory=lambda: [])
+    tracker: PrefixTracker = field(default_factory=PrefixTracker)
+    seconds: list[float] = field(default_factory=lambda: [])
+    rewritten: int = 0
+    errors: int = 0
+
+    def add(self, t: Trajectory, k: int, sent: bytes, forwarded: list[bytes], status: int) -> None:
+        if status != 200 or len(forwarded) != 1:  # nothing (or not one body) went out
+            self.errors += 1
+        body = forwarded[-1] if forwarded else b'{"messages":[]}'
+        self.rewritten += body != sent
+        segments, live = prompt(json.loads(body), t, k)
+        self.tracker.add(segments)
+        self.tokens.append(sum(x[1] for x in segments))
+        self.live.append(live)
+
+    def run(self) -> Run:
+        return Run(self.tokens, self.live, {}, self.tracker.cached)
+
+
+def replay(
+    t: Trajectory, f: float, embedder: Embedder, ups: dict[str, Recorder], passthrough: int,
+    work: Path, logs: Counter[str],
+) -> dict[str, Trace]:  # fmt: skip
+    """Every step of ``t`` through the three arms at budget fraction ``f``."""
+    budget = budget_for(t, f)
+    work.mkdir(parents=True)
+    clock = FakeClock(REPLAY_START)
+    store = open_store(f"sqlite:///{work / 'context.db'}?synchronous=normal", embedder=embedder)
+    conversations = Conversations(store, scope=f"bench:{t.id}", root=None, window=None,
+                                  clock=clock, embedder=embedder, budget=budget)  # fmt: skip
+    stream = io.StringIO()
+    veil = ProxyServer(Upstream.parse(ups["veil"].url), conversations, log=Log(stream))
+    veil.serve_in_background()
+    cliff = Cliff(ups["cliff"].url, budget, work)
+    ports = {"keep-all": passthrough, "veil": veil.port, "cliff": cliff.port}
+    traces = {arm: Trace() for arm in ARMS}
+    warm = json.dumps({"model": "replay", "max_tokens": 1, "stream": True, "messages":
+                       [{"role": "user", "content": "warm-up"}]}).encode()  # fmt: skip
+    conversation: Conversation | None = None
+    try:
+        for arm in ARMS:  # untimed: a fresh server's first connection
+            post(ports[arm], warm)
+            ups[arm].take()
+        for k, raw in enumerate(bodies(t, f"{t.id}@{f}")):
+            for arm in ARMS[k % 3 :] + ARMS[: k % 3]:
+                status, seconds = post(ports[arm], raw)
+                if arm == "veil":  # its background writes, outside every timing
+                    found = parse("anthropic", raw, {}, Reader())
+                    conversation = conversation or conversations.known(found)
+                    if conversation is not None:
+                        conversation.engine.wait()
+                traces[arm].seconds.append(seconds)
+                traces[arm].add(t, k, raw, ups[arm].take(), status)
+            clock.advance(seconds=30)
+    finally:
+        cliff.close()
+        veil.shutdown()
+        veil.server_close()
+        conversations.close()
+        store.close()
+    logs.update(f"veil: {line}" for line in stream.getvalue().splitlines() if line)
+    for line in cliff.log.read_text().splitlines():
+        said = LOG_LINE.search(line)
+        logs[f"cliff: {said[1]} {said[2].strip()}" if said else f"cliff: {line[:80]}"] += 1
+    return traces
+
+
+# ---- sums ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    tokens: int = 0
+    cost: float = 0.0
+    needs: int = 0
+    misses: int = 0
+    requests: int = 0
+    over_budget: int = 0
+    rewritten: int = 0
+    errors: int = 0
+    seconds: list[float] = field(default_factory=lambda: [])
+    added: list[float] = field(default_factory=lambda: [])
+
+    def summary(self, keep: Tally) -> dict[str, Any]:
+        ms = {"keys": ("p50", "p95"), "scale": timing.MS, "digits": 2}
+        return {
+            "tokens_vs_keep_all": round(self.tokens / keep.tokens, 4),
+            "miss_rate": round(self.misses / self.needs, 4) if self.needs else None,
+            "cost_vs_keep_all": round(self.cost / keep.cost, 4),
+            "needs": self.needs,
+            "misses": self.misses,
+            "requests": self.requests,
+            "rewritten": self.rewritten,
+            "errors": self.errors,
+            "over_budget": self.over_budget,
+            "latency_ms": timing.summary(self.seconds, **ms),
+            "added_ms": timing.summary(self.added, **ms) if self is not keep else None,
+        }
+
+
+def run(quick: bool) -> dict[str, Any]:
+    started = time.perf_counter()
+    machine = describe(load_average=load_average(), **source_state())
+    embedder = default_embedder()
+    ups = {arm: Recorder() for arm in ARMS}
+    passthrough = ProxyServer(Upstream.parse(ups["keep-all"].url), None)
+    passthrough.serve_in_background()
+    results: dict[str, dict[str, dict[str, Any]]] = {}
+    sets: dict[str, dict[str, int]] = {}
+    logs: Counter[str] = Counter()
+    ours = theirs = 0
+    from cliffcompaction.engine import estimate_tokens as cliff_estimate  # pyright: ignore
+
+    try:
+        with tempfile.TemporaryDirectory(prefix="proxy-peers-") as tmp:
+            for name, every in SAMPLES.items():
+                trajs = load(name, every=every, limit=QUICK_LIMIT if quick else None)
+                sets[name] = {"every": every, "trajectories": len(trajs),
+                              "steps": sum(len(t.steps) for t in trajs)}  # fmt: skip
+                for f in FRACTIONS:
+                    tallies = {arm: Tally() for arm in ARMS}
+                    for n, t in enumerate(trajs):
+                        needs = detect_needs(t.steps, f"{t.system}\n{t.instance}")
+                        work = Path(tmp) / f"{name}-{f}-{n}"
+                        traces = replay(t, f, embedder, ups, passthrough.port, work, logs)
+                        budget = budget_for(t, f)
+                        for arm, trace in traces.items():
+                            got, a = trace.run(), tallies[arm]
+                            a.tokens += sum(got.tokens)
+                            a.cost += run_cost(got)
+                            a.needs += len(needs)
+                            a.misses += sum(misses(needs, got.live))
+                            a.requests += len(got.tokens)
+                            a.over_budget += sum(1 for x in got.tokens if x > budget)
+                            a.rewritten += trace.rewritten
+                            a.errors += trace.errors
+                            a.seconds += trace.seconds
+                            base = traces["keep-all"].seconds
+                            a.added += [x - y for x, y in zip(trace.seconds, base, strict=True)]
+                        if f == FRACTIONS[0]:
+                            for body in bodies(t, t.id):
+                                ours += tokens_of(body)
+                                theirs += int(cliff_estimate(json.loads(body)))  # pyright: ignore
+                        print(f"{name} f={f} {n + 1}/{len(trajs)} {t.id}", file=sys.stderr)
+                    keep = tallies["keep-all"]
+                    results.setdefault(name, {})[str(f)] = {
+                        arm: tallies[arm].summary(keep) for arm in ARMS
+                    }
+    finally:
+        passthrough.shutdown()
+        passthrough.server_close()
+        for up in ups.values():
+            up.close()
+    return {
+        "benchmark": "proxy_peers",
+        "quick": quick,
+        "command": " ".join(["python -m benchmarks.proxy_peers", *(["--quick"] if quick else [])]),
+        "seconds": round(time.perf_counter() - started, 1),
+        "machine": machine,
+        "load_after": load_average(),
+        "peer": {
+            "name": "cliffcompaction",
+            "version": version("cliffcompaction"),
+            "command": " ".join(PEER),
+        },
+        "fractions": list(FRACTIONS),
+        "sets": sets,
+        "cliff_estimate_over_ours": round(theirs / max(1, ours), 4),
+        "logs": dict(sorted(logs.items())),
+        "results": results,
+    }
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Veil's proxy beside CliffCompaction's.")
+    parser.add_argument("--quick", action="store_true", help=f"first {QUICK_LIMIT} of each set")
+    args = parser.parse_args(argv)
+    data = run(quick=args.quick)
+    save(data, "proxy_peers", quick=args.quick)
+    print(table(data))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

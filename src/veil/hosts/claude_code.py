@@ -1,0 +1,76 @@
+"""Claude Code (npm ``@anthropic-ai/claude-code``), as Veil serves it.
+
+Facts observed on the pinned 2.1.332 (``../shared/notes``, the binaries report of this round):
+
+- **Expand.** Veil's MCP server ``veil`` gives the model ``mcp__veil__expand``; by default the
+  tool is deferred behind Claude Code's tool search (named in a system message, loaded by a
+  ``ToolSearch`` call), and sent directly with ``ENABLE_TOOL_SEARCH=false``.
+- **Fixed part.** About 12,000 tokens before any message (system prompt, 12 tools, a system
+  message of the environment and the deferred tools); about 19,000 with tool search off.
+- **Its own compaction.** At ``(W − min(max output, 20,000)) − 13,000`` input tokens, ``W`` the
+  window: 967,000 for its default ``claude-opus-5-5`` (a native 1M window).
+  ``CLAUDE_CODE_DISABLE_1M_CONTEXT`` caps ``W`` at 200,000; ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``
+  (tokens, ``200k``, ``1m``) lowers it, never below 100,000; ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``
+  (0 < p ≤ 100) lowers the threshold to ``p`` % of ``W − min(max output, 20,000)``;
+  ``DISABLE_AUTO_COMPACT`` or ``DISABLE_COMPACT`` switch it off.
+"""
+
+from __future__ import annotations
+
+from veil.hosts.host import Env, Host
+from veil.llm.catalog import max_output_tokens
+
+BUFFER = 13_000
+OUTPUT_CAP = 20_000
+MIN_WINDOW = 100_000
+ONE_M_OFF = 200_000
+TRUE = frozenset({"1", "true", "yes", "on"})
+
+
+def _tokens(text: str) -> int | None:
+    """``200000``, ``200k`` or ``1m`` as tokens (None: not a size)."""
+    text = text.strip().lower()
+    scale = {"k": 1_000, "m": 1_000_000}.get(text[-1:], 1)
+    number = text[:-1] if scale > 1 else text
+    try:
+        return int(float(number) * scale)
+    except ValueError:
+        return None
+
+
+def window(model: str, known: int, env: Env) -> int:
+    """The window Claude Code uses for ``model``."""
+    if env.get("CLAUDE_CODE_DISABLE_1M_CONTEXT", "").lower() in TRUE:
+        known = min(known, ONE_M_OFF)
+    configured = _tokens(env.get("CLAUDE_CODE_AUTO_COMPACT_WINDOW", ""))
+    if configured is not None:
+        known = min(known, max(MIN_WINDOW, configured))
+    return known
+
+
+def compaction(model: str, window: int, env: Env) -> int | None:
+    """Where Claude Code compacts on its own (None: switched off)."""
+    if (
+        env.get("DISABLE_AUTO_COMPACT", "").lower() in TRUE
+        or env.get("DISABLE_COMPACT", "").lower() in TRUE
+    ):
+        return None
+    effective = window - min(max_output_tokens(model), OUTPUT_CAP)
+    threshold = effective - BUFFER
+    try:
+        percent = float(env.get("CLAUDE_AUTOCOMPACT_PCT_OVERRIDE", "") or 0)
+    except ValueError:
+        percent = 0.0
+    if 0 < percent <= 100:
+        threshold = min(int(effective * percent / 100), threshold)
+    return threshold
+
+
+HOST = Host(
+    name="claude",
+    title="Claude Code",
+    expand_tool="mcp__veil__expand",
+    fixed_tokens=19_000,
+    window=window,
+    compaction=compaction,
+)
