@@ -1,54 +1,50 @@
-"""Veil's proxy beside a published peer, CliffCompaction, each run as the HTTP proxy it is.
+"""Veil's proxy beside a published peer, CliffCompaction 0.1.0, each run as the HTTP proxy it is.
 
-Run from the repository root (``pip install cliffcompaction==0.1.0`` first)::
+Run from the repository root, after ``pip install cliffcompaction==0.1.0``::
 
     python -m benchmarks.proxy_peers            # set A every 10th, set B every 15th trajectory
     python -m benchmarks.proxy_peers --quick    # the first 3 of each
 
-What is measured. Every step of a trajectory becomes the Anthropic Messages body a Claude
-Code-like agent sends (:mod:`benchmarks.replay.proxy_policy`'s: the system prompt, the instance,
-then per earlier step the thought as text plus one ``tool_use`` and its ``tool_result``; compact
-JSON, ``metadata.user_id`` naming one session per trajectory and budget). The bodies go in order,
-one at a time over HTTP on 127.0.0.1 (a new connection per request, the streamed answer read to
-its end), through three arms, each in front of its own recording upstream (a threaded server
-that records every body and answers a minimal Anthropic SSE stream whose ``input_tokens`` is
-the body's size in the measure below, and answers ``count_tokens``):
+Every step of a trajectory becomes the Anthropic Messages body a Claude Code-like agent sends
+(as :mod:`benchmarks.replay.proxy_policy` builds it; ``metadata.user_id`` names one session per
+trajectory and budget). The bodies go in order, one request at a time, over HTTP on 127.0.0.1
+(a new connection each, the streamed answer read to its end) through three arms, each in front
+of its own recording upstream (a threaded server, Nagle off, that records every body and
+answers a minimal Anthropic SSE stream whose ``input_tokens`` is the body's size in our measure
+below; ``count_tokens`` is answered too):
 
-- **keep-all**: :class:`veil.proxy.server.ProxyServer` with no conversations (it forwards every
-  body unchanged): the baseline, in the same process as Veil's.
-- **veil**: :class:`~veil.proxy.server.ProxyServer` + :class:`veil.proxy.session.Conversations`
-  (``budget=`` the budget, a fresh SQLite store in a temporary directory, the shipped embedder,
-  a fake clock moved 30 s a step as :mod:`~benchmarks.replay.proxy_policy` does), in process,
-  one per trajectory and budget. Its background store writes are waited for after each of its
-  requests (an agent's model takes seconds between requests), outside every timing.
+- **keep-all**: :class:`veil.proxy.server.ProxyServer` without conversations, which forwards
+  every body unchanged: the baseline, in this process like Veil's.
+- **veil**: ``ProxyServer`` + :class:`veil.proxy.session.Conversations` (``budget=``, a fresh
+  SQLite store in a temporary directory, the shipped embedder, a fake clock moved 30 s a step as
+  in ``proxy_policy``), in this process, one per trajectory and budget. Its background store
+  writes are waited for after each of its requests, outside every timing (an agent's model
+  takes seconds between two requests).
 - **cliff**: ``python -m cliffcompaction serve --threshold BUDGET --anthropic-upstream URL``, a
-  subprocess per trajectory and budget (its threshold is process-wide) with HOME and the XDG
-  directories in a temporary directory; one untimed warm-up request of its own session first.
+  subprocess per trajectory and budget (its threshold is process-wide), HOME and XDG
+  directories in a temporary directory. One untimed warm-up request per fresh server.
 
-Budget: :func:`benchmarks.replay.harness.budget_for` at f = 0.5 and 0.625, the same number for
-both (Veil's ``budget=``, Cliff's ``--threshold``; Cliff measures it as ``len(json.dumps(body))
-// 4`` over the whole body, escapes included: ``cliff_estimate_over_ours`` in the result says how
-much larger that is than our measure).
+Budget: :func:`benchmarks.replay.harness.budget_for` at f = 0.5 and 0.625, the same number to
+both. Cliff counts it as ``len(json.dumps(body)) // 4`` over the whole body
+(``cliff_estimate_over_ours`` in the result: that count over ours on the keep-all bodies).
 
 From what each upstream received a :class:`benchmarks.replay.policies.Run` is rebuilt, the same
-way for every arm. Tokens: :func:`veil.tokens.estimate_tokens` of every text the model reads —
-the system prompt, each string content, each text block, each ``tool_result`` content, each
-``tool_use`` as its name plus its JSON input. An observation is verbatim at a step iff its exact
-text is a ``tool_result`` of its id, or a summary (a user message) carries it whole as one of its
-entries, ``result: <text>`` (Cliff's summary format; Cliff strips the text's surrounding
-whitespace, so it is compared stripped). Cached prefix: segment by segment
-(:class:`~benchmarks.replay.policies.PrefixTracker`), a segment being one of those texts with its
-message index and kind, so JSON formatting (Cliff re-encodes what it rewrites) never counts as
-a change. Reported per set × f × arm, summed over the trajectories: tokens sent / keep-all's;
-need-based miss rate (:func:`benchmarks.replay.needs.detect_needs`, pooled over needs); cost
-with prompt caching (:func:`~benchmarks.replay.policies.run_cost`) / keep-all's; requests,
-rewritten requests, errors (not 200 or nothing forwarded), requests over the budget in our
-measure; round-trip ms at the client p50/p95, and the ms added: the arm's round trip minus
-keep-all's for the same request (the three are sent back to back, in an order rotated every
-step). The absolute figures include the recording upstream's JSON parse and count (the same for
-every arm).
+way for every arm. Tokens: :func:`veil.tokens.estimate_tokens` of every text the model reads
+(the system prompt, string contents, text blocks, ``tool_result`` contents, each ``tool_use`` as
+its name + JSON input). An observation is verbatim at a step iff its exact text is the
+``tool_result`` of its id, or a summary carries it whole as one of its entries ``result: TEXT``
+(Cliff's format; Cliff strips the text, so it is compared stripped). Cached prefix: segment by
+segment (:class:`~benchmarks.replay.policies.PrefixTracker`), a segment being one of those texts
+with its kind and message index, so a re-encoding of the JSON is never a change.
 
-Results: ``benchmarks/results/proxy_peers.json`` (``proxy_peers-quick.json``).
+Reported per set x f x arm, summed over trajectories: tokens sent / keep-all's; the need-based
+miss rate (:mod:`benchmarks.replay.needs`, pooled over needs); input cost with prompt caching
+(:func:`~benchmarks.replay.policies.run_cost`) / keep-all's; requests, rewritten requests,
+errors (not 200, or not one body forwarded), requests over the budget in our measure; client
+round trips p50/p95 ms, and the ms added: the arm's round trip minus keep-all's for the same
+request (the three go back to back, their order rotated every step). Round trips include the
+upstream's JSON parse and count, the same in every arm. Results:
+``benchmarks/results/proxy_peers.json`` (``proxy_peers-quick.json``).
 """
 
 from __future__ import annotations
@@ -78,7 +74,7 @@ from benchmarks.lib.report.proxy_peers import table
 from benchmarks.lib.results import save
 from benchmarks.replay.harness import budget_for
 from benchmarks.replay.load import Trajectory, load
-from benchmarks.replay.needs import detect_needs, misses
+from benchmarks.replay.needs import Need, detect_needs, misses
 from benchmarks.replay.policies import REPLAY_START, PrefixTracker, Run, Segment, run_cost
 from benchmarks.replay.proxy_policy import _call, thought_of  # pyright: ignore[reportPrivateUsage]
 from veil.embed import default_embedder
@@ -96,10 +92,10 @@ QUICK_LIMIT = 3
 ARMS = ("keep-all", "veil", "cliff")
 PATH = "/v1/messages"
 PEER = ("python", "-m", "cliffcompaction", "serve")
-SEPARATOR = "\n\n---\n\n"
+SEPARATOR, RESULT = "\n\n---\n\n", "result: "
+"""How Cliff's summary separates its entries, and how an entry that is a tool result starts."""
 LOG_LINE = re.compile(r" cliff (\w+) (compact \([^)]*\)|[^:(~]+)")
 """A Cliff log line's level and what it says (counted by kind in the result's ``logs``)."""
-RESULT = "result: "
 SSE = (
     'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_bench","type":'
     '"message","role":"assistant","model":"replay","content":[],"usage":{"input_tokens":%d,'
@@ -113,6 +109,7 @@ SSE = (
     '"usage":{"output_tokens":1}}\n\n'
     'event: message_stop\ndata: {"type":"message_stop"}\n\n'
 )
+Json = dict[str, Any]
 
 
 # ---- what the model reads in a body ------------------------------------------------------
@@ -121,24 +118,21 @@ SSE = (
 def _text(content: object) -> str:
     if isinstance(content, str):
         return content
-    blocks = cast(list[dict[str, Any]], content) if isinstance(content, list) else []
+    blocks = cast(list[Json], content) if isinstance(content, list) else []
     return "\n".join(str(b.get("text", "")) for b in blocks if b.get("type") == "text")
 
 
-def parts(sent: dict[str, Any]) -> Iterator[tuple[tuple[object, ...], str]]:
+def parts(sent: Json) -> Iterator[tuple[tuple[object, ...], str]]:
     """(what it is, its text) for every text of a forwarded body the model reads, in order."""
     yield ("system",), _text(sent.get("system", ""))
-    for index, message in enumerate(cast(list[dict[str, Any]], sent.get("messages", []))):
+    for index, message in enumerate(cast(list[Json], sent.get("messages", []))):
         content = message.get("content")
-        if not isinstance(content, list):
-            yield ("message", index), _text(content)
-            continue
-        for block in cast(list[dict[str, Any]], content):
-            kind = block.get("type")
+        for block in cast(list[Json], content if isinstance(content, list) else [content]):
+            kind = block.get("type") if isinstance(block, dict) else "text"
             if kind == "tool_result":
                 yield ("tool", block["tool_use_id"]), _text(block.get("content"))
             elif kind == "text":
-                yield ("message", index), str(block["text"])
+                yield ("message", index), _text(block) if isinstance(block, str) else block["text"]
             elif kind == "tool_use":
                 call = json.dumps(block.get("input", {}), ensure_ascii=False)
                 yield ("call", block["id"]), str(block["name"]) + call
@@ -148,8 +142,8 @@ def tokens_of(raw: bytes) -> int:
     return sum(estimate_tokens(text) for _, text in parts(json.loads(raw)))
 
 
-def prompt(sent: dict[str, Any], t: Trajectory, k: int) -> tuple[list[Segment], frozenset[int]]:
-    """The segments of step ``k``'s forwarded body and the observations verbatim in it."""
+def prompt(sent: Json, t: Trajectory, k: int) -> tuple[list[Segment], frozenset[int]]:
+    """The segments of step ``k``'s forwarded body, and the observations verbatim in it."""
     segments: list[Segment] = []
     live: set[int] = set()
     for key, text in parts(sent):
@@ -158,35 +152,32 @@ def prompt(sent: dict[str, Any], t: Trajectory, k: int) -> tuple[list[Segment], 
             j = int(str(key[1]).split("_")[1])
             if text == t.steps[j].observation:
                 live.add(j)
-        elif key[0] == "message":
+        elif key[0] == "message":  # a summary's entries
             for entry in text.split(SEPARATOR):
-                if entry.startswith(RESULT) and entry.strip() != RESULT.strip():
-                    found = entry[len(RESULT) :]
+                if entry.startswith(RESULT) and (found := entry[len(RESULT) :]):
                     live.update(j for j in range(k) if t.steps[j].observation.strip() == found)
     return segments, frozenset(live)
 
 
 def bodies(t: Trajectory, session: str) -> Iterator[bytes]:
-    """Step by step, the body the agent sends (as :func:`proxy_policy.veil_proxy` builds it)."""
-    messages: list[dict[str, Any]] = [{"role": "user", "content": t.instance}]
-    user = json.dumps({"session_id": session})
-    body: dict[str, Any] = {"model": "replay", "max_tokens": 4096, "stream": True,
-                            "system": t.system, "messages": messages,
-                            "metadata": {"user_id": user}}  # fmt: skip
+    """Step by step, the body the agent sends (as ``proxy_policy.veil_proxy`` builds it)."""
+    messages: list[Json] = [{"role": "user", "content": t.instance}]
+    body: Json = {"model": "replay", "max_tokens": 4096, "stream": True, "system": t.system,
+                  "messages": messages,
+                  "metadata": {"user_id": json.dumps({"session_id": session})}}  # fmt: skip
     for k, s in enumerate(t.steps):
         yield json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
         messages.append(
-            {"role": "assistant",
-             "content": [{"type": "text", "text": thought_of(t, s)}, _call(k, t)]}
-        )  # fmt: skip
-        messages.append(
-            {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": f"toolu_{k:05d}",
-                 "content": s.observation}]}
-        )  # fmt: skip
+            {
+                "role": "assistant",
+                "content": [{"type": "text", "text": thought_of(t, s)}, _call(k, t)],
+            }
+        )
+        messages.append({"role": "user", "content": [{"type": "tool_result",
+                         "tool_use_id": f"toolu_{k:05d}", "content": s.observation}]})  # fmt: skip
 
 
-# ---- the recording upstream and the client -------------------------------------------------
+# ---- the recording upstream, the client, the peer ------------------------------------------
 
 
 class Recorder:
@@ -194,20 +185,20 @@ class Recorder:
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, bytes]] = []
-        self.lock = lock = threading.Lock()
-        seen = self.seen
+        self.lock = threading.Lock()
+        recorder = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body are two writes
+            disable_nagle_algorithm = True  # else a client may wait 40 ms for the body
 
             def log_message(self, format: str, *args: Any) -> None:
                 return None
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                with lock:
-                    seen.append((self.path, body))
+                with recorder.lock:
+                    recorder.seen.append((self.path.split("?")[0], body))
                 if self.path.split("?")[0].endswith("/count_tokens"):
                     data = json.dumps({"input_tokens": tokens_of(body)}).encode()
                     kind = "application/json"
@@ -227,7 +218,7 @@ class Recorder:
     def take(self) -> list[bytes]:
         """The message bodies received since the last call (side calls are dropped)."""
         with self.lock:
-            found = [body for path, body in self.seen if path.split("?")[0] == PATH]
+            found = [body for path, body in self.seen if path == PATH]
             self.seen.clear()
         return found
 
@@ -237,19 +228,15 @@ class Recorder:
 
 
 def post(port: int, body: bytes) -> tuple[int, float]:
-    """One request's status and round trip (connect to the last byte of the answer), s."""
+    """One request's status and round trip in s (connect to the answer's last byte)."""
     start = time.perf_counter()
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
-    headers = {"content-type": "application/json", "x-api-key": "sk-bench",
-               "anthropic-version": "2023-06-01"}  # fmt: skip
-    conn.request("POST", PATH, body, headers)
+    conn.request("POST", PATH, body, {"content-type": "application/json", "x-api-key": "sk-x",
+                                      "anthropic-version": "2023-06-01"})  # fmt: skip
     response = conn.getresponse()
     response.read()
     conn.close()
     return response.status, time.perf_counter() - start
-
-
-# ---- the arms ------------------------------------------------------------------------------
 
 
 class Cliff:
@@ -261,12 +248,11 @@ class Cliff:
                if not k.startswith("CLIFF_") and "proxy" not in k.lower()}  # fmt: skip
         env |= {"HOME": str(home), "NO_PROXY": "127.0.0.1,localhost"}
         env |= {f"XDG_{d.upper()}_HOME": str(home / d) for d in ("config", "cache", "data")}
-        self.command = [sys.executable, *PEER[1:]]
-        self.command += ["--host", "127.0.0.1", "--port", str(self.port)]
-        self.command += ["--threshold", str(budget), "--anthropic-upstream", upstream]
+        command = [sys.executable, *PEER[1:], "--host", "127.0.0.1", "--port", str(self.port),
+                   "--threshold", str(budget), "--anthropic-upstream", upstream]  # fmt: skip
         self.log = home / "cliff.log"
         with self.log.open("ab") as out:
-            self.process = subprocess.Popen(self.command, env=env, cwd=home, stdout=out, stderr=out)
+            self.process = subprocess.Popen(command, env=env, cwd=home, stdout=out, stderr=out)
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -275,7 +261,7 @@ class Cliff:
                 status = json.loads(conn.getresponse().read())
                 conn.close()
                 if status.get("threshold_tokens") != budget:
-                    raise RuntimeError(f"cliff serves threshold {status}, not {budget}")
+                    raise RuntimeError(f"cliff serves {status}, not threshold {budget}")
                 return
             except (OSError, ValueError) as exc:
                 if self.process.poll() is not None or time.monotonic() > deadline:
@@ -293,6 +279,9 @@ class Cliff:
             self.process.wait()
 
 
+# ---- one trajectory through the three arms -------------------------------------------------
+
+
 @dataclass
 class Trace:
     """One arm over one trajectory: what reached the upstream, and the round trips."""
@@ -305,9 +294,8 @@ class Trace:
     errors: int = 0
 
     def add(self, t: Trajectory, k: int, sent: bytes, forwarded: list[bytes], status: int) -> None:
-        if status != 200 or len(forwarded) != 1:  # nothing (or not one body) went out
-            self.errors += 1
-        body = forwarded[-1] if forwarded else b'{"messages":[]}'
+        self.errors += status != 200 or len(forwarded) != 1
+        body = forwarded[-1] if forwarded else b"{}"  # nothing went out: an empty prompt
         self.rewritten += body != sent
         segments, live = prompt(json.loads(body), t, k)
         self.tracker.add(segments)
@@ -335,8 +323,8 @@ def replay(
     cliff = Cliff(ups["cliff"].url, budget, work)
     ports = {"keep-all": passthrough, "veil": veil.port, "cliff": cliff.port}
     traces = {arm: Trace() for arm in ARMS}
-    warm = json.dumps({"model": "replay", "max_tokens": 1, "stream": True, "messages":
-                       [{"role": "user", "content": "warm-up"}]}).encode()  # fmt: skip
+    warm = json.dumps({"model": "replay", "max_tokens": 1, "stream": True,
+                       "messages": [{"role": "user", "content": "warm-up"}]}).encode()  # fmt: skip
     conversation: Conversation | None = None
     try:
         for arm in ARMS:  # untimed: a fresh server's first connection
@@ -366,7 +354,7 @@ def replay(
     return traces
 
 
-# ---- sums ---------------------------------------------------------------------------------
+# ---- sums over trajectories ----------------------------------------------------------------
 
 
 @dataclass
@@ -382,8 +370,23 @@ class Tally:
     seconds: list[float] = field(default_factory=lambda: [])
     added: list[float] = field(default_factory=lambda: [])
 
-    def summary(self, keep: Tally) -> dict[str, Any]:
-        ms = {"keys": ("p50", "p95"), "scale": timing.MS, "digits": 2}
+    def add(self, trace: Trace, needs: list[Need], budget: int, base: list[float]) -> None:
+        got = trace.run()
+        self.tokens += sum(got.tokens)
+        self.cost += run_cost(got)
+        self.needs += len(needs)
+        self.misses += sum(misses(needs, got.live))
+        self.requests += len(got.tokens)
+        self.over_budget += sum(1 for x in got.tokens if x > budget)
+        self.rewritten += trace.rewritten
+        self.errors += trace.errors
+        self.seconds += trace.seconds
+        self.added += [x - y for x, y in zip(trace.seconds, base, strict=True)]
+
+    def summary(self, keep: Tally) -> Json:
+        def ms(xs: list[float]) -> Json:
+            return timing.summary(xs, ("p50", "p95"), scale=timing.MS, digits=2)
+
         return {
             "tokens_vs_keep_all": round(self.tokens / keep.tokens, 4),
             "miss_rate": round(self.misses / self.needs, 4) if self.needs else None,
@@ -394,59 +397,49 @@ class Tally:
             "rewritten": self.rewritten,
             "errors": self.errors,
             "over_budget": self.over_budget,
-            "latency_ms": timing.summary(self.seconds, **ms),
-            "added_ms": timing.summary(self.added, **ms) if self is not keep else None,
+            "latency_ms": ms(self.seconds),
+            "added_ms": None if self is keep else ms(self.added),
         }
 
 
-def run(quick: bool) -> dict[str, Any]:
+def run(quick: bool) -> Json:
     started = time.perf_counter()
+    peer = version("cliffcompaction")  # not installed: pip install cliffcompaction==0.1.0
+    from cliffcompaction.engine import estimate_tokens as cliff_estimate  # pyright: ignore
+
     machine = describe(load_average=load_average(), **source_state())
     embedder = default_embedder()
     ups = {arm: Recorder() for arm in ARMS}
     passthrough = ProxyServer(Upstream.parse(ups["keep-all"].url), None)
     passthrough.serve_in_background()
-    results: dict[str, dict[str, dict[str, Any]]] = {}
-    sets: dict[str, dict[str, int]] = {}
+    results: dict[str, dict[str, Json]] = {}
+    sets: dict[str, Json] = {}
     logs: Counter[str] = Counter()
     ours = theirs = 0
-    from cliffcompaction.engine import estimate_tokens as cliff_estimate  # pyright: ignore
-
     try:
         with tempfile.TemporaryDirectory(prefix="proxy-peers-") as tmp:
             for name, every in SAMPLES.items():
                 trajs = load(name, every=every, limit=QUICK_LIMIT if quick else None)
                 sets[name] = {"every": every, "trajectories": len(trajs),
                               "steps": sum(len(t.steps) for t in trajs)}  # fmt: skip
+                for t in trajs:
+                    for body in bodies(t, t.id):
+                        ours += tokens_of(body)
+                        theirs += int(cliff_estimate(json.loads(body)))  # pyright: ignore
                 for f in FRACTIONS:
                     tallies = {arm: Tally() for arm in ARMS}
                     for n, t in enumerate(trajs):
                         needs = detect_needs(t.steps, f"{t.system}\n{t.instance}")
                         work = Path(tmp) / f"{name}-{f}-{n}"
                         traces = replay(t, f, embedder, ups, passthrough.port, work, logs)
-                        budget = budget_for(t, f)
                         for arm, trace in traces.items():
-                            got, a = trace.run(), tallies[arm]
-                            a.tokens += sum(got.tokens)
-                            a.cost += run_cost(got)
-                            a.needs += len(needs)
-                            a.misses += sum(misses(needs, got.live))
-                            a.requests += len(got.tokens)
-                            a.over_budget += sum(1 for x in got.tokens if x > budget)
-                            a.rewritten += trace.rewritten
-                            a.errors += trace.errors
-                            a.seconds += trace.seconds
-                            base = traces["keep-all"].seconds
-                            a.added += [x - y for x, y in zip(trace.seconds, base, strict=True)]
-                        if f == FRACTIONS[0]:
-                            for body in bodies(t, t.id):
-                                ours += tokens_of(body)
-                                theirs += int(cliff_estimate(json.loads(body)))  # pyright: ignore
+                            tallies[arm].add(
+                                trace, needs, budget_for(t, f), traces[ARMS[0]].seconds
+                            )
                         print(f"{name} f={f} {n + 1}/{len(trajs)} {t.id}", file=sys.stderr)
-                    keep = tallies["keep-all"]
-                    results.setdefault(name, {})[str(f)] = {
-                        arm: tallies[arm].summary(keep) for arm in ARMS
-                    }
+                    keep = tallies[ARMS[0]]
+                    by_f = results.setdefault(name, {})
+                    by_f[str(f)] = {arm: tallies[arm].summary(keep) for arm in ARMS}
     finally:
         passthrough.shutdown()
         passthrough.server_close()
@@ -455,21 +448,18 @@ def run(quick: bool) -> dict[str, Any]:
     return {
         "benchmark": "proxy_peers",
         "quick": quick,
-        "command": " ".join(["python -m benchmarks.proxy_peers", *(["--quick"] if quick else [])]),
+        "command": "python -m benchmarks.proxy_peers" + (" --quick" if quick else ""),
         "seconds": round(time.perf_counter() - started, 1),
         "machine": machine,
         "load_after": load_average(),
-        "peer": {
-            "name": "cliffcompaction",
-            "version": version("cliffcompaction"),
-            "command": " ".join(PEER),
-        },
+        "peer": {"name": "cliffcompaction", "version": peer,
+                 "command": " ".join(PEER) + " --threshold BUDGET --anthropic-upstream URL"},
         "fractions": list(FRACTIONS),
         "sets": sets,
         "cliff_estimate_over_ours": round(theirs / max(1, ours), 4),
         "logs": dict(sorted(logs.items())),
         "results": results,
-    }
+    }  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

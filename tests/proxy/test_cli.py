@@ -28,10 +28,21 @@ def veil(cwd: Path, *args: str, path: str | None = None) -> subprocess.Completed
         (("proxy", "--window", "-5"), "-5 must be greater than 0"),
         (("claude",), "`claude` is not on PATH (install it, or set VEIL_CLAUDE to its path)"),
         (("codex",), "`codex` is not on PATH (install it, or set VEIL_CODEX to its path)"),
+        (
+            ("claude", "--window", "1000"),
+            "--window 1,000 leaves no room for the conversation: Claude Code sends about",
+        ),
+        (("codex", "--window", "9000"), "--window 9,000 leaves no room for the conversation: Co"),
     ],
 )
 def test_a_mistake_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...], says: str) -> None:
-    done = veil(tmp_path, *args, path=str(Path(sys.executable).parent) + ":/usr/bin:/bin")
+    agents = tmp_path / "agents"  # a claude and a codex that exist, for the window checks
+    agents.mkdir()
+    if "--window" in args and args[0] in ("claude", "codex"):
+        (agents / args[0]).write_text("#!/bin/sh\nexit 0\n")
+        (agents / args[0]).chmod(0o755)
+    path = f"{agents}:{Path(sys.executable).parent}:/usr/bin:/bin"
+    done = veil(tmp_path, *args, path=path)
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr
     assert done.stdout == ""

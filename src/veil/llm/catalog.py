@@ -140,14 +140,18 @@ PRICES_DATE, _TABLE = _load()
 
 
 class Catalog:
-    """The table, with a user's overrides (``.veil/config.toml`` ``[models."name"]``) on top."""
+    """The table, with a user's overrides (``.veil/config.toml`` ``[models."name"]``) on top:
+    an override starts from the entry its name matched and changes the keys it names."""
 
     def __init__(self, overrides: Mapping[str, Mapping[str, Any]] | None = None) -> None:
         self.table = dict(_TABLE)
         self.overridden: set[str] = set()
         for name, values in (overrides or {}).items():
             key = normalise(name)
-            self.table[key] = entry(name, values, self.table.get(key))
+            base = self.table.get(key) or self.lookup(name)  # what the name matched before
+            self.table[key] = entry(
+                name, values, None if base is None else replace(base, family=False)
+            )
             self.overridden.add(key)
 
     def lookup(self, model: str) -> ModelInfo | None:
