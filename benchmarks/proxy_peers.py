@@ -6,45 +6,43 @@ Run from the repository root, after ``pip install cliffcompaction==0.1.0``::
     python -m benchmarks.proxy_peers --quick    # the first 3 of each
 
 Every step of a trajectory becomes the Anthropic Messages body a Claude Code-like agent sends
-(as :mod:`benchmarks.replay.proxy_policy` builds it; ``metadata.user_id`` names one session per
-trajectory and budget). The bodies go in order, one request at a time, over HTTP on 127.0.0.1
-(a new connection each, the streamed answer read to its end) through three arms, each in front
-of its own recording upstream (a threaded server, Nagle off, that records every body and
-answers a minimal Anthropic SSE stream whose ``input_tokens`` is the body's size in our measure
-below; ``count_tokens`` is answered too):
+(as :mod:`benchmarks.replay.proxy_policy` builds it; ``metadata.user_id``: one session per
+trajectory and budget), sent in order, one at a time, over HTTP on 127.0.0.1 (a new connection
+each, the streamed answer read to its end) through three arms, each before its own recording
+upstream (threaded, Nagle off: it records every body and answers a minimal Anthropic SSE stream
+whose ``input_tokens`` is the body's size in our measure below; ``count_tokens`` too):
 
-- **keep-all**: :class:`veil.proxy.server.ProxyServer` without conversations, which forwards
-  every body unchanged: the baseline, in this process like Veil's.
+- **keep-all**: :class:`veil.proxy.server.ProxyServer` without conversations (forwards every
+  body unchanged), in this process: the baseline.
 - **veil**: ``ProxyServer`` + :class:`veil.proxy.session.Conversations` (``budget=``, a fresh
-  SQLite store in a temporary directory, the shipped embedder, a fake clock moved 30 s a step as
-  in ``proxy_policy``), in this process, one per trajectory and budget. Its background store
-  writes are waited for after each of its requests, outside every timing (an agent's model
-  takes seconds between two requests).
+  SQLite store in a temporary directory, the shipped embedder, a fake clock moved 30 s a step
+  as ``proxy_policy`` does), in this process, one per trajectory and budget. Its background
+  store writes are waited for after each of its requests, outside every timing (an agent's
+  model takes seconds between requests).
 - **cliff**: ``python -m cliffcompaction serve --threshold BUDGET --anthropic-upstream URL``, a
-  subprocess per trajectory and budget (its threshold is process-wide), HOME and XDG
-  directories in a temporary directory. One untimed warm-up request per fresh server.
+  subprocess per trajectory and budget (the threshold is process-wide), HOME and XDG
+  directories in a temporary directory. Each fresh server gets one untimed warm-up request.
 
 Budget: :func:`benchmarks.replay.harness.budget_for` at f = 0.5 and 0.625, the same number to
-both. Cliff counts it as ``len(json.dumps(body)) // 4`` over the whole body
-(``cliff_estimate_over_ours`` in the result: that count over ours on the keep-all bodies).
+both; Cliff counts it as ``len(json.dumps(body)) // 4`` (``cliff_estimate_over_ours``: that
+count over ours on the keep-all bodies). Each arm's :class:`benchmarks.replay.policies.Run` is
+rebuilt from what its upstream received, the same way for all. Tokens:
+:func:`veil.tokens.estimate_tokens` of every text the model reads (system, string contents,
+text blocks, ``tool_result`` contents, a ``tool_use`` as its name + JSON input). Observation
+``j`` is verbatim iff its exact text is the ``tool_result`` of its id, or a summary carries it
+whole as one entry ``result: TEXT`` (Cliff's format; Cliff strips it, so compared stripped).
+Cached prefix: segment by segment (:class:`~benchmarks.replay.policies.PrefixTracker`), a
+segment being one of those texts with its kind and message index (a re-encoding of the JSON
+is no change).
 
-From what each upstream received a :class:`benchmarks.replay.policies.Run` is rebuilt, the same
-way for every arm. Tokens: :func:`veil.tokens.estimate_tokens` of every text the model reads
-(the system prompt, string contents, text blocks, ``tool_result`` contents, each ``tool_use`` as
-its name + JSON input). An observation is verbatim at a step iff its exact text is the
-``tool_result`` of its id, or a summary carries it whole as one of its entries ``result: TEXT``
-(Cliff's format; Cliff strips the text, so it is compared stripped). Cached prefix: segment by
-segment (:class:`~benchmarks.replay.policies.PrefixTracker`), a segment being one of those texts
-with its kind and message index, so a re-encoding of the JSON is never a change.
-
-Reported per set x f x arm, summed over trajectories: tokens sent / keep-all's; the need-based
-miss rate (:mod:`benchmarks.replay.needs`, pooled over needs); input cost with prompt caching
+Per set x f x arm, summed over trajectories: tokens sent / keep-all's; the need-based miss rate
+(:mod:`benchmarks.replay.needs`, pooled over needs); input cost with prompt caching
 (:func:`~benchmarks.replay.policies.run_cost`) / keep-all's; requests, rewritten requests,
 errors (not 200, or not one body forwarded), requests over the budget in our measure; client
-round trips p50/p95 ms, and the ms added: the arm's round trip minus keep-all's for the same
+round trips p50/p95 ms and the ms added: the arm's round trip minus keep-all's for the same
 request (the three go back to back, their order rotated every step). Round trips include the
-upstream's JSON parse and count, the same in every arm. Results:
-``benchmarks/results/proxy_peers.json`` (``proxy_peers-quick.json``).
+upstream's parse and count, alike in every arm. Results: ``benchmarks/results/proxy_peers.json``
+(``proxy_peers-quick.json``).
 """
 
 from __future__ import annotations
@@ -112,9 +110,6 @@ SSE = (
 Json = dict[str, Any]
 
 
-# ---- what the model reads in a body ------------------------------------------------------
-
-
 def _text(content: object) -> str:
     if isinstance(content, str):
         return content
@@ -127,12 +122,14 @@ def parts(sent: Json) -> Iterator[tuple[tuple[object, ...], str]]:
     yield ("system",), _text(sent.get("system", ""))
     for index, message in enumerate(cast(list[Json], sent.get("messages", []))):
         content = message.get("content")
-        for block in cast(list[Json], content if isinstance(content, list) else [content]):
-            kind = block.get("type") if isinstance(block, dict) else "text"
+        if not isinstance(content, list):
+            yield ("message", index), _text(content)
+        for block in cast(list[Json], content if isinstance(content, list) else []):
+            kind = block.get("type")
             if kind == "tool_result":
                 yield ("tool", block["tool_use_id"]), _text(block.get("content"))
             elif kind == "text":
-                yield ("message", index), _text(block) if isinstance(block, str) else block["text"]
+                yield ("message", index), str(block["text"])
             elif kind == "tool_use":
                 call = json.dumps(block.get("input", {}), ensure_ascii=False)
                 yield ("call", block["id"]), str(block["name"]) + call
@@ -167,17 +164,10 @@ def bodies(t: Trajectory, session: str) -> Iterator[bytes]:
                   "metadata": {"user_id": json.dumps({"session_id": session})}}  # fmt: skip
     for k, s in enumerate(t.steps):
         yield json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-        messages.append(
-            {
-                "role": "assistant",
-                "content": [{"type": "text", "text": thought_of(t, s)}, _call(k, t)],
-            }
-        )
+        thought = {"type": "text", "text": thought_of(t, s)}
+        messages.append({"role": "assistant", "content": [thought, _call(k, t)]})
         messages.append({"role": "user", "content": [{"type": "tool_result",
                          "tool_use_id": f"toolu_{k:05d}", "content": s.observation}]})  # fmt: skip
-
-
-# ---- the recording upstream, the client, the peer ------------------------------------------
 
 
 class Recorder:
@@ -279,9 +269,6 @@ class Cliff:
             self.process.wait()
 
 
-# ---- one trajectory through the three arms -------------------------------------------------
-
-
 @dataclass
 class Trace:
     """One arm over one trajectory: what reached the upstream, and the round trips."""
@@ -334,8 +321,8 @@ def replay(
             for arm in ARMS[k % 3 :] + ARMS[: k % 3]:
                 status, seconds = post(ports[arm], raw)
                 if arm == "veil":  # its background writes, outside every timing
-                    found = parse("anthropic", raw, {}, Reader())
-                    conversation = conversation or conversations.known(found)
+                    if conversation is None:
+                        conversation = conversations.known(parse("anthropic", raw, {}, Reader()))
                     if conversation is not None:
                         conversation.engine.wait()
                 traces[arm].seconds.append(seconds)
@@ -352,9 +339,6 @@ def replay(
         said = LOG_LINE.search(line)
         logs[f"cliff: {said[1]} {said[2].strip()}" if said else f"cliff: {line[:80]}"] += 1
     return traces
-
-
-# ---- sums over trajectories ----------------------------------------------------------------
 
 
 @dataclass

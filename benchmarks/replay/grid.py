@@ -20,7 +20,7 @@ QUICK = 6
 """--quick: the first 6 trajectories of each set."""
 SWEEP_EVERY = 10
 """--sweep: every 10th trajectory of set A (50), at the goal budgets only."""
-SWEEP_SCHEMA = 2
+SWEEP_SCHEMA = 3
 """Bumped when the shape of ``goals()`` changes: an older sweep file is not attached."""
 SEED = 20240917
 """The seed of the hand-checked sample of needs (``eviction_needs_sample.md``)."""
@@ -43,6 +43,25 @@ budget: their row names (:data:`benchmarks.replay.harness.HOST_POLICIES` gives e
 rule)."""
 
 PROXY = "Veil proxy (veil claude)"
+KEEP3_AT_LEAST = "API keep-3 + clear_at_least"
+"""Anthropic's ``clear_tool_uses_20250919`` with keep 3 and ``clear_at_least`` (the cache-aware
+setting users can switch on today: :func:`benchmarks.replay.host_policies.
+context_editing_clear_at_least`)."""
+RECENCY = "recency batch"
+"""The cache-paying recency anchor (:func:`benchmarks.replay.policies.recency_batch`): its
+rows are ``recency batch d=<depth>@<f>``; the report reads, per set and budget, the smallest
+depth whose cost with caching is at most keep-all's."""
+RECENCY_DEPTHS: tuple[float, ...] = (0.1, 0.2, 0.3, 0.4, 0.5, 0.6)
+CURVES_AT_SHARE: tuple[str, ...] = (
+    "truncate-oldest",
+    "truncate-oldest obs",
+    "compaction",
+    "Claude Code compaction",
+    "Claude Code context editing",
+    KEEP3_AT_LEAST,
+)
+"""The baselines Veil's proxy is read against at its own token share (their curves over the
+budgets, linear between points)."""
 """Veil as its proxy runs it inside Claude Code and Codex (:mod:`benchmarks.replay.proxy_policy`:
 tool results only, evictions in batches when over budget), at every budget."""
 

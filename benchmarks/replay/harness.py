@@ -17,7 +17,18 @@ from typing import Any
 
 from benchmarks.replay import host_policies as H
 from benchmarks.replay import policies as P
-from benchmarks.replay.grid import BUDGETS, CHOSEN, GOAL_BUDGETS, HOSTS, MASK_N, OPENCODE, PROXY
+from benchmarks.replay.grid import (
+    BUDGETS,
+    CHOSEN,
+    GOAL_BUDGETS,
+    HOSTS,
+    KEEP3_AT_LEAST,
+    MASK_N,
+    OPENCODE,
+    PROXY,
+    RECENCY,
+    RECENCY_DEPTHS,
+)
 from benchmarks.replay.load import Trajectory
 from benchmarks.replay.needs import RULES, Need, copied_lines, detect_needs, misses
 from benchmarks.replay.proxy_policy import veil_proxy
@@ -197,6 +208,12 @@ class Job:
     veil_budgets: tuple[float, ...] = BUDGETS
 
 
+def proxy_row(config: str) -> str:
+    """The row family of Veil's proxy under a candidate configuration (the chosen one's is
+    :data:`PROXY`)."""
+    return PROXY if config == CHOSEN else f"{PROXY} [{config}]"
+
+
 def budget_for(t: Trajectory, f: float) -> int:
     return t.fixed_tokens + int(f * (t.keep_all_peak() - t.fixed_tokens))
 
@@ -231,16 +248,24 @@ def replay_one(job: Job) -> tuple[dict[str, Point], list[Need]]:
             record(f"LRU@{f}", P.lru(t, b, needs), b)
             for name, policy in HOST_POLICIES.items():
                 record(f"{name}@{f}", policy(t, b), b)
+            record(f"{KEEP3_AT_LEAST}@{f}", H.context_editing_clear_at_least(t, b), b)
+            if f in GOAL_BUDGETS:
+                for d in RECENCY_DEPTHS:
+                    record(f"{RECENCY} d={d:g}@{f}", P.recency_batch(t, b, d), b)
     embedder = default_embedder()
     for f in job.veil_budgets:
         b = budget_for(t, f)
         record(f"{PROXY}@{f}", veil_proxy(t, b, embedder), b)
     for name in job.veil_configs:
-        # The chosen config is drawn over every budget; the others (ablations) at the goals'.
+        # The chosen config is drawn over every budget; the others (ablations) at the goals',
+        # in the harness and through the proxy alike.
         budgets = [f for f in job.veil_budgets if name == CHOSEN or f in GOAL_BUDGETS]
         for f in budgets:
             b = budget_for(t, f)
             record(f"veil[{name}]@{f}", P.veil(t, b, embedder, VEIL_CONFIGS[name]()), b)
+            if name != CHOSEN:
+                run = veil_proxy(t, b, embedder, VEIL_CONFIGS[name]())
+                record(f"{proxy_row(name)}@{f}", run, b)
     return out, needs
 
 

@@ -10,8 +10,18 @@ from typing import Any
 
 from benchmarks.lib.report.common import body, pct
 from benchmarks.lib.results import Loaded
-from benchmarks.replay.goals import goals_met
-from benchmarks.replay.grid import BUDGETS, GOAL_BUDGETS, HOSTS, PROXY, SET_NAMES, family
+from benchmarks.replay.goals import BILL_BUDGETS, bill_goals, goals_met, paying_recency
+from benchmarks.replay.grid import (
+    BUDGETS,
+    CURVES_AT_SHARE,
+    GOAL_BUDGETS,
+    HOSTS,
+    KEEP3_AT_LEAST,
+    PROXY,
+    RECENCY,
+    SET_NAMES,
+    family,
+)
 
 
 def _label(key: str, chosen: str) -> str:
@@ -28,6 +38,93 @@ def is_host(key: str) -> bool:
     """A row of the host table: a host agent's own policy (:data:`HOSTS`) or Veil's
     proxy inside them (:data:`PROXY`)?"""
     return family(key)[0] in HOSTS or family(key)[0] == PROXY
+
+
+def is_anchor(key: str) -> bool:
+    """A row of the bill's table only: the recency anchor's depths, keep-3 + clear_at_least."""
+    name = family(key)[0]
+    return name.startswith(RECENCY) or name == KEEP3_AT_LEAST
+
+
+SHAPE: tuple[tuple[str, str], ...] = (
+    ("stubs", "stubs sent"),
+    ("batches", "batches"),
+    ("back_to_back", "back to back"),
+    ("changed", "sent results changed"),
+    ("over_budget", "requests over budget"),
+    ("clipped_unread", "unread clipped"),
+)
+
+
+def bill_table(rows: dict[str, dict[str, Any]], chosen: str) -> str:
+    """At each bill budget: Veil through its proxy and in its harness, the baselines the
+    proxy is read against, and the cache-paying recency anchor — tokens, misses, cost with
+    caching and what each did to the prompt (sums over the set's requests)."""
+    lines = [
+        "| policy @ budget | tokens vs keep-all | miss rate | cost vs keep-all (cached) | "
+        + " | ".join(title for _, title in SHAPE)
+        + " |",
+        "| --- | ---: | ---: | ---: | " + " | ".join("---:" for _ in SHAPE) + " |",
+    ]
+    for f in BILL_BUDGETS:
+        keys = [f"{PROXY}@{f}", f"veil[{chosen}]@{f}"]
+        keys += [f"{fam}@{f}" for fam in CURVES_AT_SHARE]
+        anchor = paying_recency(rows, f)
+        if anchor is not None:
+            keys.append(anchor[0])
+        for key in keys:
+            r = rows.get(key)
+            if r is None:
+                continue
+            shape = r.get("shape", {})
+            label = _label(key, chosen)
+            if key.startswith(RECENCY):
+                label += " (cache-paying: the smallest depth costing ≤ keep-all)"
+            lines.append(
+                f"| {label} | {pct(r['tokens_vs_keep_all'])} | {pct(r['miss_rate'])} "
+                f"| {pct(r.get('cost_vs_keep_all'))} | "
+                + " | ".join(f"{shape.get(k, 0):,}" for k, _ in SHAPE)
+                + " |"
+            )
+    return "\n".join(lines)
+
+
+def verdict(met: bool | None, miss: float, against: dict[str, Any]) -> str:
+    if met is None:
+        return "n/a"
+    if met:
+        return "met"
+    return "tied" if against.get("miss_at_share") == miss else "NOT met"
+
+
+def bill_lines(name: str, g: dict[str, Any]) -> list[str]:
+    """Issue 33's goals, cell by cell, won or lost."""
+    out: list[str] = []
+    for p in g["points"]:
+        f = p["budget"]
+        proxy = p.get("proxy")
+        if proxy is not None:
+            word = "met" if proxy["cost_met"] else "NOT met"
+            against = ", ".join(
+                f"{fam} {pct(v['miss_at_share'])} ({verdict(v['met'], proxy['miss_rate'], v)})"
+                for fam, v in proxy["against"].items()
+            )
+            out.append(
+                f"- set {name} @{f:g}, through the proxy: cost {pct(proxy['cost'])} of keep-all's "
+                f"({word}); misses {pct(proxy['miss_rate'])} at {pct(proxy['tokens'])} tokens "
+                f"vs, at that share: {against}"
+            )
+        veil = p.get("harness")
+        if veil is not None:
+            word = "met" if veil["cost_met"] else "NOT met"
+            trunc = veil["truncation_at_share"]
+            said = verdict(veil["met"], veil["miss_rate"], {"miss_at_share": trunc})
+            out.append(
+                f"- set {name} @{f:g}, in the harness: cost {pct(veil['cost'])} of keep-all's "
+                f"({word}); misses {pct(veil['miss_rate'])} at {pct(veil['tokens'])} tokens vs "
+                f"truncation's {pct(trunc)} at that share ({said})"
+            )
+    return out
 
 
 def table(rows: dict[str, dict[str, Any]], chosen: str) -> str:
@@ -115,7 +212,20 @@ def render_section(data: dict[str, Any]) -> str:
             f"({', '.join(f'{r} {n:,}' for r, n in entry['needs_by_rule'].items())}); "
             f"second detector: {entry.get('copied_lines_needs', 0):,} copied-line needs.",
             "",
-            table({k: r for k, r in rows.items() if not is_host(k)}, chosen),
+            table({k: r for k, r in rows.items() if not is_host(k) and not is_anchor(k)}, chosen),
+            "",
+            f"Set {name}, the bill (issue 33): Veil through its proxy and in its harness beside "
+            "the baselines the proxy is read against and the cache-paying recency anchor "
+            "(oldest results first, stubs frozen, never the unread). Shape columns are sums "
+            "over the set's requests: results sent in another form than verbatim; batches "
+            "(requests that do not start with the previous request's prompt); batches at the "
+            "very next request after another; already-sent results shown otherwise than in the "
+            "previous request; requests over the budget; requests whose newest result (unread) "
+            "was not verbatim.",
+            "",
+            bill_table(rows, chosen),
+            "",
+            *bill_lines(name, bill_goals(rows, f"veil[{chosen}]")),
             "",
         ]
         host = host_rows(rows, chosen)
@@ -126,9 +236,10 @@ def render_section(data: dict[str, Any]) -> str:
                 "constants scaled to the budget as host constant × budget / host window), and "
                 "Veil as its proxy runs inside them (`benchmarks/replay/proxy_policy.py`). The "
                 "proxy may change only tool results — the agent's own messages, its thoughts "
-                "included, go as they are — and evicts in batches down to about half the "
-                "budget to keep the cached prefix; Veil in its own harness also stubs old "
-                "turns and evicts at every step:",
+                "included, go as they are; Veil in its own harness also stubs old turns. Both "
+                "run the same batch rule (`veil/context/batching.py`): nothing changes while "
+                "the conversation fits, and over the budget one batch deep enough to pay for "
+                "the cache it breaks:",
                 "",
                 table(host, chosen),
                 "",
@@ -161,10 +272,10 @@ def render_section(data: dict[str, Any]) -> str:
             f"ContextConfig candidates tried on set A only (every {sweep_data['every']}th "
             f"trajectory, {sweep_data['trajectories']} runs, at f = "
             + ", ".join(f"{f:g}" for f in GOAL_BUDGETS)
-            + "; rule (`choose`): most goals met, then the largest margin over the best "
-            "baseline at f = 0.5, then the lowest mean miss rate; each "
-            "row moves one knob of that round's defaults, `previous defaults` are the values "
-            "before this tuning; every row's exact ContextConfig is in the JSON). "
+            + "; rule (`choose`): the most cells with a cost with caching at most keep-all's "
+            "(proxy and harness at f = 0.5 and 0.625), then the most miss goals met, then the "
+            "lowest mean miss rate; each row moves one knob of the defaults; every row's exact "
+            "ContextConfig is in the JSON). "
             f"Chosen: `{sweep_data['chosen']}`"
             + (
                 "."
@@ -261,15 +372,20 @@ def sweep_table(sweep_data: dict[str, Any]) -> str:
     lines = [
         "| ContextConfig tried on set A | "
         + " | ".join(f"@{f:g}: tokens / miss" for f in GOAL_BUDGETS)
-        + " | goals met | margin at 0.5 |",
-        "| --- | " + " | ".join("---:" for _ in GOAL_BUDGETS) + " | ---: | ---: |",
+        + " | proxy cost @0.5 / 0.625 | harness cost @0.5 / 0.625 | goals met |",
+        "| --- | " + " | ".join("---:" for _ in GOAL_BUDGETS) + " | ---: | ---: | ---: |",
     ]
     for name, g in sweep_data["goals"].items():
         cells = [f"{pct(x['tokens'])} / {pct(x['miss_rate'])}" for x in g["points"]]
         met, known = goals_met(g)
-        margin = g["best_margin_at_0.5"]
-        shown = "–" if margin is None else f"{100 * margin:+.1f}"
-        lines.append(f"| {name} | " + " | ".join(cells) + f" | {met} / {known} | {shown} |")
+        bill = g.get("bill", {}).get("points", [])
+        costs = [
+            " / ".join(pct(p.get(side, {}).get("cost")) for p in bill)
+            for side in ("proxy", "harness")
+        ]
+        lines.append(
+            f"| {name} | " + " | ".join(cells) + f" | {costs[0]} | {costs[1]} | {met} / {known} |"
+        )
     return "\n".join(lines)
 
 
