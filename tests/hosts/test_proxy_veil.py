@@ -11,6 +11,7 @@ holds every full result. The same script without Veil overflows the limit (the b
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import re
@@ -120,6 +121,77 @@ def test_veil_claude_keeps_a_long_session_within_its_window(
     assert run.transcript is not None
     transcript = run.transcript.read_text()
     assert all(f"module-{i}-marker" in transcript for i in range(MODULES))
+
+
+def test_veil_claude_batches_keep_the_cache_and_the_model_finds_expand_by_tool_search(
+    run_claude: ClaudeRunner, agent_repo: Path
+) -> None:
+    """Claude Code as it ships (tool search on: Veil's ``mcp__veil__expand`` is deferred). The
+    proxy changes the conversation only in rare, deep batches; between them the provider reads
+    the whole last request from its cache; the stubs name ``mcp__veil__expand``, which the
+    model finds through ``ToolSearch`` and calls; Claude Code never compacts."""
+    files = modules(agent_repo)
+    expanded: list[str] = []
+
+    def turn(k: int) -> Any:
+        def reply(request: ModelRequest) -> Turn:
+            if k == READS:  # a stub: find the tool it names, as a model would
+                for result in request.tool_results():
+                    found = POINTER.search(result.text)
+                    if found and "mcp__veil__expand" in result.text:
+                        expanded.append(found.group(0))
+                        query = {"query": "select:mcp__veil__expand"}
+                        return Turn("Finding it.", (ToolUse("ToolSearch", query),))
+                return Turn("No stub.")
+            if k == READS + 1:
+                assert expanded, "the model was never shown a stub naming mcp__veil__expand"
+                use = ToolUse("mcp__veil__expand", {"pointer": expanded[0]})
+                return Turn("Restoring.", (use,))
+            path = files[k % MODULES]
+            return Turn(f"Reading {path.name}.", (ToolUse("Read", {"file_path": str(path)}),))
+
+        return reply
+
+    script = [turn(k) for k in range(READS + 2)] + [Turn("Done.")]
+    wrapper = [str(VEIL_BIN), "claude", "--window", str(WINDOW)]
+    with ScriptedServer(script, context_limit=LIMIT, cache=True, pairing=True) as server:
+        run = run_claude("read every module", cwd=agent_repo, base_url=server.url,
+                         wrapper=wrapper, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.describe()
+    assert all(r.status == 200 for r in server.requests), [r.error for r in server.requests]
+    main = [r for r in server.model_requests if r.usage is not None and r.tool_results]
+    assert max(r.usage.prompt_tokens for r in main if r.usage) < WINDOW
+
+    # batches: requests where a result the model was sent before is shown otherwise
+    seen: dict[str, str] = {}
+    batches: list[int] = []
+    for k, request in enumerate(main):
+        now = {r.call_id: r.text for r in request.tool_results}
+        if any(call in now and now[call] != text for call, text in seen.items()):
+            batches.append(k)
+        seen = now
+    assert 1 <= len(batches) <= len(main) // 4, batches
+    assert all(b - a > 1 for a, b in itertools.pairwise(batches)), batches
+    # between batches the provider reads the last request from its cache (but where Claude Code
+    # changed its own tools: the tool search loaded mcp__veil__expand)
+    reads = [
+        (k, main[k].usage.cached_tokens, main[k - 1].usage.prompt_tokens)  # type: ignore[union-attr]
+        for k in range(1, len(main))
+        if k not in batches and main[k].body.get("tools") == main[k - 1].body.get("tools")
+    ]
+    assert len(reads) >= len(main) // 2
+    assert all(cached >= 0.9 * before for _, cached, before in reads), reads
+    # the model reached the deferred tool through tool search; the original came back
+    restored = main[-1].tool_results[-1].text
+    call = _call_of(server.model_requests, expanded[0])
+    first = next(
+        r.text for q in server.model_requests for r in q.tool_results
+        if r.call_id == call and not r.text.startswith("[veil: ")
+    )  # fmt: skip
+    assert restored == first and "-marker'" in restored
+    # Claude Code never compacted
+    counts = [len(r.body.get("messages", [])) for r in main]
+    assert counts == sorted(counts), counts
 
 
 def _call_of(requests: list[Any], pointer: str) -> str:
