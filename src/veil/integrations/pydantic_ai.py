@@ -18,7 +18,7 @@ callable, ``list[ModelMessage] -> list[ModelMessage]``).
 Before every model request the processor captures the tool results it has not seen (tool
 return parts whose outcome is ``success`` or ``failed``) into a :class:`ContextEngine` on the
 tape, lets it evict, and returns the history with each evicted result's content replaced by
-the engine's one-line stub (``[veil: read_file notes.txt — 5,000 tokens moved to warm memory;
+the engine's one-line stub (``[veil: read_file notes.txt — 5,000 tokens out of the prompt;
 veil_expand veil://warm/ci_… restores it]``). The stubbed history is what the model receives
 and — pydantic-ai makes a processor's result the run's history — what ``all_messages()``
 returns; the full content stays on the tape, and the processor puts it back whenever the item
