@@ -39,9 +39,9 @@ BENCHMARKS: tuple[str, ...] = (
     "proxy_overhead",
 )
 """Modules of ``benchmarks/`` that define ``main(argv)`` and are run by ``make bench``."""
-EXPLICIT: tuple[str, ...] = ("soak", "real_model")
-"""Benchmarks too long for ``make bench`` or needing a real model (run them by hand; the
-report still shows them)."""
+EXPLICIT: tuple[str, ...] = ("soak", "real_model", "proxy_peers")
+"""Benchmarks too long for ``make bench``, needing a real model, or a peer from PyPI (run them
+by hand; the report still shows them)."""
 
 
 def command(name: str, *, quick: bool) -> list[str]:

@@ -18,6 +18,10 @@ def _ms(s: Json | None, key: str) -> str:
     return "—" if s is None or s.get(key) is None else f"{s[key]:.2f}"
 
 
+def _load(xs: list[float] | None) -> str:
+    return ", ".join(f"{x:.2f}" for x in xs or []) or "n/a"
+
+
 def table(data: Json) -> str:
     rows = [
         "| set | f | arm | requests | tokens vs keep-all | miss rate | cost vs keep-all "
@@ -49,7 +53,8 @@ def table(data: Json) -> str:
             f"{sets}. Peer: {data['peer']['name']} {data['peer']['version']} "
             f"(its size estimate is {data['cliff_estimate_over_ours']:.2f}× ours on the same "
             f"bodies). Errors: {errors}. Machine: {m['cpus']} CPUs, Python {m['python']}, "
-            f"load average {', '.join(f'{x:.2f}' for x in m.get('load_average', []))}; "
+            f"load average {_load(m.get('load_average'))} before, "
+            f"{_load(data.get('load_after'))} after; "
             f"{data['seconds']:,.0f} s{' (quick)' if data.get('quick') else ''}.",
         ]
     )
