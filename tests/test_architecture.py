@@ -56,7 +56,8 @@ ALLOWED: dict[str, set[str]] = {
     },
     "clients": LOWEST | {"embed", "tape", "memory", "context", "convergence", "agent"},
     "integrations": LOWEST | {"embed", "tape", "memory", "context", "convergence", "verbs"},
-    "proxy": LOWEST | {"embed", "tape", "context", "redaction", "dialects"},
+    "proxy": LOWEST | {"embed", "tape", "context", "redaction", "dialects", "llm"},
+    "replay": LOWEST | {"embed", "tape", "context", "proxy"},
     "cli": LOWEST
     | {
         "config_file",
@@ -72,6 +73,7 @@ ALLOWED: dict[str, set[str]] = {
         "server",
         "clients",
         "proxy",
+        "replay",
         "verbs",
         "hosts",
     },

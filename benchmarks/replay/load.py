@@ -7,7 +7,8 @@ harness rendered it. Set A's observations are stored rendered (and already trunc
 mini-swe-agent at 10,000 characters); set B's are wrapped at prompt time with SWE-agent's
 ``next_step_template`` (the open file and directory are the state *after* the action, i.e. the
 next step's ``state``). Tokens: :func:`veil.tokens.estimate_tokens` (about chars / 4) for every
-part, for every policy.
+part, for every policy. The values (:class:`~veil.replay.trajectory.Trajectory` of
+:class:`~veil.replay.trajectory.Step` s) are ``veil replay``'s own; only the loading is here.
 """
 
 from __future__ import annotations
@@ -15,63 +16,17 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from benchmarks.lib.paths import TRAJECTORIES, TRAJECTORY_SETS
+from veil.replay.trajectory import Step, Trajectory
 from veil.tokens import estimate_tokens
+
+__all__ = ["CONFIGS", "DATA", "SETS", "Step", "Trajectory", "build", "load"]
 
 DATA = TRAJECTORIES
 SETS = TRAJECTORY_SETS
 CONFIGS = "prompts_and_configs.json"
-
-
-@dataclass(frozen=True)
-class Step:
-    """One step of a trajectory: the action the model chose and what it saw back."""
-
-    i: int
-    thought: str
-    action: str
-    tool: str
-    kind: str
-    paths: tuple[str, ...]
-    observation: str
-    """The observation as rendered into the prompt."""
-    assistant: str
-    """The assistant message as rendered into the prompt (thought + fenced action)."""
-    obs_tokens: int
-    assistant_tokens: int
-    open_file: str | None = None
-    """SWE-agent only: the file open when the action was chosen."""
-
-
-@dataclass(frozen=True)
-class Trajectory:
-    id: str
-    set: str
-    task: str
-    system: str
-    instance: str
-    steps: tuple[Step, ...]
-    resolved: bool
-
-    @property
-    def system_tokens(self) -> int:
-        return estimate_tokens(self.system)
-
-    @property
-    def instance_tokens(self) -> int:
-        return estimate_tokens(self.instance)
-
-    @property
-    def fixed_tokens(self) -> int:
-        """System + instance message: in every policy's prompt at every step."""
-        return self.system_tokens + self.instance_tokens
-
-    def keep_all_peak(self) -> int:
-        """The prompt at the last step with every earlier message in full."""
-        return self.fixed_tokens + sum(s.assistant_tokens + s.obs_tokens for s in self.steps[:-1])
 
 
 def _templates() -> dict[str, Any]:
