@@ -16,11 +16,13 @@ import json
 import random
 import re
 import sqlite3
+import subprocess
 from pathlib import Path
 from typing import Any
 
 from tests.hosts.runners import ClaudeRunner, CodexRunner
 from tests.hosts.veil_setup import VEIL_BIN
+from veil.context.budget import request_budget
 from veil.llm.scripted_server import ModelRequest, ScriptedServer, ToolUse, Turn
 
 MODULES = 15
@@ -52,6 +54,13 @@ def proxy_records(repo: Path) -> list[dict[str, Any]]:
             "SELECT payload FROM tape_events WHERE kind = 'proxy.request' ORDER BY seq"
         ).fetchall()
     return [json.loads(r[0]) for r in rows]
+
+
+def veil_stats(repo: Path, *args: str) -> dict[str, Any]:
+    """``veil stats --json`` in ``repo``, as a person runs it."""
+    out = subprocess.run([str(VEIL_BIN), "stats", "--json", *args], cwd=repo, check=True,
+                         capture_output=True, text=True, timeout=60)  # fmt: skip
+    return json.loads(out.stdout)
 
 
 def test_veil_claude_keeps_a_long_session_within_its_window(
@@ -121,6 +130,29 @@ def test_veil_claude_keeps_a_long_session_within_its_window(
     assert run.transcript is not None
     transcript = run.transcript.read_text()
     assert all(f"module-{i}-marker" in transcript for i in range(MODULES))
+
+    # the user saw what Veil did: a line before, a summary after; `veil stats` says the same,
+    # and both agree with what the upstream received (its own count of every request)
+    received = sum(r.usage.prompt_tokens for r in server.requests
+                   if r.usage is not None and r.kind != "count_tokens")  # fmt: skip
+    assert re.search(r"^veil claude: Veil's proxy http://127\.0\.0\.1:\d+ → http://127", run.stderr,
+                     re.M), run.stderr  # fmt: skip
+    assert f"budget {request_budget(WINDOW):,} tokens from --window {WINDOW:,}" in run.stderr
+    forwarded = re.search(r"Veil forwarded ([\d,]+)", run.stderr)
+    assert forwarded, run.stderr
+    assert abs(int(forwarded.group(1).replace(",", "")) - received) <= 0.02 * received
+    stats = veil_stats(agent_repo)
+    assert abs(stats["total"]["tokens_sent"] - received) <= 0.02 * received
+    assert stats["total"]["requests"] == len(
+        [r for r in server.requests if r.kind != "count_tokens"]
+    )
+    assert stats["total"]["batches"] == batches and stats["total"]["expands"] == 1
+    assert stats["total"]["tokens_agent"] > LIMIT and stats["total"]["stubs"] >= READS // 2
+    (main,) = [c for c in stats["conversations"] if c["requests"] > READS]
+    assert main["host"] == "claude" and run.session_id and main["agent_session"] == run.session_id
+    assert f"resume  veil claude -- --resume {run.session_id}" in run.stderr
+    log = (agent_repo / ".veil" / "proxy.log").read_text()
+    assert log.count(" batch in ") == batches and "127.0.0.1: batch in proxy-" in log
 
 
 def test_veil_claude_batches_keep_the_cache_and_the_model_finds_expand_by_tool_search(

@@ -8,6 +8,7 @@ from __future__ import annotations
 import http.client
 import io
 import json
+import re
 import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from veil.agent.project import project_scope
 from veil.clock import FakeClock
 from veil.embed import default_embedder
 from veil.proxy.server import Log, ProxyServer, Upstream
@@ -111,6 +113,15 @@ class Rig:
 
 @pytest.fixture
 def rig(tmp_path: Path) -> Iterator[Rig]:
+    yield from make_rig(tmp_path)
+
+
+@pytest.fixture
+def shadow_rig(tmp_path: Path) -> Iterator[Rig]:
+    yield from make_rig(tmp_path, shadow=True, batches=True)
+
+
+def make_rig(tmp_path: Path, *, shadow: bool = False, batches: bool = False) -> Iterator[Rig]:
     state = Upstream_()
     upstream = ThreadingHTTPServer(("127.0.0.1", 0), recording(state))
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
@@ -119,17 +130,19 @@ def rig(tmp_path: Path) -> Iterator[Rig]:
     store = open_store(f"sqlite:///{tmp_path / '.veil' / 'context.db'}", embedder=embedder)
     conversations = Conversations(
         store,
-        scope="project:test",
+        scope=project_scope(tmp_path),
         root=tmp_path,
         window=12_000,
         clock=FakeClock(),
         embedder=embedder,
+        host="claude",
+        shadow=shadow,
     )
     log = io.StringIO()
     proxy = ProxyServer(
         Upstream.parse(f"http://127.0.0.1:{upstream.server_address[1]}"),
         conversations,
-        log=Log(log),
+        log=Log(log, batches=batches),
     )
     proxy.serve_in_background()
     yield Rig(state, proxy, conversations, log, tmp_path)
@@ -274,3 +287,95 @@ def test_a_log_line_never_carries_a_secret() -> None:
     canary = "ghp_" + "a8Kd93jfLq0Zx7Bn2Mv5Cc1Rt6Yp4Ws9Ue3H"  # a GitHub token's shape
     Log(stream).once("KeyError", f"rewrite failed (KeyError: {canary!r}); forwarded as it is")
     assert canary not in stream.getvalue() and "[secret:" in stream.getvalue()
+
+
+def figures(rig: Rig) -> Any:
+    from veil.proxy.ledger import read, total
+
+    assert rig.proxy.wait_idle(10)  # every reply's usage recorded
+    return total(read(rig.conversations.store, rig.conversations.scope))
+
+
+def test_the_figures_are_what_the_upstream_received(rig: Rig) -> None:
+    for steps in range(1, 25):
+        rig.post("/v1/messages", conversation(steps))
+    sums = figures(rig)
+    assert sums.requests == 24 == len(rig.upstream.bodies)
+    # the upstream reports len(body) // 4 as its input: the forwarded tokens are its count
+    assert sums.tokens_sent == sum(len(b) // 4 for b in rig.upstream.bodies)
+    assert sums.tokens_agent > 1.5 * sums.tokens_sent
+    assert sums.batches >= 1 and sums.stubs >= 10 and sums.results == 24
+
+
+def test_shadow_mode_forwards_every_byte_as_the_agent_sent_it_and_measures_veil(
+    shadow_rig: Rig,
+) -> None:
+    sent: list[bytes] = []
+    for steps in range(1, 25):
+        # not Veil's own serialisation: spaces, key order, escapes, all as the agent wrote them
+        raw = json.dumps(conversation(steps), indent=1, ensure_ascii=True).encode()
+        sent.append(raw)
+        status, data = shadow_rig.post("/v1/messages", raw)
+        assert status == 200 and data == shadow_rig.upstream.answers[-1]
+    assert shadow_rig.upstream.bodies == sent
+    sums = figures(shadow_rig)
+    # the agent's side is the provider's count; Veil's side is what it would have sent
+    assert sums.tokens_agent == sum(len(b) // 4 for b in sent)
+    assert sums.batches >= 1 and sums.tokens_sent < 0.7 * sums.tokens_agent
+    # the batch is logged as one that would have been sent, with a time and the upstream
+    line = next(x for x in shadow_rig.log.getvalue().splitlines() if " batch in " in x)
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ veil proxy: 127\.0\.0\.1: batch", line)
+    assert "would send" in line
+
+
+def test_shadow_mode_never_retries_a_refusal(shadow_rig: Rig) -> None:
+    for steps in range(1, 5):
+        shadow_rig.post("/v1/messages", conversation(steps))
+    shadow_rig.upstream.overflow_once = True
+    status, _ = shadow_rig.post("/v1/messages", conversation(5))
+    assert status == 400  # the agent's own request, refused: the agent handles it as it would
+    assert len(shadow_rig.upstream.bodies) == 5
+
+
+def test_veil_stats_and_sessions_show_the_conversations_the_proxy_served(rig: Rig) -> None:
+    import subprocess
+    import sys
+
+    for steps in range(1, 25):
+        rig.post("/v1/messages", conversation(steps))
+    for steps in range(1, 4):
+        rig.post("/v1/messages", conversation(steps, session="other", task="another task"))
+    sums = figures(rig)
+
+    def veil(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "veil.cli.main", *args], cwd=rig.root,
+                              capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+
+    data = json.loads(veil("stats", "--json").stdout)
+    assert data["total"]["requests"] == 27 and data["total"]["tokens_sent"] == sums.tokens_sent
+    first, second = data["conversations"]
+    assert first["host"] == "claude" and first["model"] == "claude-x" and not first["shadow"]
+    assert first["requests"] == 24 and second["requests"] == 3
+    one = json.loads(veil("stats", "--json", "--session", first["id"][:12]).stdout)
+    assert [c["id"] for c in one["conversations"]] == [first["id"]]
+    table = veil("stats").stdout
+    assert first["id"] in table and "Claude Code sent" in table
+    since = [json.loads(veil("stats", "--json", "--since", d).stdout)["total"]["requests"]
+             for d in ("2000-01-01", "2999-01-01")]  # fmt: skip
+    assert since == [27, 0]  # (the rig's clock is a fake one: a date, not a span)
+
+    bad = veil("stats", "--since", "yesterday-ish")
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "--since" in bad.stderr
+    missing = veil("stats", "--session", "nope")
+    assert missing.returncode == 2 and "no proxy conversation nope" in missing.stderr
+
+    listing = veil("sessions").stdout
+    assert "THROUGH VEIL" in listing and first["id"] in listing and "claude-x" in listing
+    shown = veil("sessions", "show", first["id"][:14])
+    assert shown.returncode == 0 and "24 requests" not in shown.stderr
+    assert f"conversation {first['id']}" in shown.stdout and "Veil" in shown.stdout
+    rig.proxy.shutdown()  # the store is ours alone before erasing from it
+    removed = veil("sessions", "rm", second["id"][:14])
+    assert removed.returncode == 0, removed.stderr
+    left = json.loads(veil("stats", "--json").stdout)
+    assert [c["id"] for c in left["conversations"]] == [first["id"]]

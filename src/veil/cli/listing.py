@@ -22,7 +22,8 @@ from typing import TextIO
 from veil.agent.project import project_root, project_scope
 from veil.agent.sessions import SessionInfo, Sessions
 from veil.llm.messages import AssistantMessage, Message, ToolResultMessage, UserMessage
-from veil.tape import open_store
+from veil.proxy.ledger import Conversation
+from veil.tape import Store, open_store
 
 RESULT_LINES = 12
 """Lines of a tool result ``veil sessions show`` prints without ``--full``."""
@@ -38,20 +39,54 @@ def list_sessions(cwd: Path) -> int:
     scope = project_scope(root)
     try:
         found = Sessions(store, scope=scope).list()
+        proxied = read_conversations(store, scope)
         sizes = store.sizes(scope, field="session_id")
     finally:
         store.close()
-    if not found:
+    if not found and not proxied:
         print("no sessions yet in this project")
         return 0
-    print(f"{'SESSION':<34}  {'UPDATED':<16}  {'STATUS':<16} {'MSGS':>5} {'SIZE':>8}  TITLE")
+    if found:
+        print(f"{'SESSION':<34}  {'UPDATED':<16}  {'STATUS':<16} {'MSGS':>5} {'SIZE':>8}  TITLE")
     for s in found:
         parent = f" (from {s.parent_id})" if s.parent_id else ""
         print(
             f"{s.id:<34}  {s.updated_at:%Y-%m-%d %H:%M}  {s.status:<16} {s.messages:>5} "
             f"{_size(sizes.get(s.id, 0)):>8}  {_one_line(s.title)[:60]}{parent}"
         )
+    if proxied:
+        if found:
+            print()
+        print(
+            f"{'THROUGH VEIL’S PROXY':<34}  {'UPDATED':<16}  {'HOST':<6} {'MODEL':<22} "
+            f"{'REQS':>5} {'SIZE':>8}  TOKENS (AGENT → SENT)"
+        )
+        for c in reversed(proxied):  # newest first, as above
+            last = f"{c.last:%Y-%m-%d %H:%M}" if c.last else ""
+            shadow = " (shadow: would send)" if c.shadow else ""
+            print(
+                f"{c.id:<34}  {last:<16}  {(c.host or 'proxy'):<6} {c.model[:22]:<22} "
+                f"{c.requests:>5} {_size(sizes.get(c.id, 0)):>8}  "
+                f"{c.tokens_agent:,} → {c.tokens_sent:,}{shadow}"
+            )
     return 0
+
+
+def read_conversations(store: Store, scope: str) -> list[Conversation]:
+    """The proxy's conversations in ``scope`` (priced by the built-in table: the listing
+    shows no cost)."""
+    from veil.proxy.ledger import read
+
+    return read(store, scope)
+
+
+def matching(store: Store, scope: str, prefix: str) -> list[tuple[str, str]]:
+    """``(kind, id)`` of what ``prefix`` names — ``session`` (Veil's own agent) or ``proxy``
+    (a conversation through Veil's proxy): an exact id, else every id that starts with it."""
+    ids = [("session", s.id) for s in Sessions(store, scope=scope).list(limit=10_000)]
+    ids += [("proxy", c.id) for c in read_conversations(store, scope)]
+    exact = [(k, i) for k, i in ids if i == prefix]
+    return exact or ([(k, i) for k, i in ids if i.startswith(prefix)] if prefix else [])
 
 
 def _size(n: int) -> str:
@@ -71,8 +106,8 @@ def show_session(session_id: str, cwd: Path, *, full: bool, out: TextIO, err: Te
         return 2
     store = open_store(f"sqlite:///{db}")
     try:
-        sessions = Sessions(store, scope=project_scope(root))
-        found = sessions.find(session_id)
+        scope = project_scope(root)
+        found = matching(store, scope, session_id)
         if len(found) != 1:
             why = "no session" if not found else f"{len(found)} sessions match"
             print(
@@ -80,7 +115,12 @@ def show_session(session_id: str, cwd: Path, *, full: bool, out: TextIO, err: Te
                 file=err,
             )
             return 2
-        (info,) = found
+        ((kind, found_id),) = found
+        if kind == "proxy":
+            return _show_conversation(store, scope, found_id, out)
+        sessions = Sessions(store, scope=scope)
+        info = sessions.get(found_id)
+        assert info is not None
         messages = sessions.messages(info.id)
     finally:
         store.close()
@@ -90,6 +130,30 @@ def show_session(session_id: str, cwd: Path, *, full: bool, out: TextIO, err: Te
         print(file=out)
         for line in _message_lines(number, message, full=full):
             print(line, file=out)
+    return 0
+
+
+def _show_conversation(store: Store, scope: str, conversation: str, out: TextIO) -> int:
+    """A conversation through Veil's proxy: what it was and its figures (the messages are the
+    agent's own: its transcript has them)."""
+    from veil.cli.stats import host_title, summary
+    from veil.llm.catalog import PRICES_DATE
+
+    (c,) = [c for c in read_conversations(store, scope) if c.id == conversation]
+    title = host_title(c.host)
+    own = f" (its session {c.agent_session})" if c.agent_session else ""
+    lines = [
+        f"conversation {c.id} through Veil's proxy" + (" (shadow)" if c.shadow else ""),
+        f"host:    {title}{own}",
+        f"model:   {c.model or '?'}",
+    ]
+    if c.first and c.last:
+        lines.append(f"started: {c.first:%Y-%m-%d %H:%M} UTC · updated {c.last:%Y-%m-%d %H:%M} UTC")
+    for line in lines:
+        print(line, file=out)
+    for line in summary([c], command=c.host or "proxy", prices_date=PRICES_DATE)[1:]:
+        print(line, file=out)
+    print(f"(the messages are {title}'s own: its transcript has them)", file=out)
     return 0
 
 

@@ -48,6 +48,9 @@ class ProxyOptions:
     upstream: str | None = None
     agent_args: tuple[str, ...] = ()
     cwd: Path | None = None
+    shadow: bool = False
+    """Measure only: every request goes upstream as the agent sent it; Veil's policy runs on
+    the side and the figures say what it would have sent."""
 
 
 def run_proxy_command(options: ProxyOptions, env: Mapping[str, str] = os.environ) -> int:
@@ -76,10 +79,12 @@ def run_proxy_command(options: ProxyOptions, env: Mapping[str, str] = os.environ
 
     root = project_root(cwd)
     home = veil_dir(root)
+    log_path = home / "proxy.log"
     log_stream: TextIO = (
-        sys.stderr if options.agent == "proxy" else open(home / "proxy.log", "a", encoding="utf-8")  # noqa: SIM115
+        sys.stderr if options.agent == "proxy" else open(log_path, "a", encoding="utf-8")  # noqa: SIM115
     )
     server, conversations = _start(upstream, root, project_scope(root), options, env, log_stream)
+    head = conversations.store.head()
     try:
         from veil.proxy.server import client_base
 
@@ -87,7 +92,8 @@ def run_proxy_command(options: ProxyOptions, env: Mapping[str, str] = os.environ
         if options.agent == "proxy":
             print(
                 f"veil proxy: http://127.0.0.1:{server.port} → {upstream_url} "
-                f"({budget_words(options)}, working memory in {home / 'context.db'})\n"
+                f"({budget_words(options)}{', shadow mode: measure only' if options.shadow else ''}"
+                f", working memory in {home / 'context.db'})\n"
                 f"  Claude Code: ANTHROPIC_BASE_URL={base} claude\n"
                 f'  Codex: a model provider with base_url = "{base}"',
                 flush=True,
@@ -98,18 +104,83 @@ def run_proxy_command(options: ProxyOptions, env: Mapping[str, str] = os.environ
                 while not stop.wait(3600):
                     pass
             return 0
+        print(start_line(options, server.port, upstream_url, log_path, root, env), file=sys.stderr)
         command, child_env = (
             _claude(binary, base, root, options.agent_args, env)
             if options.agent == "claude"
             else _codex(binary, base, options.agent_args, env)
         )
-        return _run_child(command, child_env, cwd)
+        status = _run_child(command, child_env, cwd)
+        server.wait_idle(EXIT_GRACE)
+        _exit_summary(options.agent, conversations, head, root)
+        return status
     finally:
         server.shutdown()
         server.server_close()
         conversations.close()
+        conversations.store.close()
         if log_stream is not sys.stderr:
             log_stream.close()
+
+
+EXIT_GRACE = 5.0
+"""Seconds the exit summary waits for the last request's usage to be recorded."""
+
+
+def start_line(
+    options: ProxyOptions,
+    port: int,
+    upstream: str,
+    log_path: Path,
+    root: Path,
+    env: Mapping[str, str],
+) -> str:
+    """The one line ``veil claude``/``veil codex`` print before the agent starts."""
+    from veil.hosts import HOSTS
+
+    host = HOSTS[options.agent]
+    if options.window is not None:
+        budget = budget_words(options)
+    else:
+        from veil.llm.catalog import CATALOG
+
+        settings = {**env, **codex_limits(env)} if options.agent == "codex" else dict(env)
+        model = host.model_of(options.agent_args, settings)
+        info = CATALOG.lookup(model)
+        known = info.context_window if info is not None else 200_000
+        window = host.window(model, known, settings)
+        budget = (
+            f"budget {host.budget(model, settings, CATALOG):,} tokens for {model} "
+            f"(window {window:,}; just below where {host.title} compacts)"
+        )
+    shadow = (
+        "; SHADOW mode: requests go as the agent sends them, Veil only measures"
+        if (options.shadow)
+        else ""
+    )
+    try:
+        where = log_path.relative_to(root)
+    except ValueError:
+        where = log_path
+    return (
+        f"veil {options.agent}: Veil's proxy http://127.0.0.1:{port} → {upstream}; {budget}"
+        f"{shadow}; log {where}; at exit a summary (veil stats: every run)"
+    )
+
+
+def _exit_summary(agent: str, conversations: Any, head: int, root: Path) -> None:
+    """What Veil did in this run, after the agent's own output (never fails the run)."""
+    from veil.cli.stats import project_catalog, summary
+    from veil.llm.catalog import PRICES_DATE
+    from veil.proxy.ledger import read
+
+    try:
+        catalog = project_catalog(root / ".veil")
+        found = read(conversations.store, conversations.scope, after=head, catalog=catalog)
+        lines = summary(found, command=agent, prices_date=PRICES_DATE)
+    except Exception as exc:  # the summary is a report: the run's status stands
+        lines = [f"veil {agent}: no summary ({exc})"]
+    print("\n".join(lines), file=sys.stderr, flush=True)
 
 
 def window_problem(options: ProxyOptions) -> str | None:
@@ -189,6 +260,11 @@ def _start(
         f"sqlite:///{root / '.veil' / 'context.db'}?synchronous=normal", embedder=embedder
     )
     host = HOSTS.get(options.agent)
+    markers = (
+        host.compaction_markers
+        if host is not None
+        else tuple(m for h in HOSTS.values() for m in h.compaction_markers)
+    )
     conversations = Conversations(
         store,
         scope=scope,
@@ -197,6 +273,9 @@ def _start(
         embedder=embedder,
         budgets=None if options.window is not None else budgets(options, env),
         expand=None if host is None else (lambda _request: host.expand_tool),
+        host=None if host is None else host.name,
+        shadow=options.shadow,
+        compaction_markers=markers,
     )
     server = ProxyServer(upstream, conversations, port=options.port, log=Log(log_stream))
     server.serve_in_background()
@@ -322,6 +401,9 @@ def codex_limits(env: Mapping[str, str]) -> dict[str, str]:
     except (OSError, tomllib.TOMLDecodeError):
         return {}
     out: dict[str, str] = {}
+    model = data.get("model")
+    if isinstance(model, str) and model:
+        out["CODEX_CONFIG_MODEL"] = model
     for key, name in (
         ("model_context_window", "CODEX_MODEL_CONTEXT_WINDOW"),
         ("model_auto_compact_token_limit", "CODEX_AUTO_COMPACT_TOKEN_LIMIT"),

@@ -60,14 +60,19 @@ def run_sessions_rm(session_id: str, cwd: Path, *, out: TextIO, err: TextIO) -> 
         print(f"veil sessions rm: {exc}", file=err)
         return 2
     try:
-        sessions = Sessions(store, scope=project_scope(root))
-        if sessions.get(session_id) is None:
+        from veil.cli.listing import matching
+
+        scope = project_scope(root)
+        found = matching(store, scope, session_id)
+        if len(found) != 1:
+            why = "no session" if not found else f"{len(found)} sessions match"
             print(
-                f"veil sessions rm: no session {session_id} in this project (see `veil sessions`)",
+                f"veil sessions rm: {why} {session_id} in this project (see `veil sessions`)",
                 file=err,
             )
             return 2
-        receipt = store.purge(PurgeSelection(scope=sessions.scope, sessions=(session_id,)))
+        ((_, session_id),) = found
+        receipt = store.purge(PurgeSelection(scope=scope, sessions=(session_id,)))
     finally:
         store.close()
     print(f"session {session_id}: {receipt_line(receipt)}", file=out)

@@ -112,6 +112,8 @@ class ContextEngine(RestoreVerbs, TurnBoundary):
         self._requests = 0
         self._batches = 0
         self._manifest_text = None
+        self.expansions = 0
+        self.returns = 0
         self.overhead_tokens = 0
         self._threshold = Threshold.start(self.config.threshold)
         self._tail_tokens = 0

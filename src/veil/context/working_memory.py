@@ -96,6 +96,11 @@ class WorkingMemory:
     """Batches of evictions this engine ran."""
     _manifest_text: tuple[int, str] | None
     """The manifest as of the last batch (and the open contradictions it counted)."""
+    expansions: int
+    """Items brought back by an expansion, since this engine started."""
+    returns: int
+    """Items out of the prompt that the model asked for again by running their call again (a
+    re-read, a re-run): where eviction's cost hides, beside the expansions."""
     _count: TokenMemo
     """The renderer's counter: the same counts, remembered for texts seen again."""
     _renderer: Renderer | None
@@ -276,6 +281,10 @@ class WorkingMemory:
 
     def _regret(self, item_id: str, how: str) -> None:
         """An evicted item came back (``how``): multiplicative decrease of T."""
+        if how == "expanded":
+            self.expansions += 1
+        else:
+            self.returns += 1
         self._threshold = on_regret(self._threshold, tick=self.tick, config=self.config.threshold)
         self._emit(
             events.REGRET,

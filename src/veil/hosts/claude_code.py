@@ -12,7 +12,9 @@ Facts observed on the pinned 2.1.332 (``../shared/notes``, the binaries report o
   ``CLAUDE_CODE_DISABLE_1M_CONTEXT`` caps ``W`` at 200,000; ``CLAUDE_CODE_AUTO_COMPACT_WINDOW``
   (tokens, ``200k``, ``1m``) lowers it, never below 100,000; ``CLAUDE_AUTOCOMPACT_PCT_OVERRIDE``
   (0 < p ≤ 100) lowers the threshold to ``p`` % of ``W − min(max output, 20,000)``;
-  ``DISABLE_AUTO_COMPACT`` or ``DISABLE_COMPACT`` switch it off.
+  ``DISABLE_AUTO_COMPACT`` or ``DISABLE_COMPACT`` switch it off. Its compaction request carries
+  the tools as usual and adds "CRITICAL: Respond with TEXT ONLY…" to the last user message.
+- **Model.** ``claude-opus-5-5`` unless ``--model`` or ``ANTHROPIC_MODEL`` say otherwise.
 """
 
 from __future__ import annotations
@@ -73,4 +75,7 @@ HOST = Host(
     fixed_tokens=19_000,
     window=window,
     compaction=compaction,
+    default_model="claude-opus-5-5",
+    compaction_markers=("CRITICAL: Respond with TEXT ONLY",),
+    model_variable="ANTHROPIC_MODEL",
 )

@@ -9,7 +9,11 @@ Facts observed on the pinned 0.171.0 (the binaries report of this round):
 - **Fixed part.** About 9,000 tokens before any message with ``gpt-5.5``, about 15,000 with
   ``gpt-6.2-sol``.
 - **Its own compaction.** At 90 % of the window (``model_auto_compact_token_limit`` in its
-  ``config.toml`` can only lower that; ``model_context_window`` lowers the window).
+  ``config.toml`` can only lower that; ``model_context_window`` lowers the window). For a custom
+  provider the compaction is an ordinary request whose last input is a user message "You are
+  performing a CONTEXT CHECKPOINT COMPACTION…".
+- **Model.** ``gpt-6.2-sol`` unless ``-m``/``--model`` (or ``model`` in its configuration) say
+  otherwise.
 """
 
 from __future__ import annotations
@@ -40,4 +44,7 @@ HOST = Host(
     fixed_tokens=15_000,
     window=window,
     compaction=compaction,
+    default_model="gpt-6.2-sol",
+    compaction_markers=("CONTEXT CHECKPOINT COMPACTION",),
+    model_variable="CODEX_CONFIG_MODEL",
 )

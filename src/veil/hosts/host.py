@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from veil.context.budget import reply_reserve
@@ -32,6 +32,22 @@ class Host:
     window: Callable[[str, int, Env], int]
     """The model's window as the host uses it, from the table's ``window`` for the model."""
     compaction: Callable[[str, int, Env], int | None]
+    default_model: str = ""
+    """The model the pinned host uses when none is chosen."""
+    compaction_markers: tuple[str, ...] = ()
+    """Texts in the last user message of the host's own compaction request."""
+    model_variable: str = ""
+    """The environment variable that chooses the host's model, if any."""
+
+    def model_of(self, args: Sequence[str], env: Env) -> str:
+        """The model a run of the host with ``args`` will ask for: its ``--model``/``-m``
+        option, else its model variable, else its default."""
+        for i, arg in enumerate(args):
+            if arg in ("--model", "-m") and i + 1 < len(args):
+                return args[i + 1]
+            if arg.startswith("--model="):
+                return arg.split("=", 1)[1]
+        return (env.get(self.model_variable) if self.model_variable else None) or self.default_model
 
     def budget(self, model: str, env: Env, catalog: Catalog) -> int:
         """The request budget for ``model``: just below where the host would compact (less the

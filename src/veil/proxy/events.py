@@ -36,6 +36,26 @@ class RequestForwarded:
     cold: Annotated[bool, SPARSE] = False
     """The provider's cache of the conversation had expired before this request."""
     model: Annotated[str | None, SPARSE] = None
+    host: Annotated[str | None, SPARSE] = None
+    """The agent (``claude``, ``codex``…) when the proxy was started for one."""
+    agent_session: Annotated[str | None, SPARSE] = None
+    """The agent's own session id (``veil claude -- --resume ID`` resumes it)."""
+    agent_cached: Annotated[int, SPARSE] = 0
+    """Estimated tokens of the request as the agent sent it that repeat its previous one."""
+    sent_cached: Annotated[int, SPARSE] = 0
+    """The same for the request as forwarded (in shadow mode: as Veil would have sent it)."""
+    results: Annotated[int, SPARSE] = 0
+    """Tool results Veil recognised in the request."""
+    expands: Annotated[int, SPARSE] = 0
+    rereads: Annotated[int, SPARSE] = 0
+    """Results out of the prompt the model re-read or re-ran since the previous request."""
+    compaction: Annotated[bool, SPARSE] = False
+    """The request is the agent's own compaction of its conversation."""
+    shadow: Annotated[bool, SPARSE] = False
+    ttl: Annotated[str | None, SPARSE] = None
+    budget: Annotated[int, SPARSE] = 0
+    billing: Annotated[str | None, SPARSE] = None
+    """``api`` (a key, billed per token) or ``subscription`` (a login that is not)."""
 
 
 REQUEST = EventKind("proxy.request", RequestForwarded)

@@ -31,7 +31,7 @@ import socket
 import sys
 import threading
 import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO, cast
@@ -95,11 +95,13 @@ def client_base(proxy_port: int, upstream: Upstream) -> str:
 
 
 class Log:
-    """One line on ``stream`` per kind of failure (the agent's terminal stays quiet), redacted
-    like everything Veil writes."""
+    """Veil's proxy log: one line per kind of failure, and (to a log file) one line per batch,
+    each with a timestamp; redacted like everything Veil writes. On a terminal (``veil proxy``'s
+    stderr) batches are not logged: the agent's terminal stays quiet."""
 
-    def __init__(self, stream: TextIO | None = None) -> None:
+    def __init__(self, stream: TextIO | None = None, *, batches: bool | None = None) -> None:
         self.stream = stream or sys.stderr
+        self.batches = (self.stream is not sys.stderr) if batches is None else batches
         self._seen: set[str] = set()
         self._lock = threading.Lock()
 
@@ -108,9 +110,21 @@ class Log:
             if kind in self._seen:
                 return
             self._seen.add(kind)
+        self._write(message)
+
+    def line(self, message: str) -> None:
+        """A line for the log file (a batch); nothing on a terminal."""
+        if self.batches:
+            self._write(message)
+
+    def _write(self, message: str) -> None:
+        from datetime import UTC, datetime
+
         from veil.redaction import redact  # a failure's text may quote what it failed on
 
-        print(f"veil proxy: {redact(message).text}", file=self.stream, flush=True)
+        stamp = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        with self._lock:
+            print(f"{stamp} veil proxy: {redact(message).text}", file=self.stream, flush=True)
 
 
 class ProxyServer(ThreadingHTTPServer):
@@ -131,6 +145,27 @@ class ProxyServer(ThreadingHTTPServer):
         self.conversations = conversations
         self.log = log or Log()
         self.on_prepared = on_prepared
+        self._active = 0
+        self._idle = threading.Condition()
+
+    @contextlib.contextmanager
+    def serving(self) -> Generator[None]:
+        """Counts a request being served (for :meth:`wait_idle`)."""
+        with self._idle:
+            self._active += 1
+        try:
+            yield
+        finally:
+            with self._idle:
+                self._active -= 1
+                self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Wait until no request is being served (its usage recorded), at most ``timeout``
+        seconds; False when one still is. The agent may exit as soon as it has read the last
+        reply, before the proxy recorded what the provider said of it."""
+        with self._idle:
+            return self._idle.wait_for(lambda: self._active == 0, timeout)
 
     @property
     def port(self) -> int:
@@ -175,6 +210,10 @@ class ProxyHandler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length else b""
 
     def _forward(self, raw: bytes) -> None:
+        with self.server.serving():
+            self._serve(raw)
+
+    def _serve(self, raw: bytes) -> None:
         path = self.path
         route = path.split("?", 1)[0]
         counting = route.endswith("/count_tokens")
@@ -195,8 +234,12 @@ class ProxyHandler(BaseHTTPRequestHandler):
                 if not counting or known is not None:
                     prepared = conversations.prepare(request, body, conversation=known)
                     body, encoded = prepared.body, False
+                    if prepared.shadow:  # measured only: the agent's bytes, as they came
+                        body, encoded = raw, True
                     if prepared.note:
                         self.server.log.once(f"note:{prepared.conversation}", prepared.note)
+                    if prepared.batch and not counting:
+                        self.server.log.line(_batch_line(prepared, self.server.upstream))
                     if self.server.on_prepared is not None:
                         self.server.on_prepared(prepared)
             except WireError as exc:
@@ -238,6 +281,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
             if (
                 response.status in (400, 413)
                 and prepared is not None
+                and not prepared.shadow
                 and request is not None
                 and self.server.conversations is not None
             ):
@@ -300,11 +344,14 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self.wfile.flush()
         if sniffer is not None and prepared is not None and self.server.conversations:
             usage = sniffer.usage()
+            billing = billing_of(self.path, _lower(self.headers))
             try:
                 if usage:
-                    self.server.conversations.reported(prepared, usage, api=api or "")
+                    self.server.conversations.reported(
+                        prepared, usage, api=api or "", billing=billing
+                    )
                 else:
-                    self.server.conversations.record(prepared)
+                    self.server.conversations.record(prepared, billing=billing)
             except Exception as exc:
                 self.server.log.once("usage", f"usage not recorded: {exc}")
 
@@ -315,6 +362,25 @@ class ProxyHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+def _batch_line(prepared: Prepared, upstream: Upstream) -> str:
+    cold = ", the provider's cache had expired" if prepared.cold else ""
+    what = "would send" if prepared.shadow else "sent"
+    return (
+        f"{upstream.host}: batch in {prepared.conversation} ({prepared.model or '?'}): "
+        f"{prepared.evicted} results out, {prepared.tokens_before:,} tokens as the agent sent "
+        f"them, {prepared.tokens_sent:,} {what} (budget {prepared.budget:,}){cold}"
+    )
+
+
+def billing_of(path: str, headers: Mapping[str, str]) -> str:
+    """How the agent pays for this request: ``subscription`` for a login that is not billed
+    per token (Claude Code's OAuth token, Codex's ChatGPT login), else ``api``."""
+    auth = headers.get("authorization", "")
+    if "/backend-api/" in path or auth.removeprefix("Bearer ").startswith("sk-ant-oat"):
+        return "subscription"
+    return "api"
 
 
 def _lower(headers: Any) -> dict[str, str]:
@@ -399,6 +465,8 @@ class UsageSniffer:
             ("prompt_tokens", "input_tokens"),
             ("cache_read_input_tokens", "cache_read"),
             ("cache_creation_input_tokens", "cache_write"),
+            ("output_tokens", "output_tokens"),
+            ("completion_tokens", "output_tokens"),
         ):
             value = number(key)
             if value is not None and value > 0:

@@ -42,7 +42,16 @@ from veil.dialects.overflow import overflow_limits
 from veil.embed import Embedder
 from veil.proxy.events import REQUEST, RequestForwarded
 from veil.proxy.tools import EXPAND_TOOLS, describe
-from veil.proxy.wire import Request, Spliced, Splicer, cache_ttl, dumps, expand_tool
+from veil.proxy.wire import (
+    Request,
+    Spliced,
+    Splicer,
+    cache_ttl,
+    common_prefix,
+    dumps,
+    expand_tool,
+    session_of,
+)
 from veil.tape import Store
 from veil.tape.recorder import Recorder
 from veil.tokens import estimate_tokens
@@ -72,6 +81,28 @@ class Prepared:
     model: str = ""
     note: str | None = None
     """Why the request went as the client sent it (said once per conversation)."""
+    agent_cached: int = 0
+    """Estimated tokens at the start of the request as the agent sent it that repeat the
+    conversation's previous request as the agent sent it (what a provider's cache would serve
+    without Veil)."""
+    sent_cached: int = 0
+    """The same for the request as forwarded (in shadow mode: as Veil would have sent it)."""
+    results: int = 0
+    """Tool results Veil recognised in the request."""
+    expands: int = 0
+    """Results the model brought back with Veil's expand since the conversation's previous
+    request."""
+    rereads: int = 0
+    """Results out of the prompt the model re-read or re-ran since the previous request."""
+    compaction: bool = False
+    """The request is the agent's own compaction of its conversation."""
+    shadow: bool = False
+    """Shadow mode: forwarded as the agent sent it; ``body`` and the figures are what Veil
+    would have sent."""
+    ttl: str = "5m"
+    """The provider's cache lifetime the request asks for (``1h`` or the default ``5m``)."""
+    agent_session: str = ""
+    """The agent's own session id (what resumes it)."""
 
 
 class Conversation:
@@ -86,6 +117,11 @@ class Conversation:
         self.last_request: float | None = None
         """When the last request was prepared (wall clock, seconds): a longer gap than the
         provider's cache lifetime means the cache is cold."""
+        self.last_raw = b""
+        self.last_sent = b""
+        """The previous request as the agent sent it, and as it was (or would be) forwarded."""
+        self.counts: tuple[int, int] = (0, 0)
+        """The engine's expansions and returns as of the previous request."""
         self.counted: list[Entry] = []
         self.sums: list[int] = [0]
         """The last request's entries, and the tokens of the first ``i`` of them as the client
@@ -148,6 +184,9 @@ class Conversations:
         budget: int | None = None,
         budgets: Budgets | None = None,
         expand: ExpandName | None = None,
+        host: str | None = None,
+        shadow: bool = False,
+        compaction_markers: Sequence[str] = (),
     ) -> None:
         self.store = store
         self.embedder = embedder
@@ -161,6 +200,11 @@ class Conversations:
         self.window = window
         self.budgets = budgets
         self.expand: ExpandName = expand or _offered_expand
+        self.host = host
+        self.shadow = shadow
+        """Measure only: every request is forwarded as the agent sent it."""
+        self.compaction_markers = tuple(compaction_markers)
+        """Texts by which the agent's own compaction request is known (its last user message)."""
         self._learned: dict[str, int] = {}
         """Per model: the budget an overflow error taught (lower than the table's)."""
         self._by_key: dict[str, Conversation] = {}
@@ -264,9 +308,15 @@ class Conversations:
             spliced: Spliced = conversation.splicer.splice(request, raw, texts)
             sent = fixed + rendered.tokens
             report = boundary.report
+            agent_cached = _shared_tokens(raw, conversation.last_raw, before)
+            sent_cached = _shared_tokens(spliced.body, conversation.last_sent, sent)
+            conversation.last_raw, conversation.last_sent = raw, spliced.body
+            counts = (engine.expansions, engine.returns)
+            expands, rereads = (a - b for a, b in zip(counts, conversation.counts, strict=True))
+            conversation.counts = counts
         engine.persist_in_background()
         return Prepared(
-            spliced.body,
+            raw if self.shadow else spliced.body,
             engine.session_id,
             before,
             sent,
@@ -278,7 +328,22 @@ class Conversations:
             cold=report.cold,
             budget=engine.request_budget,
             model=request.model,
+            agent_cached=agent_cached,
+            sent_cached=sent_cached,
+            results=len(request.results),
+            expands=expands,
+            rereads=rereads,
+            compaction=self._is_compaction(request),
+            shadow=self.shadow,
+            ttl="1h" if cache_ttl(request.api, request.body) >= 3600 else "5m",
+            agent_session=session_of(request.api, request.body, {}) or "",
         )
+
+    def _is_compaction(self, request: Request) -> bool:
+        """The agent's own compaction request: its last user message carries one of the
+        agent's compaction texts."""
+        last = next((f.text for f in reversed(request.found) if f.role == "user"), "")
+        return any(marker in last for marker in self.compaction_markers)
 
     def overflowed(self, prepared: Prepared, error: str) -> None:
         """The provider refused ``prepared`` as too long (``error`` is what it said): the
@@ -302,11 +367,20 @@ class Conversations:
         conversation.fixed = (fixed, tokens)
         return tokens
 
-    def reported(self, prepared: Prepared, usage: Mapping[str, int], *, api: str) -> None:
-        """The provider's usage for a forwarded request: calibrates the count and is recorded."""
+    def reported(
+        self,
+        prepared: Prepared,
+        usage: Mapping[str, int],
+        *,
+        api: str,
+        billing: str | None = None,
+    ) -> None:
+        """The provider's usage for a forwarded request: calibrates the count (not in shadow
+        mode, where the request forwarded is not Veil's) and is recorded."""
         input_tokens = int(usage.get("input_tokens", 0))
         cache_read = int(usage.get("cache_read", 0))
         cache_write = int(usage.get("cache_write", 0))
+        output = int(usage.get("output_tokens", 0))
         total = input_tokens + cache_read + cache_write if api == "anthropic" else input_tokens
         with self._lock:
             conversation = next(
@@ -314,12 +388,22 @@ class Conversations:
                 None,
             )
         if conversation is not None and total > 0:
+            estimated = prepared.tokens_before if prepared.shadow else prepared.tokens_sent
             with conversation.lock:
-                conversation.engine.calibrate(total, prepared.tokens_sent)
-        self.record(prepared, {"input_tokens": total, "cache_read": cache_read,
-                               "cache_write": cache_write})  # fmt: skip
+                conversation.engine.calibrate(total, estimated)
+        figures = {"input_tokens": total, "cache_read": cache_read, "cache_write": cache_write,
+                   "output_tokens": output}  # fmt: skip
+        self.record(prepared, figures, billing)
 
-    def record(self, prepared: Prepared, usage: Mapping[str, int] | None = None) -> None:
+    def record(
+        self,
+        prepared: Prepared,
+        usage: Mapping[str, int] | None = None,
+        billing: str | None = None,
+    ) -> None:
+        """``prepared``'s figures on the tape as a ``proxy.request`` event, with the provider's
+        ``usage`` when it reported it and how the agent pays (``billing``: ``api`` for a key,
+        ``subscription`` for a login that is not billed per token)."""
         payload = RequestForwarded(
             conversation=prepared.conversation,
             tokens_before=prepared.tokens_before,
@@ -332,10 +416,24 @@ class Conversations:
             batch=prepared.batch,
             cold=prepared.cold,
             model=prepared.model or None,
+            host=self.host,
+            agent_session=prepared.agent_session or None,
+            agent_cached=prepared.agent_cached,
+            sent_cached=prepared.sent_cached,
+            results=prepared.results,
+            expands=prepared.expands,
+            rereads=prepared.rereads,
+            compaction=prepared.compaction,
+            shadow=prepared.shadow,
+            ttl=prepared.ttl,
+            budget=prepared.budget,
+            billing=billing,
         )
-        # the figures are a record, never a reason to fail a request
+        # the figures are a record, never a reason to fail a request; the provenance names the
+        # conversation's session, so that `veil sessions rm` erases them with it
+        recorder = replace(self._recorder, provenance={"session_id": prepared.conversation})
         with contextlib.suppress(Exception):
-            self._recorder.record(REQUEST, payload)
+            recorder.record(REQUEST, payload)
 
     def close(self) -> None:
         with self._lock:
@@ -343,6 +441,14 @@ class Conversations:
                 with conversation.lock:
                     conversation.engine.close()
             self._by_key.clear()
+
+
+def _shared_tokens(now: bytes, before: bytes, tokens: int) -> int:
+    """Estimated tokens of ``now``'s start that repeat ``before`` (``tokens`` in all): its
+    shared bytes' share of the whole."""
+    if not before or not now:
+        return 0
+    return int(tokens * common_prefix(now, before) / len(now))
 
 
 def _offered_expand(request: Request) -> str | None:
