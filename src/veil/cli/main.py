@@ -196,7 +196,21 @@ def _run_proxy(args: argparse.Namespace) -> int:
             port=getattr(args, "port", 0),
             upstream=args.upstream,
             agent_args=tuple(rest),
+            shadow=args.shadow,
         )
+    )
+
+
+def _run_stats(args: argparse.Namespace) -> int:
+    from veil.cli.stats import run_stats
+
+    return run_stats(
+        Path.cwd(),
+        session=args.session,
+        since=args.since,
+        as_json=args.json,
+        out=sys.stdout,
+        err=sys.stderr,
     )
 
 
@@ -221,6 +235,12 @@ def _run_install(args: argparse.Namespace) -> int:
     )
 
 
+def _run_doctor(args: argparse.Namespace) -> int:
+    from veil.cli.doctor import run_doctor
+
+    return run_doctor(Path.cwd(), as_json=args.json)
+
+
 def _run_keys(args: argparse.Namespace) -> int:
     from veil.server.commands import run_keys_create, run_keys_list, run_keys_revoke
 
@@ -235,6 +255,8 @@ RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "memory": _run_memory,
     "admin": _run_admin,
     "demo": _run_demo,
+    "doctor": _run_doctor,
+    "stats": _run_stats,
     "hook": _run_hook,
     "install": _run_install,
     "keys": _run_keys,

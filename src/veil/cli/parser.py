@@ -236,6 +236,20 @@ def build_parser() -> argparse.ArgumentParser:
         "interpreter's -m veil.cli.main)",
     )
     install.set_defaults(run="install")
+    doctor = sub.add_parser(
+        "doctor",
+        help="check Veil's setup here (PATH, Claude Code, Codex, the store), each problem "
+        "with its fix; exits 1 when something is wrong",
+        description="One line per check: ✓ passes, ✗ fails (with the command or edit that "
+        "fixes it), ⚠ a warning, · an optional part that is not set up. Exits 1 when a check "
+        "fails, else 0.",
+    )
+    doctor.add_argument(
+        "--json",
+        action="store_true",
+        help='print the checks as JSON: [{"name", "ok", "detail", "fix", "severity"}]',
+    )
+    doctor.set_defaults(run="doctor")
     proxy = sub.add_parser(
         "proxy",
         help="Veil's working memory for any agent: a model-API proxy on 127.0.0.1",
@@ -251,8 +265,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="the model provider's base URL (default $ANTHROPIC_BASE_URL, else Anthropic's API)",
     )
     proxy.add_argument(
-        "--window", type=positive, default=None, help="token budget (default 150000)"
+        "--window",
+        type=positive,
+        default=None,
+        help="the model's window, in tokens (default: each request's model's, from Veil's "
+        "model table)",
     )
+    proxy.add_argument("--shadow", action="store_true", help=SHADOW_HELP)
     proxy.set_defaults(run="proxy", agent="proxy")
     for agent, what in (("claude", "Claude Code"), ("codex", "Codex")):
         wrapped = sub.add_parser(
@@ -268,8 +287,24 @@ def build_parser() -> argparse.ArgumentParser:
             help="token budget (default: below the agent's own compaction point)",
         )
         wrapped.add_argument("--upstream", default=None, help="the model provider's base URL")
+        wrapped.add_argument("--shadow", action="store_true", help=SHADOW_HELP)
         wrapped.add_argument("agent_args", nargs=argparse.REMAINDER, metavar="-- ARGS")
         wrapped.set_defaults(run="proxy", agent=agent)
+    stats = sub.add_parser(
+        "stats",
+        help="what Veil's proxy did and saved here: tokens, cache, batches, expands, estimated "
+        "cost with and without Veil, per conversation and in total",
+        description="From this project's tape: every conversation that went through veil "
+        "claude, veil codex or veil proxy (the same figures as their exit summary).",
+    )
+    stats.add_argument(
+        "--session", metavar="ID", help="one conversation (an id or a prefix of one)"
+    )
+    stats.add_argument(
+        "--since", metavar="SPAN", help="only requests since: 7d, 24h, 30m, 2w or a date"
+    )
+    stats.add_argument("--json", action="store_true", help="print the figures as JSON")
+    stats.set_defaults(run="stats")
     local = sub.add_parser(
         "local", help="a local model, offline: llama.cpp's server and a 1.5B model (opt-in)"
     )
@@ -286,6 +321,13 @@ def build_parser() -> argparse.ArgumentParser:
     local_sub.add_parser("env", help="print the VEIL_MODEL / VEIL_BASE_URL to use it")
     local.set_defaults(run="local")
     return parser
+
+
+SHADOW_HELP = (
+    "measure only: every request goes to the provider byte for byte as the agent sent it; "
+    "Veil's policy runs on the side, and the exit summary and veil stats say what it would "
+    "have sent and cost"
+)
 
 
 def _add_server_commands(
