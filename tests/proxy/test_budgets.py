@@ -36,9 +36,10 @@ def test_where_claude_code_compacts(env: dict[str, str], threshold: int | None) 
 
 def test_the_budget_is_just_below_the_hosts_compaction() -> None:
     assert CLAUDE.budget("claude-opus-5-5", {}, CATALOG) == 967_000 - reply_reserve(1_000_000)
-    # Codex compacts at 90% of its window: gpt-5.5 has 272k, gpt-6.2-sol 500k
+    # Codex compacts at 90% of its window: gpt-5.5 has 272k; gpt-6.2-sol's 1.05M window is
+    # billed at twice the input rate above 272k input tokens, so its budget stops there
     assert CODEX.budget("gpt-5.5", {}, CATALOG) == 244_800 - reply_reserve(272_000)
-    assert CODEX.budget("gpt-6.2-sol", {}, CATALOG) == 450_000 - reply_reserve(500_000)
+    assert CODEX.budget("gpt-6.2-sol", {}, CATALOG) == 272_000
     limited = {"CODEX_AUTO_COMPACT_TOKEN_LIMIT": "100000"}
     assert CODEX.budget("gpt-5.5", limited, CATALOG) == 100_000 - reply_reserve(272_000)
 
@@ -52,8 +53,10 @@ def test_never_into_a_dearer_long_context_tier() -> None:
 
 
 def test_a_model_the_table_does_not_name_is_priced_by_its_family() -> None:
-    info = CATALOG.lookup("claude-opus-5-5")
+    info = CATALOG.lookup("claude-opus-9-9")
     assert info is not None and info.by_family and info.name == "claude-opus"
+    default = CATALOG.lookup("claude-opus-5-5")  # the pinned Claude Code's default, by name
+    assert default is not None and not default.by_family and default.cache_read == 0.2
     named = CATALOG.lookup("claude-haiku-4-5-20251001")
     assert named is not None and not named.by_family
 
