@@ -20,6 +20,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from tests.hosts.relay import Relay
 from tests.hosts.runners import ClaudeRunner, CodexRunner
 from tests.hosts.veil_setup import VEIL_BIN
 from veil.context.budget import request_budget
@@ -224,6 +225,53 @@ def test_veil_claude_batches_keep_the_cache_and_the_model_finds_expand_by_tool_s
     # Claude Code never compacted
     counts = [len(r.body.get("messages", [])) for r in main]
     assert counts == sorted(counts), counts
+
+
+def test_veil_claude_shadow_forwards_every_body_as_claude_code_sent_it(
+    run_claude: ClaudeRunner, agent_repo: Path
+) -> None:
+    """``veil claude --shadow``: the same long session, with a recording relay on each side of
+    Veil's proxy (one between Claude Code and the proxy, one between the proxy and the model
+    server). The provider receives exactly the bodies Claude Code sent; the exit summary and
+    ``veil stats`` say what Veil would have sent and done."""
+    files = modules(agent_repo)
+    script = [
+        Turn(f"Reading {files[k % MODULES].name}.",
+             (ToolUse("Read", {"file_path": str(files[k % MODULES])}),))
+        for k in range(READS)
+    ] + [Turn("Done.")]  # fmt: skip
+    target = agent_repo.parent / "proxy-url"
+    agent = agent_repo.parent / "claude-behind-a-relay"
+    server = ScriptedServer(script, context_limit=10 * LIMIT, cache=True, pairing=True)
+    with server, Relay(server.url) as upstream, Relay(target_file=target) as client_side:
+        # the "binary" veil claude starts: notes the proxy URL Veil gave it, then runs the real
+        # Claude Code against the client-side relay, which forwards to that URL
+        agent.write_text(
+            "#!/bin/sh\n"
+            f'printf %s "$ANTHROPIC_BASE_URL" > {target}\n'
+            f'ANTHROPIC_BASE_URL={client_side.url} exec {run_claude.binary} "$@"\n'
+        )
+        agent.chmod(0o755)
+        shadowed = ClaudeRunner(agent, run_claude.home)
+        wrapper = [str(VEIL_BIN), "claude", "--shadow", "--window", str(WINDOW)]
+        no_search = {"ENABLE_TOOL_SEARCH": "false"}
+        run = shadowed("read every module", cwd=agent_repo, base_url=upstream.url,
+                       env=no_search, wrapper=wrapper, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.describe()
+    sent, received = client_side.posted(), upstream.posted()
+    assert len(sent) >= READS and sorted(sent) == sorted(received)
+    assert not any(b"[veil: " in body for body in received)
+    assert "SHADOW" in run.stderr, run.stderr
+    stats = veil_stats(agent_repo)
+    total = stats["total"]
+    agent_tokens = sum(r.usage.prompt_tokens for r in server.requests
+                       if r.usage is not None and r.kind != "count_tokens")  # fmt: skip
+    assert all(c["shadow"] for c in stats["conversations"])
+    # what Claude Code sent is what the provider counted; Veil would have sent far less
+    assert abs(total["tokens_agent"] - agent_tokens) <= 0.02 * agent_tokens, (total, agent_tokens)
+    assert total["batches"] >= 1 and total["stubs"] >= READS // 2
+    assert total["tokens_sent"] < 0.8 * total["tokens_agent"]
+    assert total["cost_estimated"] <= total["cost_without_veil_estimated"]
 
 
 def _call_of(requests: list[Any], pointer: str) -> str:
