@@ -117,6 +117,8 @@ def test_project_install_with_veil_on_path_writes_portable_files_and_gives_them_
     again = veil("install", "claude-code", "--project", cwd=project, home=home, on_path=True)
     assert again.returncode == 0 and again.stdout.startswith("already installed:")
     assert [p.read_bytes() for p in files] == before
+    # the project's files count only in a trusted workspace: the install says so
+    assert "only in a trusted workspace" in again.stdout and "veil doctor" in again.stdout
 
     removed = veil("install", "claude-code", "--uninstall", cwd=project, home=home)
     assert removed.returncode == 0, removed.stderr

@@ -279,6 +279,14 @@ def _claude_code(
         f"permissions {where}",
         *(f"  wrote {path}" for path in changed),
         f"command: {shlex.join(veil)}",
+        *(
+            []
+            if root is None
+            else [
+                "Claude Code reads .claude/ and .mcp.json only in a trusted workspace: run "
+                "`claude` here once and accept its trust dialog (`veil doctor` checks it)."
+            ]
+        ),
         "Restart Claude Code here; /hooks and /mcp list what was installed.",
     ]
 
