@@ -374,6 +374,18 @@ def test_veil_codex_keeps_a_long_session_within_its_window(
     rollout = run.rollout.read_text()
     assert all(f"module-{i}-marker" in rollout for i in range(MODULES))
 
+    # the summary at exit and `veil stats` agree with what the upstream counted
+    received = sum(r.usage.prompt_tokens for r in server.requests if r.usage is not None)
+    forwarded = re.search(r"^veil codex: .*\n  tokens  Codex sent [\d,]+; Veil forwarded ([\d,]+)",
+                          run.stderr, re.M)  # fmt: skip
+    assert forwarded, run.stderr
+    assert abs(int(forwarded.group(1).replace(",", "")) - received) <= 0.02 * received
+    stats = veil_stats(agent_repo)
+    assert abs(stats["total"]["tokens_sent"] - received) <= 0.02 * received
+    assert stats["total"]["batches"] == batches
+    assert {c["host"] for c in stats["conversations"]} == {"codex"}
+    assert "resume  veil codex -- resume " in run.stderr
+
 
 def test_without_veil_the_same_codex_session_overflows(
     run_codex: CodexRunner, agent_repo: Path
