@@ -13,7 +13,9 @@ import re
 import signal
 import sqlite3
 import subprocess
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from tests.hosts.runners import ClaudeRun, ClaudeRunner
 from tests.hosts.veil_setup import (
@@ -165,10 +167,21 @@ def test_a_killed_veil_server_does_not_block_the_session(
     assert len(requests) == len(script)
     assert re.search(r"killed \d+", requests[1].tool_results[-1].text), requests[1].tool_results
     assert all("FAILED" in r.tool_results[-1].text for r in requests[2:])
-    # Claude Code started the server again: the later calls are on the record (the kill's own
-    # PostToolUse found no server and was skipped: no opinion, nothing blocked)
-    assert 1 <= tape_kinds(agent_repo).get("convergence.attempt", 0) <= 3
+    # Claude Code started the server again: the later calls are on the record. The kill's own
+    # PostToolUse may find no server (skipped: no opinion, nothing blocked) or the restarted
+    # one, depending on when Claude Code restarts it: at most that one attempt besides them.
+    digests = Counter(a["call_digest"] for a in _attempts(agent_repo))
+    (_, count), *others = digests.most_common() or [("", 0)]
+    assert 1 <= count <= 3 and sum(n for _, n in others) <= 1, digests
     _no_stray_servers(agent_repo)
+
+
+def _attempts(repo: Path) -> list[dict[str, Any]]:
+    with sqlite3.connect(repo / ".veil" / "context.db") as conn:
+        rows = conn.execute(
+            "SELECT payload FROM tape_events WHERE kind = 'convergence.attempt' ORDER BY seq"
+        ).fetchall()
+    return [json.loads(r[0]) for r in rows]
 
 
 def _no_stray_servers(repo: Path) -> None:
