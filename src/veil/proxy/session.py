@@ -296,7 +296,8 @@ class Conversations:
             entries = conversation.transcript.entries(request.found)
             now = self.clock.now().timestamp()
             last, conversation.last_request = conversation.last_request, now
-            cold = last is not None and now - last > cache_ttl(request.api, request.body)
+            ttl = cache_ttl(request.api, request.body, raw)
+            cold = last is not None and now - last > ttl
             before = fixed + conversation.tokens_of(entries)
             boundary = engine.window(
                 entries, fixed_tokens=fixed, collapse=False, tail=False, cold=cold,
@@ -335,7 +336,7 @@ class Conversations:
             rereads=rereads,
             compaction=self._is_compaction(request),
             shadow=self.shadow,
-            ttl="1h" if cache_ttl(request.api, request.body) >= 3600 else "5m",
+            ttl="1h" if ttl >= 3600 else "5m",
             agent_session=session_of(request.api, request.body, {}) or "",
         )
 

@@ -161,25 +161,29 @@ for longer (Anthropic's default ``cache_control``; OpenAI's in-memory prompt cac
 _TTL_S = {"5m": 300.0, "1h": 3600.0, "24h": 86_400.0}
 
 
-def cache_ttl(api: Api, body: Mapping[str, Any]) -> float:
+_CACHE_CONTROL = b'"cache_control"'
+
+
+def cache_ttl(api: Api, body: Mapping[str, Any], raw: bytes) -> float:
     """How long the provider keeps this request's cached prefix, in seconds: the longest
     ``cache_control`` ``ttl`` an Anthropic request marks (``1h``), OpenAI's
-    ``prompt_cache_retention`` (``24h``), else :data:`CACHE_TTL_S`."""
+    ``prompt_cache_retention`` (``24h``), else :data:`CACHE_TTL_S`.
+
+    Anthropic's markers are read from the raw body: each ``"cache_control"`` key and the
+    object after it (the key written inside a string would be escaped, ``\\"``, and is not
+    found). A walk of the parsed body cost 11–20 ms a request at 1,000 results; the byte
+    search costs microseconds."""
     if api != "anthropic":
         return _TTL_S.get(str(body.get("prompt_cache_retention") or ""), CACHE_TTL_S)
     longest = CACHE_TTL_S
-    stack: list[Any] = [body.get("system"), body.get("tools"), body.get("messages")]
-    while stack:
-        value = stack.pop()
-        if isinstance(value, dict):
-            d = cast(dict[str, Any], value)
-            marker = d.get("cache_control")
-            if isinstance(marker, dict):
-                ttl = _TTL_S.get(str(cast(dict[str, Any], marker).get("ttl") or ""), CACHE_TTL_S)
-                longest = max(longest, ttl)
-            stack.extend(d.values())
-        elif isinstance(value, list):
-            stack.extend(cast(list[Any], value))
+    at = raw.find(_CACHE_CONTROL)
+    while at >= 0:
+        end = raw.find(b"}", at)
+        marker = raw[at + len(_CACHE_CONTROL) : end if end >= 0 else len(raw)]
+        for name, seconds in _TTL_S.items():
+            if b'"' + name.encode() + b'"' in marker:
+                longest = max(longest, seconds)
+        at = raw.find(_CACHE_CONTROL, at + 1)
     return longest
 
 
