@@ -214,6 +214,13 @@ def _run_stats(args: argparse.Namespace) -> int:
     )
 
 
+def _run_replay(args: argparse.Namespace) -> int:
+    from veil.cli.replay import run_replay
+
+    return run_replay(args.paths, as_json_output=args.json, plot=args.plot, window=args.window,
+                      out=sys.stdout, err=sys.stderr)  # fmt: skip
+
+
 def _run_install(args: argparse.Namespace) -> int:
     from veil.cli.install import InstallOptions, run_install
 
@@ -257,6 +264,7 @@ RUNNERS: dict[str, Callable[[argparse.Namespace], int]] = {
     "demo": _run_demo,
     "doctor": _run_doctor,
     "stats": _run_stats,
+    "replay": _run_replay,
     "hook": _run_hook,
     "install": _run_install,
     "keys": _run_keys,

@@ -305,6 +305,27 @@ def build_parser() -> argparse.ArgumentParser:
     )
     stats.add_argument("--json", action="store_true", help="print the figures as JSON")
     stats.set_defaults(run="stats")
+    replay = sub.add_parser(
+        "replay",
+        help="would Veil have paid? your own Claude Code and Codex sessions replayed: keep-all, "
+        "the agent's own rule and Veil, tokens, cost with caching and misses (nothing sent)",
+        description="Rebuild every request of Claude Code transcripts (~/.claude/projects/*/"
+        "*.jsonl) and Codex rollouts (~/.codex/sessions/…/rollout-*.jsonl) and replay each "
+        "session: keep-all as it happened (checked against the usage the file recorded), the "
+        "agent's own compaction, and Veil's proxy. Nothing is sent anywhere.",
+    )
+    replay.add_argument(
+        "paths", nargs="+", type=Path, metavar="PATH",
+        help="a session file, or a directory (every *.jsonl under it)",
+    )  # fmt: skip
+    replay.add_argument("--json", action="store_true", help="print the figures as JSON")
+    replay.add_argument("--plot", type=Path, metavar="FILE", help="draw tokens per request (PNG)")
+    replay.add_argument(
+        "--window", type=positive, default=None, metavar="N",
+        help="Veil's budget as `veil claude --window N` keeps it (default: the proxy's own, "
+        "just below where the agent compacts); the agent's rule keeps its own threshold",
+    )  # fmt: skip
+    replay.set_defaults(run="replay")
     local = sub.add_parser(
         "local", help="a local model, offline: llama.cpp's server and a 1.5B model (opt-in)"
     )
