@@ -206,10 +206,11 @@ class TurnBoundary(WorkingMemory):
         last is :attr:`live_tokens`."""
         mode = _tail_mode(tail)
         self.overhead_tokens = fixed_tokens + self._tail_tokens
-        last_assistant = max(
-            (i for i, e in enumerate(entries) if e.role == "assistant"), default=-1
+        roles = [e.role for e in entries]
+        requests = max(1, roles.count("assistant"))
+        last_assistant = (
+            len(roles) - 1 - roles[::-1].index("assistant") if "assistant" in roles else -1
         )
-        requests = max(1, sum(1 for e in entries if e.role == "assistant"))
         self._requests = requests
         unread_ids = {e.item for e in entries[last_assistant + 1 :] if e.role == "tool" and e.item}
         unread = self._set.rows_of(unread_ids)

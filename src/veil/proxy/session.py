@@ -44,6 +44,7 @@ from veil.proxy.events import REQUEST, RequestForwarded
 from veil.proxy.tools import EXPAND_TOOLS, describe
 from veil.proxy.wire import (
     Request,
+    Result,
     Spliced,
     Splicer,
     cache_ttl,
@@ -143,17 +144,25 @@ class Conversation:
         self.counted, self.sums = list(entries), sums
         return sums[-1]
 
-    def stubbed(self, parts: Sequence[Part], result_of: Mapping[int, int]) -> dict[int, str]:
+    def stubbed(self, parts: Sequence[Part], results: Sequence[Result]) -> dict[int, str]:
         """Result index → the text it is sent as, for every result not shown as sent (the
-        parts the last rendering had are not looked at again)."""
+        parts the last rendering had are not looked at again). ``results`` are in entry order:
+        a part's result is found by bisection, not by indexing every result per request."""
         same = shared_prefix(parts, self.parts)
         stubs = self.stubs[: bisect.bisect_left(self.stubs, (same, -1, ""))]
         for index in range(same, len(parts)):
             part = parts[index]
-            if part.entry is not None and part.kind != "shown" and part.entry in result_of:
-                stubs.append((index, result_of[part.entry], part.text))
+            if part.entry is None or part.kind == "shown":
+                continue
+            at = bisect.bisect_left(results, part.entry, key=_entry_of)
+            if at < len(results) and results[at].entry == part.entry:
+                stubs.append((index, results[at].index, part.text))
         self.parts, self.stubs = list(parts), stubs
         return {result: text for _, result, text in stubs}
+
+
+def _entry_of(result: Result) -> int:
+    return result.entry
 
 
 Budgets = Callable[[str], int]
@@ -304,8 +313,7 @@ class Conversations:
                 overflow=overflow,
             )  # fmt: skip
             rendered = boundary.rendered
-            result_of = {r.entry: r.index for r in request.results}
-            texts = conversation.stubbed(rendered.parts, result_of)
+            texts = conversation.stubbed(rendered.parts, request.results)
             spliced: Spliced = conversation.splicer.splice(request, raw, texts)
             sent = fixed + rendered.tokens
             report = boundary.report
@@ -343,8 +351,12 @@ class Conversations:
     def _is_compaction(self, request: Request) -> bool:
         """The agent's own compaction request: its last user message carries one of the
         agent's compaction texts."""
-        last = next((f.text for f in reversed(request.found) if f.role == "user"), "")
-        return any(marker in last for marker in self.compaction_markers)
+        for found in reversed(request.found):
+            if found.role == "assistant":
+                return False
+            if found.role == "user":
+                return any(marker in found.text for marker in self.compaction_markers)
+        return False
 
     def overflowed(self, prepared: Prepared, error: str) -> None:
         """The provider refused ``prepared`` as too long (``error`` is what it said): the
