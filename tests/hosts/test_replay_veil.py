@@ -112,3 +112,30 @@ def test_veil_replay_rebuilds_a_real_codex_rollout(
     session = check(data, server.model_requests, "codex")
     assert session["model"] == "gpt-5.5" and session["cost_unit"] == "usd"
     assert "Codex · gpt-5.5" in text and "\n  Veil " in text
+
+
+def test_veil_replay_of_a_session_run_through_veil_claude_says_it_was_changed(
+    run_claude: ClaudeRunner, agent_repo: Path
+) -> None:
+    """A session through ``veil claude --window 36000``: what Claude Code recorded after the
+    proxy's first batch is smaller than keep-all. The replay says where the conversation was
+    changed on the way and checks the fit on the requests before it."""
+    files = modules(agent_repo)
+    turns = script(
+        lambda p: ToolUse("Read", {"file_path": str(p)}),
+        ToolUse("Bash", {"command": "grep -n function_3_7 module_3.py"}),
+        files,
+    )
+    wrapper = [str(VEIL_BIN), "claude", "--window", "36000"]
+    no_search = {"ENABLE_TOOL_SEARCH": "false"}
+    with ScriptedServer(turns, cache=True, pairing=True) as server:
+        run = run_claude("read the modules", cwd=agent_repo, base_url=server.url,
+                         env=no_search, wrapper=wrapper, timeout=90)  # fmt: skip
+    assert run.returncode == 0, run.describe()
+    assert run.transcript is not None
+    data, text = veil_replay(run.transcript, agent_repo)
+    (session,) = data["sessions"]
+    assert session["changed_on_the_way_at_request"] is not None, session
+    assert 0.95 <= session["fit"] <= 1.05 and session["fit_requests"] >= 2
+    assert "recorded less input than the one before" in text
+    assert session["veil"]["tokens"] < session["keep_all"]["tokens"]

@@ -6,8 +6,8 @@ from __future__ import annotations
 from itertools import pairwise
 from pathlib import Path
 
-from tests.replay.transcript_lines import claude_session, codex_session, write_lines
-from veil.replay.compare import RELATIVE, USD, Setting, as_json, replay_session
+from tests.replay.transcript_lines import cc_assistant, claude_session, codex_session, write_lines
+from veil.replay.compare import RELATIVE, USD, Setting, as_json, fit_recorded, replay_session
 from veil.replay.transcripts import Transcript, read_transcript
 
 HUGE = 10_000_000
@@ -84,3 +84,16 @@ def test_the_json_has_every_session_and_the_total(tmp_path: Path) -> None:
     # one session has prices, the other not: the total's dollars are the priced session's
     assert total["cost_unit"] == "usd (1 of 2 sessions priced)"
     assert total["keep_all"]["cost"] == data["sessions"][0]["keep_all"]["cost"]
+
+
+def test_a_request_that_recorded_less_than_the_one_before_ends_the_fit(tmp_path: Path) -> None:
+    """Keep-all only grows: a session run through ``veil claude`` records less after a batch.
+    The fit covers the requests before, and the budgets are converted by that fit."""
+    lines = claude_session()
+    lines[-1] = cc_assistant("a6", "u5", "m4", {"type": "text", "text": "Done."}, 2_000)
+    t = read_transcript(write_lines(tmp_path / "s.jsonl", lines))
+    r = replay_session(t, Setting(budget=HUGE, host_trigger=HUGE))
+    assert r.shrank_request == 4 and r.fit_requests == 3
+    assert fit_recorded(r) == 5_000 + 5_200 + 5_300
+    assert r.fit == sum(r.keep_all.per_request[:3]) / fit_recorded(r)
+    assert as_json([r])["sessions"][0]["changed_on_the_way_at_request"] == 4

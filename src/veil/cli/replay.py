@@ -28,6 +28,7 @@ from veil.replay.compare import (
     SessionReplay,
     Setting,
     as_json,
+    fit_recorded,
     replay_session,
     total_unit,
     totals,
@@ -204,13 +205,16 @@ def _session(r: SessionReplay) -> list[str]:
     if r.fit is None:
         lines.append("  no request recorded its usage: the rebuilt size cannot be checked")
     else:
-        recorded = sum(
-            x for k, x in enumerate(t.recorded) if x is not None
-            and (t.compacted_at is None or k < t.compacted_at)
-        )  # fmt: skip
+        recorded = fit_recorded(r)
         lines.append(
             f"  rebuilt {round(r.fit * recorded):,} tokens = {r.fit:.1%} of the {recorded:,} "
             f"{title} recorded over {r.fit_requests} requests"
+        )
+    if r.shrank_request is not None:
+        lines.append(
+            f"  request {r.shrank_request} recorded less input than the one before: the "
+            "conversation was changed on the way (through `veil claude`/`veil codex`, or the "
+            "agent's context editing); the check covers the requests before it"
         )
     if t.compactions:
         lines.append(

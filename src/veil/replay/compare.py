@@ -100,9 +100,20 @@ class SessionReplay:
     fit: float | None
     """Rebuilt over recorded tokens, over :attr:`fit_requests` requests (None: none)."""
     fit_requests: int
+    shrank_at: int | None
+    """The step of the first request whose recorded input was smaller than the one before
+    (changed on the way); the fit covers the requests before it."""
     budget: int
     """Veil's budget in the provider's tokens (the setting's)."""
     host_trigger: int | None
+
+    @property
+    def shrank_request(self) -> int | None:
+        """:attr:`shrank_at` as the request's number in the session (1-based)."""
+        if self.shrank_at is None:
+            return None
+        steps = self.transcript.trajectory.steps
+        return 1 + sum(1 for s in steps[: self.shrank_at] if s.request)
 
     @property
     def arms(self) -> dict[str, Arm]:
@@ -113,17 +124,30 @@ class SessionReplay:
         return self.keep_all.usd is not None
 
 
-def _fit(t: Transcript, keep: Run) -> tuple[float | None, int]:
+SHRINK = 0.99
+"""A request whose recorded input is below this share of the one before it was changed on the
+way (keep-all only grows)."""
+
+
+def _fit(t: Transcript, keep: Run) -> tuple[float | None, int, int | None]:
+    """Rebuilt over recorded tokens, the requests that counted, and the first request whose
+    recorded input shrank. Keep-all only grows, so a smaller request was changed on the way —
+    Veil's proxy (a session run through ``veil claude``), the agent's context editing — and it
+    and every later one are left out of the check, as the requests after a compaction are."""
     steps = t.trajectory.steps
     rebuilt = recorded = n = 0
+    before: int | None = None
     for k, s in enumerate(steps):
         got = t.recorded[k]
         if got is None or not s.request or (t.compacted_at is not None and k >= t.compacted_at):
             continue
+        if before is not None and got < SHRINK * before:
+            return (rebuilt / recorded if recorded else None), n, k
+        before = got
         rebuilt += keep.tokens[k] + s.prompt_tokens
         recorded += got
         n += 1
-    return (rebuilt / recorded if recorded else None), n
+    return (rebuilt / recorded if recorded else None), n, None
 
 
 def _arm(t: Transcript, run: Run, needs: Sequence[Need], rates: Rates | None, rule: str) -> Arm:
@@ -175,7 +199,7 @@ def replay_session(t: Transcript, setting: Setting) -> SessionReplay:
     traj = t.trajectory
     needs = detect_needs(traj.steps, f"{traj.system}\n{traj.instance}")
     keep = keep_all(traj)
-    fit, fit_requests = _fit(t, keep)
+    fit, fit_requests, shrank_at = _fit(t, keep)
     scale = fit or 1.0
     host_run, host_rule = _host_run(t, setting.host_trigger, scale)
     budget = max(1, round(setting.budget * scale))
@@ -190,6 +214,7 @@ def replay_session(t: Transcript, setting: Setting) -> SessionReplay:
         recorded_tokens=sum(x for x in t.recorded if x is not None),
         fit=fit,
         fit_requests=fit_requests,
+        shrank_at=shrank_at,
         budget=setting.budget,
         host_trigger=setting.host_trigger,
     )
@@ -232,6 +257,7 @@ def session_json(r: SessionReplay) -> dict[str, Any]:
         "recorded_tokens": r.recorded_tokens,
         "fit": None if r.fit is None else round(r.fit, 4),
         "fit_requests": r.fit_requests,
+        "changed_on_the_way_at_request": r.shrank_request,
         "needs": r.keep_all.needs,
         "cost_unit": unit,
         "veil_budget": r.budget,
@@ -276,8 +302,8 @@ def total_json(results: Sequence[SessionReplay]) -> dict[str, Any]:
     sums = totals(results)
     costed = totals([r for r in results if r.priced]) if unit != RELATIVE else sums
     fitted = [r for r in results if r.fit is not None]
-    recorded = sum(_fit_recorded(r) for r in fitted)
-    rebuilt = sum((r.fit or 0.0) * _fit_recorded(r) for r in fitted)
+    recorded = sum(fit_recorded(r) for r in fitted)
+    rebuilt = sum((r.fit or 0.0) * fit_recorded(r) for r in fitted)
     out: dict[str, Any] = {
         "sessions": len(results),
         "requests": sum(r.transcript.requests for r in results),
@@ -296,12 +322,14 @@ def total_json(results: Sequence[SessionReplay]) -> dict[str, Any]:
     return out
 
 
-def _fit_recorded(r: SessionReplay) -> int:
+def fit_recorded(r: SessionReplay) -> int:
+    """The recorded input tokens the fit compares with: the requests :func:`_fit` counted."""
     t = r.transcript
+    ends = [k for k in (t.compacted_at, r.shrank_at) if k is not None]
+    end = min(ends) if ends else len(t.recorded)
+    steps = t.trajectory.steps
     return sum(
-        got
-        for k, got in enumerate(t.recorded)
-        if got is not None and (t.compacted_at is None or k < t.compacted_at)
+        got for k, got in enumerate(t.recorded[:end]) if got is not None and steps[k].request
     )
 
 
