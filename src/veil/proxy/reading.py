@@ -22,10 +22,8 @@ from __future__ import annotations
 import bisect
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
-
-import orjson
 
 from veil.context.transcript import Call, Found
 from veil.proxy.wire import (
@@ -40,6 +38,8 @@ from veil.proxy.wire import (
     json_array,
     json_object,
     loads,
+    loads_any,
+    readable,
     span_of,
     text_of,
 )
@@ -131,7 +131,8 @@ class Reader:
             items = cast(list[Any], body[field])
             start, before = state.start, state.before
         piece_of = _PIECES[api]
-        pieces = [*(state.pieces[:k] if state else ()), *(piece_of(i) for i in items[k:])]
+        new = (_readable(piece_of(i)) for i in items[k:])
+        pieces = [*(state.pieces[:k] if state else ()), *new]
         ends = list(state.ends[:k]) if state else []
         if start >= 0:
             _track(raw, items, ends, start)
@@ -162,8 +163,8 @@ class Reader:
             return None
         tail = b'{"\\u0000veil-tail":[null' + raw[state.ends[k - 1] :]
         try:
-            rest: object = orjson.loads(tail)
-        except orjson.JSONDecodeError:
+            rest: object = loads_any(tail)
+        except ValueError:
             return None
         if not isinstance(rest, dict):
             return None
@@ -401,6 +402,34 @@ def _chat_piece(message: object) -> _Piece:
     if role in ("user", "system", "developer"):
         return _Piece((Found("user" if role == "user" else "system", text_of(m.get("content"))),))
     return _Piece()
+
+
+def _readable(piece: _Piece) -> _Piece:
+    """``piece`` as the context layer may read it: a lone surrogate in a text, a call or an id
+    as U+FFFD (:func:`~veil.proxy.wire.readable`); its results' bytes unchanged."""
+
+    def call(c: Call) -> Call:
+        id_, name, arguments = readable(c.id), readable(c.name), readable(c.arguments)
+        if id_ is c.id and name is c.name and arguments is c.arguments:
+            return c
+        return replace(c, id=id_, name=name, arguments=arguments)
+
+    def found(f: Found) -> Found:
+        text, call_id = readable(f.text), readable(f.call_id)
+        calls = tuple(call(c) for c in f.calls)
+        if text is f.text and call_id is f.call_id and _same(calls, f.calls):
+            return f
+        return replace(f, text=text, call_id=call_id, calls=calls)
+
+    founds = tuple(found(f) for f in piece.found)
+    calls = tuple(call(c) for c in piece.calls)
+    if _same(founds, piece.found) and _same(calls, piece.calls):
+        return piece
+    return _Piece(founds, calls, piece.results)
+
+
+def _same(a: Sequence[object], b: Sequence[object]) -> bool:
+    return all(x is y for x, y in zip(a, b, strict=True))
 
 
 _PIECES: Mapping[Api, Callable[[object], _Piece]] = {

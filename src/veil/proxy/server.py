@@ -1,20 +1,28 @@
 """``veil proxy``: an HTTP server on 127.0.0.1 between a coding agent and its model provider,
 applying Veil's working memory to every request (:mod:`veil.proxy.session`).
 
-- **Routes.** ``POST /v1/messages`` (and ``/v1/messages/count_tokens``: the count of the
-  request as it would be forwarded, for a conversation the proxy keeps — a count never starts
-  one), ``/v1/responses`` and ``/v1/chat/completions`` are rewritten; anything
-  else is forwarded as it is. The upstream gets the client's headers — its credentials
-  included, never stored or logged — and the path as the client sent it, on the upstream's
-  origin (the client's base URL carries the upstream's path: :func:`client_base`).
+- **Routes.** A ``POST`` is rewritten by its path's last segments, the query string aside
+  (:func:`~veil.proxy.wire.route`): ``…/v1/messages`` (and ``…/v1/messages/count_tokens``: the
+  count of the request as it would be forwarded, for a conversation the proxy keeps — a count
+  never starts one), ``…/responses`` (``/v1/responses``, ``/responses``, Codex's ChatGPT-login
+  ``/backend-api/codex/responses``) and ``…/chat/completions``; anything else is forwarded as
+  it is. The upstream gets the client's headers — its credentials included, never stored or
+  logged — and the path as the client sent it, on the upstream's origin (the client's base URL
+  carries the upstream's path: :func:`client_base`).
 - **Streaming.** The upstream's answer goes back as received, chunk by chunk, without
-  buffering; its usage is read on the side (SSE ``message_start``/``message_delta``,
-  ``response.completed``, a final Chat chunk, or the JSON body) to calibrate the count and
-  record the cache figures. Requests ask the upstream for an uncompressed answer so that the
-  side reading works; a compressed request body (Codex sends zstd) is decoded to be read.
+  buffering (:mod:`veil.proxy.relay`); its usage is read on the side (SSE
+  ``message_start``/``message_delta``, ``response.completed``, a final Chat chunk, or the JSON
+  body) to calibrate the count and record the cache figures. Requests ask the upstream for an
+  uncompressed answer so that the side reading works; a compressed request body (Codex sends
+  zstd) is decoded to be read, and one that cannot be decoded is forwarded as it came.
 - **Errors.** An upstream error passes through unchanged, except a context overflow ("prompt
   is too long", ``context_length_exceeded``): the conversation is evicted harder and the
-  request retried once.
+  request retried once. An upstream that cannot be reached is one ``502`` in the client's
+  API's error shape. Once an answer's status line is out no other response follows it: an
+  answer the upstream cuts short reaches the client as far as it came and the connection is
+  closed, as it would be from the upstream itself; a client that goes away closes the
+  upstream's connection. Each is one log line; nothing is printed on stderr but the log
+  (:meth:`ProxyServer.handle_error`).
 - **Fail-open.** Anything that goes wrong inside Veil's rewrite forwards the original request
   unchanged, with one line on stderr per kind of failure. Requests are served concurrently
   (the main agent, its subagents, side calls); each conversation is rewritten under its own
@@ -25,39 +33,34 @@ from __future__ import annotations
 
 import contextlib
 import gzip
+import http
 import http.client
 import json
 import socket
 import sys
 import threading
 import zlib
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, TextIO, cast
+from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from veil.dialects.overflow import is_overflow_text
+from veil.proxy import relay
 from veil.proxy.reading import parse
-from veil.proxy.session import Conversations, Prepared
-from veil.proxy.wire import ROUTES, Api, WireError
-
-HOP_BY_HOP = frozenset(
-    {
-        "connection",
-        "keep-alive",
-        "proxy-authenticate",
-        "proxy-authorization",
-        "te",
-        "trailers",
-        "transfer-encoding",
-        "upgrade",
-        "host",
-        "content-length",
-        "content-encoding",
-        "accept-encoding",
-    }
+from veil.proxy.relay import (
+    CHUNKED,
+    REQUEST_DROPPED,
+    RESPONSE_DROPPED,
+    ClientGone,
+    UsageSniffer,
+    error_body,
+    why,
 )
+from veil.proxy.session import Conversations, Prepared
+from veil.proxy.wire import Api, WireError, route
+
 UPSTREAM_TIMEOUT_S = 600.0
 
 
@@ -171,6 +174,16 @@ class ProxyServer(ThreadingHTTPServer):
     def port(self) -> int:
         return int(self.server_address[1])
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A request's handler failed outside what it handles itself: one log line, never a
+        traceback on stderr (under ``veil claude`` that is the user's terminal)."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionError, TimeoutError)):
+            self.log.once("client", f"client disconnected ({type(exc).__name__})")
+            return
+        name = type(exc).__name__
+        self.log.once(f"handler:{name}", f"a request failed ({name}: {exc})")
+
     def serve_in_background(self) -> threading.Thread:
         thread = threading.Thread(target=self.serve_forever, name="veil-proxy", daemon=True)
         thread.start()
@@ -184,42 +197,69 @@ class ProxyHandler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:
         return None  # no access log: paths and timings only matter when something fails
 
-    def do_GET(self) -> None:
-        self._forward(b"")
-
     def do_POST(self) -> None:
-        self._forward(self._body())
+        raw = self._body()
+        if raw is not None:
+            self._forward(raw)
 
-    do_PUT = do_POST
-    do_DELETE = do_GET
+    do_GET = do_PUT = do_DELETE = do_POST
 
     # ---- the request ---------------------------------------------------------------------
 
-    def _body(self) -> bytes:
-        if self.headers.get("transfer-encoding", "").lower() == "chunked":
-            chunks: list[bytes] = []
-            while True:
-                size = int(self.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    self.rfile.readline()
-                    break
-                chunks.append(self.rfile.read(size))
-                self.rfile.readline()
-            return b"".join(chunks)
-        length = int(self.headers.get("content-length") or 0)
-        return self.rfile.read(length) if length else b""
+    def _body(self) -> bytes | None:
+        """The request's body; None when it could not be read whole — a malformed one is
+        answered 400, and a client gone before its end is not forwarded: either way the
+        client's connection is closed."""
+        try:
+            if self.headers.get("transfer-encoding", "").lower() == "chunked":
+                data = self._chunked()
+            else:
+                length = int(self.headers.get("content-length") or 0)
+                if length < 0:
+                    raise ValueError(f"Content-Length {length}")
+                data = self.rfile.read(length) if length else b""
+                data = data if len(data) == length else None
+        except ValueError as exc:
+            self.close_connection = True
+            message = f"veil proxy: the request's body cannot be read ({exc})"
+            with contextlib.suppress(ClientGone):
+                self._reply(400, error_body(self._dialect(None), message))
+            return None
+        if data is None:
+            self._client_gone("before the end of its request")
+        return data
+
+    def _chunked(self) -> bytes | None:
+        """A chunked body (None: the client went away inside it). Raises ValueError for a
+        malformed one."""
+        chunks: list[bytes] = []
+        while True:
+            line = self.rfile.readline(65_537)
+            if not line.endswith(b"\n"):
+                return None
+            size = int(line.split(b";")[0].strip(), 16)
+            if size < 0:
+                raise ValueError(f"chunk size {size}")
+            if size == 0:
+                while (line := self.rfile.readline(65_537)) not in (b"\r\n", b"\n"):
+                    if not line.endswith(b"\n"):
+                        return None  # (a trailer, or the end of the connection)
+                return b"".join(chunks)
+            data = self.rfile.read(size)
+            if len(data) < size or not self.rfile.readline(3).endswith(b"\n"):
+                return None
+            chunks.append(data)
 
     def _forward(self, raw: bytes) -> None:
+        self._started = False  # once the answer's head is out, no other response may follow
         with self.server.serving():
-            self._serve(raw)
+            try:
+                self._serve(raw)
+            except ClientGone as exc:
+                self._client_gone(str(exc))
 
     def _serve(self, raw: bytes) -> None:
-        path = self.path
-        route = path.split("?", 1)[0]
-        counting = route.endswith("/count_tokens")
-        if counting:
-            route = route[: -len("/count_tokens")]
-        api: Api | None = next((a for suffix, a in ROUTES.items() if route.endswith(suffix)), None)
+        api, counting = route(self.path)
         body, encoded = _decoded(raw, self.headers.get("content-encoding", ""))
         source = body  # decoded: what a retry is prepared from again
         prepared: Prepared | None = None
@@ -249,14 +289,24 @@ class ProxyHandler(BaseHTTPRequestHandler):
                     type(exc).__name__,
                     f"rewrite failed ({type(exc).__name__}: {exc}); forwarded as it is",
                 )
-                body, encoded = raw, True
-        if encoded:
-            body = raw
+                prepared = None
+        if prepared is None or encoded:  # not rewritten: the client's bytes, as they came
+            body, encoded = raw, True
         try:
             self._send_upstream(body, api, prepared, request, source=source, encoded=encoded)
         except (OSError, http.client.HTTPException) as exc:
+            if self._started:  # the relay's own failures are handled; this one came after
+                self._cut(why(exc))
+                return
             self.server.log.once("upstream", f"upstream unreachable: {exc}")
-            self._reply(502, {"error": {"type": "proxy_error", "message": f"veil proxy: {exc}"}})
+            message = f"veil proxy: upstream unreachable ({why(exc)})"
+            self._reply(502, error_body(self._dialect(api), message))
+
+    def _dialect(self, api: Api | None) -> str | None:
+        """The client's API, for an error the proxy answers itself."""
+        if api is None and ("anthropic-version" in self.headers or "/messages" in self.path):
+            return "anthropic"
+        return api
 
     def _send_upstream(
         self,
@@ -269,7 +319,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
         encoded: bool,
     ) -> None:
         upstream = self.server.upstream
-        headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+        headers = {k: v for k, v in self.headers.items() if k.lower() not in REQUEST_DROPPED}
         headers["Host"] = upstream.host_header
         headers["Accept-Encoding"] = "identity"
         if encoded and self.headers.get("content-encoding"):
@@ -285,8 +335,11 @@ class ProxyHandler(BaseHTTPRequestHandler):
                 and request is not None
                 and self.server.conversations is not None
             ):
-                error = response.read()
-                if _overflow(error):
+                try:
+                    error, cut = response.read(), None
+                except http.client.IncompleteRead as exc:
+                    error, cut = exc.partial, f"{len(exc.partial)} bytes of an error"
+                if cut is None and _overflow(error):
                     conversations = self.server.conversations
                     conversations.overflowed(prepared, error[:4096].decode("utf-8", "replace"))
                     retried = conversations.prepare(request, source, overflow=True)
@@ -296,7 +349,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
                     response = connection.getresponse()
                     prepared = retried
                 else:
-                    self._relay_buffered(response, error)
+                    self._relay_buffered(response, error, cut)
                     return
             self._relay(response, api, prepared)
         finally:
@@ -304,64 +357,79 @@ class ProxyHandler(BaseHTTPRequestHandler):
 
     # ---- the response --------------------------------------------------------------------
 
-    def _relay_buffered(self, response: http.client.HTTPResponse, data: bytes) -> None:
-        self.send_response_only(response.status, response.reason)
-        for key, value in response.getheaders():
-            if key.lower() not in HOP_BY_HOP:
-                self.send_header(key, value)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-        self.wfile.flush()
+    def _head(self, status: int, reason: str, headers: Sequence[tuple[str, str]]) -> None:
+        """The answer's status line and headers (after them, no other response may follow)."""
+        self.send_response_only(status, reason)
+        for key, value in headers:
+            self.send_header(key, value)
+        self._started = True
+        try:
+            self.end_headers()
+        except OSError as exc:
+            raise ClientGone(why(exc)) from None
+
+    def _relay_buffered(
+        self, response: http.client.HTTPResponse, data: bytes, cut: str | None
+    ) -> None:
+        """An answer read whole first (``cut``: it came short, and is relayed so)."""
+        headers = [(k, v) for k, v in response.getheaders() if k.lower() not in RESPONSE_DROPPED]
+        declared = response.getheader("content-length")
+        if cut is not None and declared is None:  # chunked: no last chunk
+            self._head(response.status, response.reason, [*headers, CHUNKED])
+            relay.send(self.wfile, b"%x\r\n%s\r\n" % (len(data), data) if data else b"")
+        else:
+            length = declared if cut is not None and declared is not None else str(len(data))
+            self._head(response.status, response.reason, [*headers, ("Content-Length", length)])
+            relay.send(self.wfile, data)
+        if cut is not None:
+            self._cut(cut)
 
     def _relay(
         self, response: http.client.HTTPResponse, api: Api | None, prepared: Prepared | None
     ) -> None:
-        self.send_response_only(response.status, response.reason)
-        length = response.getheader("content-length")
-        for key, value in response.getheaders():
-            if key.lower() not in HOP_BY_HOP:
-                self.send_header(key, value)
-        if length is not None:
-            self.send_header("Content-Length", length)
-        else:
-            self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self._head(response.status, response.reason, relay.framing(response))
         sniffer = UsageSniffer() if prepared is not None and response.status == 200 else None
-        while True:
-            chunk = response.read1(65536)
-            if not chunk:
-                break
-            if length is not None:
-                self.wfile.write(chunk)
+        try:
+            cut = relay.body(response, self.wfile, sniffer)
+        finally:
+            if sniffer is not None and prepared is not None:
+                self._account(sniffer, api, prepared)
+        if cut is not None:
+            self._cut(cut)
+
+    def _account(self, sniffer: UsageSniffer, api: Api | None, prepared: Prepared) -> None:
+        """The provider's usage, as read from its answer, on the record."""
+        conversations = self.server.conversations
+        if conversations is None:
+            return
+        usage = sniffer.usage()
+        billing = billing_of(self.path, _lower(self.headers))
+        try:
+            if usage:
+                conversations.reported(prepared, usage, api=api or "", billing=billing)
             else:
-                self.wfile.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))
-            self.wfile.flush()
-            if sniffer is not None:
-                sniffer.feed(chunk)
-        if length is None:
-            self.wfile.write(b"0\r\n\r\n")
-            self.wfile.flush()
-        if sniffer is not None and prepared is not None and self.server.conversations:
-            usage = sniffer.usage()
-            billing = billing_of(self.path, _lower(self.headers))
-            try:
-                if usage:
-                    self.server.conversations.reported(
-                        prepared, usage, api=api or "", billing=billing
-                    )
-                else:
-                    self.server.conversations.record(prepared, billing=billing)
-            except Exception as exc:
-                self.server.log.once("usage", f"usage not recorded: {exc}")
+                conversations.record(prepared, billing=billing)
+        except Exception as exc:
+            self.server.log.once("usage", f"usage not recorded: {exc}")
+
+    def _cut(self, why: str) -> None:
+        """The upstream's answer ended short after its head went out: the client gets it as
+        far as it came, then its connection is closed (as from the upstream itself)."""
+        self.close_connection = True
+        self.server.log.once(
+            "cut", f"the upstream cut its answer short ({why}); the client's connection closed"
+        )
+
+    def _client_gone(self, why: str) -> None:
+        """The client went away: its connection is closed (and the upstream's, by the caller)."""
+        self.close_connection = True
+        self.server.log.once("client", f"client disconnected ({why})")
 
     def _reply(self, status: int, payload: Mapping[str, Any]) -> None:
         data = json.dumps(payload).encode()
-        self.send_response_only(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(data)))]
+        self._head(status, http.HTTPStatus(status).phrase, headers)
+        relay.send(self.wfile, data)
 
 
 def _batch_line(prepared: Prepared, upstream: Upstream) -> str:
@@ -409,79 +477,6 @@ def _decoded(raw: bytes, encoding: str) -> tuple[bytes, bool]:
 
 def _overflow(body: bytes) -> bool:
     return is_overflow_text(body[:4096].decode("utf-8", "replace"))
-
-
-class UsageSniffer:
-    """Reads the provider's usage from a response as it streams by (SSE or JSON)."""
-
-    def __init__(self) -> None:
-        self._buffer = b""
-        self._found: dict[str, int] = {}
-        self._json = b""
-        self._sse = False
-
-    def feed(self, chunk: bytes) -> None:
-        if (
-            not self._sse
-            and not self._buffer
-            and not chunk.lstrip().startswith((b"event:", b"data:"))
-        ):
-            if len(self._json) < 4_000_000:
-                self._json += chunk
-            return
-        self._sse = True
-        self._buffer += chunk
-        *lines, self._buffer = self._buffer.split(b"\n")
-        for line in lines:
-            if line.startswith(b"data:"):
-                self._event(line[5:].strip())
-
-    def _event(self, data: bytes) -> None:
-        if b"usage" not in data:
-            return
-        try:
-            event: Any = json.loads(data)
-        except ValueError:
-            return
-        self._take(event)
-
-    def _take(self, event: Any) -> None:
-        if not isinstance(event, dict):
-            return
-        e = cast(dict[str, Any], event)
-        for holder in (e.get("message"), e.get("response"), e):
-            if isinstance(holder, dict) and isinstance(
-                cast(dict[str, Any], holder).get("usage"), dict
-            ):
-                self._usage(cast(dict[str, Any], cast(dict[str, Any], holder)["usage"]))
-
-    def _usage(self, usage: Mapping[str, Any]) -> None:
-        def number(key: str) -> int | None:
-            value = usage.get(key)
-            return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
-
-        for key, name in (
-            ("input_tokens", "input_tokens"),
-            ("prompt_tokens", "input_tokens"),
-            ("cache_read_input_tokens", "cache_read"),
-            ("cache_creation_input_tokens", "cache_write"),
-            ("output_tokens", "output_tokens"),
-            ("completion_tokens", "output_tokens"),
-        ):
-            value = number(key)
-            if value is not None and value > 0:
-                self._found[name] = value
-        details = usage.get("input_tokens_details") or usage.get("prompt_tokens_details")
-        if isinstance(details, dict):
-            cached = cast(dict[str, Any], details).get("cached_tokens")
-            if isinstance(cached, int) and cached > 0:
-                self._found["cache_read"] = cached
-
-    def usage(self) -> dict[str, int]:
-        if not self._sse and self._json:
-            with contextlib.suppress(ValueError):
-                self._take(json.loads(self._json))
-        return dict(self._found)
 
 
 def free_port() -> int:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
@@ -33,9 +34,23 @@ Api = Literal["anthropic", "responses", "chat"]
 
 ROUTES: Mapping[str, Api] = {
     "/v1/messages": "anthropic",
-    "/v1/responses": "responses",
-    "/v1/chat/completions": "chat",
+    "/responses": "responses",
+    "/chat/completions": "chat",
 }
+"""The API of a request path, by its last segments: ``/v1/responses``, ``/responses`` and
+Codex's ChatGPT-login ``/backend-api/codex/responses`` are all the Responses API, an Azure
+deployment's ``…/chat/completions`` is Chat Completions (:func:`route`)."""
+
+
+def route(path: str) -> tuple[Api | None, bool]:
+    """The API a request path is for (None: forwarded as it is), by its last segments and
+    without its query string; and whether it is a token count (``…/count_tokens``), which is
+    of the request as it would be sent."""
+    where = path.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    counting = where.endswith("/count_tokens")
+    if counting:
+        where = where[: -len("/count_tokens")]
+    return next((a for suffix, a in ROUTES.items() if where.endswith(suffix)), None), counting
 
 
 class WireError(ValueError):
@@ -74,12 +89,57 @@ class Request:
 
 def loads(raw: bytes) -> dict[str, Any]:
     try:
-        data: object = orjson.loads(raw)
-    except orjson.JSONDecodeError as exc:
+        data: object = loads_any(raw)
+    except ValueError as exc:
         raise WireError(f"the request body is not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise WireError(f"the request body is a JSON {type(data).__name__}, not an object")
     return cast(dict[str, Any], data)
+
+
+def loads_any(raw: bytes) -> object:
+    """A JSON value, read with orjson, or with the standard library when orjson refuses it
+    for a lone surrogate escape (``"\\ud83d"``: JavaScript's ``JSON.stringify`` writes one
+    when a string was cut inside an emoji; the string keeps it, and :func:`dumps` writes it
+    back as the same escape). Raises ValueError for a body that is not JSON (``NaN`` and
+    ``Infinity`` included: a provider refuses them, and they could not be written back)."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        if b"\\u" not in raw:
+            raise
+    return json.loads(raw.decode("utf-8"), parse_constant=_not_json)
+
+
+def _not_json(constant: str) -> object:
+    raise ValueError(f"{constant} is not JSON")
+
+
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def readable(value: Any) -> Any:
+    """``value`` with every lone surrogate in its strings (keys too) as U+FFFD: what the
+    context layer reads, stores and embeds must be valid Unicode; the request's own bytes keep
+    the surrogates (see :func:`loads_any`). ``value`` itself when it has none."""
+    if isinstance(value, str):
+        if value.isascii():
+            return value
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return _SURROGATE.sub("\ufffd", value)
+        return value
+    if isinstance(value, dict):
+        d = cast(dict[Any, Any], value)
+        pairs = [(readable(k), readable(v)) for k, v in d.items()]
+        same = all(a is k and b is v for (a, b), (k, v) in zip(pairs, d.items(), strict=True))
+        return d if same else dict(pairs)
+    if isinstance(value, list):
+        items = cast(list[Any], value)
+        out = [readable(v) for v in items]
+        return items if all(a is b for a, b in zip(out, items, strict=True)) else out
+    return value
 
 
 # ---- conversation identity ------------------------------------------------------------------
@@ -225,8 +285,13 @@ class Spliced:
 
 
 def dumps(value: object) -> bytes:
-    """Compact JSON, as the clients write it."""
-    return orjson.dumps(value)
+    """Compact JSON, as the clients write it: a lone surrogate (see :func:`loads_any`) as its
+    ``\\uXXXX`` escape, as ``JSON.stringify`` writes it."""
+    try:
+        return orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", text).encode()
 
 
 _CALL_KEY: Mapping[Api, bytes] = {
