@@ -289,6 +289,18 @@ def test_a_log_line_never_carries_a_secret() -> None:
     assert canary not in stream.getvalue() and "[secret:" in stream.getvalue()
 
 
+def test_a_log_file_has_a_line_per_failure_a_terminal_one_per_kind() -> None:
+    """``.veil/proxy.log`` keeps every failure, with its time and the upstream host; on the
+    agent's terminal a kind of failure is said once."""
+    file, terminal = io.StringIO(), io.StringIO()
+    for log in (Log(file, batches=True), Log(terminal, batches=False)):
+        log.host = "api.anthropic.com"
+        for k in range(3):
+            log.once("upstream", f"upstream unreachable ({k})")
+    assert file.getvalue().count("veil proxy api.anthropic.com: upstream unreachable") == 3
+    assert terminal.getvalue().count("upstream unreachable") == 1
+
+
 def figures(rig: Rig) -> Any:
     from veil.proxy.ledger import read, total
 
@@ -324,7 +336,7 @@ def test_shadow_mode_forwards_every_byte_as_the_agent_sent_it_and_measures_veil(
     assert sums.batches >= 1 and sums.tokens_sent < 0.7 * sums.tokens_agent
     # the batch is logged as one that would have been sent, with a time and the upstream
     line = next(x for x in shadow_rig.log.getvalue().splitlines() if " batch in " in x)
-    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ veil proxy: 127\.0\.0\.1: batch", line)
+    assert re.match(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ veil proxy 127\.0\.0\.1: batch", line)
     assert "would send" in line
 
 

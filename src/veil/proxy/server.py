@@ -98,19 +98,24 @@ def client_base(proxy_port: int, upstream: Upstream) -> str:
 
 
 class Log:
-    """Veil's proxy log: one line per kind of failure, and (to a log file) one line per batch,
-    each with a timestamp; redacted like everything Veil writes. On a terminal (``veil proxy``'s
-    stderr) batches are not logged: the agent's terminal stays quiet."""
+    """Veil's proxy log, each line with a timestamp and the upstream host; redacted like
+    everything Veil writes. To a log file (``.veil/proxy.log``): one line per failure and one
+    per batch. On a terminal (``veil proxy``'s stderr, the agent's terminal): one line per kind
+    of failure, and no batches — it stays quiet."""
 
     def __init__(self, stream: TextIO | None = None, *, batches: bool | None = None) -> None:
         self.stream = stream or sys.stderr
         self.batches = (self.stream is not sys.stderr) if batches is None else batches
+        self.host = ""
+        """The upstream host, named on every line (set by :class:`ProxyServer`)."""
         self._seen: set[str] = set()
         self._lock = threading.Lock()
 
     def once(self, kind: str, message: str) -> None:
+        """A failure: a line each time to a log file, the first of its ``kind`` on a
+        terminal."""
         with self._lock:
-            if kind in self._seen:
+            if kind in self._seen and not self.batches:
                 return
             self._seen.add(kind)
         self._write(message)
@@ -126,8 +131,10 @@ class Log:
         from veil.redaction import redact  # a failure's text may quote what it failed on
 
         stamp = datetime.now(UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+        where = f" {self.host}" if self.host else ""
         with self._lock:
-            print(f"{stamp} veil proxy: {redact(message).text}", file=self.stream, flush=True)
+            print(f"{stamp} veil proxy{where}: {redact(message).text}", file=self.stream,
+                  flush=True)  # fmt: skip
 
 
 class ProxyServer(ThreadingHTTPServer):
@@ -147,6 +154,7 @@ class ProxyServer(ThreadingHTTPServer):
         self.upstream = upstream
         self.conversations = conversations
         self.log = log or Log()
+        self.log.host = upstream.host
         self.on_prepared = on_prepared
         self._active = 0
         self._idle = threading.Condition()
@@ -279,7 +287,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
                     if prepared.note:
                         self.server.log.once(f"note:{prepared.conversation}", prepared.note)
                     if prepared.batch and not counting:
-                        self.server.log.line(_batch_line(prepared, self.server.upstream))
+                        self.server.log.line(_batch_line(prepared))
                     if self.server.on_prepared is not None:
                         self.server.on_prepared(prepared)
             except WireError as exc:
@@ -432,11 +440,11 @@ class ProxyHandler(BaseHTTPRequestHandler):
         relay.send(self.wfile, data)
 
 
-def _batch_line(prepared: Prepared, upstream: Upstream) -> str:
+def _batch_line(prepared: Prepared) -> str:
     cold = ", the provider's cache had expired" if prepared.cold else ""
     what = "would send" if prepared.shadow else "sent"
     return (
-        f"{upstream.host}: batch in {prepared.conversation} ({prepared.model or '?'}): "
+        f"batch in {prepared.conversation} ({prepared.model or '?'}): "
         f"{prepared.evicted} results out, {prepared.tokens_before:,} tokens as the agent sent "
         f"them, {prepared.tokens_sent:,} {what} (budget {prepared.budget:,}){cold}"
     )
