@@ -3,7 +3,10 @@ line that names what was wrong, exit status 2, no traceback."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import select
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -46,3 +49,39 @@ def test_a_mistake_is_one_line_and_exit_2(tmp_path: Path, args: tuple[str, ...],
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr
     assert done.stdout == ""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_PDEATHSIG is Linux's")
+def test_when_veil_dies_the_agent_ends_instead_of_retrying_a_dead_port(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
+    """The proxy is a thread of ``veil claude``: killed, it takes the proxy with it. The agent
+    (here a stand-in that prints its pid and then waits) gets SIGTERM from the kernel and ends;
+    nothing is left running against a dead port."""
+    agent = tmp_path / "claude"
+    agent.write_text("#!/bin/sh\necho $$\nexec tail -f /dev/null\n")
+    agent.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VEIL_", "ANTHROPIC_"))}
+    env |= {"VEIL_CLAUDE": str(agent), "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    veil_run = subprocess.Popen(
+        [sys.executable, "-m", "veil.cli.main", "claude", "--", "-p", "x"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )  # fmt: skip
+    try:
+        assert veil_run.stdout is not None
+        pid = int(veil_run.stdout.readline())  # the agent runs, through the proxy
+        request.addfinalizer(lambda: _kill_quietly(pid))
+        watch = os.pidfd_open(pid)
+        veil_run.kill()
+        veil_run.wait(timeout=10)
+        ready, _, _ = select.select([watch], [], [], 10)  # a bound on a failure, not a wait
+        assert ready, f"the agent {pid} still runs after veil died"
+        os.close(watch)
+    finally:
+        veil_run.kill()
+        veil_run.communicate(timeout=10)
+
+
+def _kill_quietly(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGKILL)

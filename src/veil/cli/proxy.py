@@ -30,7 +30,7 @@ import subprocess
 import sys
 import threading
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TextIO, cast
@@ -292,13 +292,43 @@ def _binary(name: str, variable: str, env: Mapping[str, str]) -> str:
 
 
 def _run_child(command: Sequence[str], env: Mapping[str, str], cwd: Path) -> int:
-    """Run the agent with our terminal; Ctrl-C goes to it (not to us) while it runs."""
+    """Run the agent with our terminal; Ctrl-C goes to it (not to us) while it runs.
+
+    The proxy is a thread of this process: if ``veil`` dies (killed, out of memory), the agent
+    would be left retrying a dead port. On Linux the kernel sends the agent SIGTERM when
+    ``veil`` dies (``PR_SET_PDEATHSIG``), so the agent ends as on any SIGTERM — Claude Code and
+    Codex keep their session files, and ``veil claude -- --resume ID`` goes on through a new
+    proxy. Elsewhere the agent keeps running and fails on its next request."""
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
     try:
-        child = subprocess.Popen(list(command), env=dict(env), cwd=cwd)
+        arm = _die_with_parent()  # calls one C function looked up before the fork
+        child = subprocess.Popen(list(command), env=dict(env), cwd=cwd, preexec_fn=arm)  # noqa: PLW1509
         return child.wait()
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+def _die_with_parent() -> Callable[[], None] | None:
+    """For the agent's process, between fork and exec: SIGTERM when this process dies. The
+    C function is looked up here, before the fork; the child only calls it (nothing that
+    could need a lock another thread of ours held at the fork)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+    set_pdeathsig = 1  # PR_SET_PDEATHSIG
+
+    def arm() -> None:
+        prctl(set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+        if os.getppid() != parent:  # veil died before the line above: end now
+            os._exit(1)
+
+    return arm
 
 
 # ---- Claude Code ---------------------------------------------------------------------------
