@@ -15,6 +15,7 @@ from dataclasses import replace
 from typing import Any
 
 from veil.context import ContextEngine
+from veil.context.budget import after_overflow
 from veil.context.window import Rendered
 from veil.dialects.overflow import overflow_limits
 from veil.llm.messages import spec_text
@@ -61,9 +62,9 @@ class RequestTokens:
 
     def overflow(self, error: str, count: int) -> str | None:
         """The provider refused the request as too long (``error`` is what it said). The first
-        time the window becomes what the error states (with the calibration it implies) or a
-        quarter less than what was sent, and None says to retry; the second time, why the run
-        ends and how to fix it."""
+        time the budget becomes what the error implies (the rule of every surface,
+        :func:`veil.context.budget.after_overflow`; the calibration too) and None says to
+        retry; the second time, why the run ends and how to fix it."""
         engine = self.engine
         window = engine.config.window_tokens
         limit, sent = overflow_limits(error)
@@ -76,10 +77,13 @@ class RequestTokens:
             )
         if sent:
             engine.calibrate(sent, self.sent)
-        smaller = limit if limit else int(min(window, self.provider_sent) * 0.75)
-        reserve = min(engine.config.reserve_tokens, smaller // 4)
+        # the one rule of every surface (veil.context.budget): the limit the error states
+        # less the reply's reserve, else a quarter less than what was sent
+        budget = after_overflow(engine.config.request_budget, self.provider_sent, limit)
         engine.config = replace(
-            engine.config, window_tokens=min(window, smaller), reserve_tokens=reserve
+            engine.config,
+            window_tokens=min(window, limit) if limit else window,
+            budget_tokens=budget,
         )
         return None
 

@@ -50,6 +50,7 @@ from veil.agent.tools import coding_tools
 from veil.agent.transcript import repair, trace_record
 from veil.clock import format_time
 from veil.context import ContextConfig
+from veil.context.budget import reply_reserve
 from veil.llm.messages import Done, Message, Request, StreamEvent, ToolSpec, UserMessage
 from veil.llm.provider import Provider
 from veil.memory import MemoryConfig
@@ -125,11 +126,6 @@ def long_term_memory_on(model: str) -> bool:
 MIN_ITEM_TOKENS = 1024
 """``--window`` must leave at least this many tokens for the conversation itself, after the
 system prompt, the tool schemas and the reply's reserve."""
-
-
-def reply_reserve(window: int) -> int:
-    """The tokens of a ``window`` kept for the model's reply: a fifth, 256 to 16,000."""
-    return min(max(window // 5, 256), 16_000)
 
 
 class SetupFailed(Exception):

@@ -134,10 +134,7 @@ class WorkingMemory:
     def request_budget(self) -> int:
         """What a whole request may come to, in the provider's tokens: ``budget_tokens`` when
         set, else the window minus the reserve (for the reply)."""
-        c = self.config
-        return (
-            c.budget_tokens if c.budget_tokens is not None else c.window_tokens - c.reserve_tokens
-        )
+        return self.config.request_budget
 
     @property
     def budget(self) -> int:

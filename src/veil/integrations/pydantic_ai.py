@@ -59,6 +59,7 @@ except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
     ) from exc
 
 from veil.context import ContextConfig, ContextEngine
+from veil.context.budget import reply_reserve
 from veil.context.transcript import Call, Found
 from veil.embed.protocol import Embedder
 from veil.integrations.long_term import AdapterVerbs, refusal, tool_name
@@ -217,7 +218,7 @@ def veil_history(
 
         embedder = default_embedder()
     if config is None:
-        reserve = min(window_tokens // 5, 16_000) if reserve_tokens is None else reserve_tokens
+        reserve = reply_reserve(window_tokens) if reserve_tokens is None else reserve_tokens
         config = ContextConfig(window_tokens=window_tokens, reserve_tokens=reserve)
     owned: Store | None = None
     if isinstance(db, (str, Path)):
