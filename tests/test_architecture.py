@@ -54,9 +54,9 @@ ALLOWED: dict[str, set[str]] = {
         "clients",
         "verbs",
     },
-    "clients": LOWEST | {"embed", "tape", "memory", "context", "convergence", "agent"},
+    "clients": LOWEST | {"embed", "tape", "memory", "context", "convergence", "agent", "hosts"},
     "integrations": LOWEST | {"embed", "tape", "memory", "context", "convergence", "verbs"},
-    "proxy": LOWEST | {"embed", "tape", "context", "redaction", "dialects", "llm"},
+    "proxy": LOWEST | {"embed", "tape", "context", "redaction", "dialects", "llm", "hosts"},
     "replay": LOWEST | {"embed", "tape", "context", "proxy"},
     "cli": LOWEST
     | {

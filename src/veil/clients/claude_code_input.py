@@ -137,9 +137,10 @@ CallKind = Literal["edit", "command", "read"]
 
 @dataclass(frozen=True)
 class ToolCall:
-    """A tool call as the memory layers take it: what kind, what it aimed at (a path relative
-    to the project root, or the command line), the files it touched, and its normalised
-    arguments (what the call digest is taken of)."""
+    """A tool call as the memory layers take it: what kind, what it aimed at (its host's
+    description, :class:`veil.hosts.host.Use`: a path relative to the project root when it lies
+    inside it, ``path#first+count``, the command line), the files it touched, and its
+    normalised arguments (what the call digest is taken of)."""
 
     kind: CallKind
     tool_name: str
@@ -160,29 +161,39 @@ class ToolCall:
         return None
 
 
+KINDS: dict[str, CallKind] = {"read": "read", "write": "edit", "run": "command"}
+"""A tracked call's kind by its effect (a ``look`` — a search, a web page — is not tracked)."""
+
+
 def tool_call(tool_name: str, tool_input: dict[str, Any] | None, root: Path) -> ToolCall | None:
-    """The call of one of :data:`TOOLS` (or Codex's ``apply_patch``), or ``None`` for another
-    tool or an input that lacks the tool's required field."""
+    """The call of one of :data:`TOOLS` (or Codex's ``apply_patch`` and ``Bash``), or ``None``
+    for another tool or an input that lacks the tool's required field. What it addresses is the
+    host's own description (:func:`veil.hosts.describe`, the proxy's too)."""
+    from veil.hosts import describe
+
     args = tool_input or {}
-    if tool_name == "apply_patch":
-        return _patch_call(args, root)
-    if tool_name in SHELL_TOOLS:
-        command = args.get("command")
-        if not isinstance(command, str) or not command.strip():
-            return None
-        return ToolCall("command", tool_name, command.strip()[:500], (), {"command": command})
-    path_key = "notebook_path" if tool_name == "NotebookEdit" else "file_path"
-    path = args.get(path_key)
-    if tool_name not in TOOLS or not isinstance(path, str) or not path:
+    use = describe(tool_name, args, root)
+    kind = KINDS.get(use.effect) if use is not None else None
+    if use is None or kind is None:
         return None
-    rel = relative(path, root)
+    return ToolCall(kind, tool_name, use.target, use.files, _normal(tool_name, kind, args))
+
+
+def _normal(tool_name: str, kind: CallKind, args: dict[str, Any]) -> dict[str, JSONValue]:
+    """The arguments a call's digest is taken of: what the tool does with them, with its
+    defaults filled in (``replace_all: false``), so PreToolUse's and PostToolUse's agree."""
+    if tool_name == "apply_patch":
+        return _json({"patch": args.get("command") or args.get("input") or args.get("patch")})
+    if kind == "command":
+        return _json({"command": args.get("command") or args.get("cmd")})
+    path = args.get("file_path")
     if tool_name == "Read":
-        offset, limit = args.get("offset"), args.get("limit")
-        ranged = isinstance(offset, int) or isinstance(limit, int)
-        target = f"{rel}#{offset or 1}+{limit or ''}" if ranged else rel
-        normal: dict[str, JSONValue] = {"file_path": path, "offset": offset, "limit": limit}
-        return ToolCall("read", tool_name, target, (rel,), _json(normal))
-    if tool_name == "Edit":
+        normal: dict[str, Any] = {
+            "file_path": path,
+            "offset": args.get("offset"),
+            "limit": args.get("limit"),
+        }
+    elif tool_name == "Edit":
         normal = {
             "file_path": path,
             "old_string": args.get("old_string"),
@@ -199,21 +210,8 @@ def tool_call(tool_name: str, tool_input: dict[str, Any] | None, root: Path) -> 
     elif tool_name == "Write":
         normal = {"file_path": path, "content": args.get("content")}
     else:
-        normal = _json({k: v for k, v in args.items()})
-    return ToolCall("edit", tool_name, rel, (rel,), _json(normal))
-
-
-_PATCHED = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.MULTILINE)
-
-
-def _patch_call(args: dict[str, Any], root: Path) -> ToolCall | None:
-    """Codex's ``apply_patch`` (the patch text in ``command``): an edit of the files it names."""
-    patch = args.get("command") or args.get("input") or args.get("patch")
-    if not isinstance(patch, str) or not patch.strip():
-        return None
-    files = tuple(dict.fromkeys(relative(p, root) for p in _PATCHED.findall(patch)))
-    target = files[0] if files else "apply_patch"
-    return ToolCall("edit", "apply_patch", target, files, {"patch": patch})
+        normal = dict(args)
+    return _json(normal)
 
 
 def _one_edit(edit: dict[str, Any]) -> dict[str, JSONValue]:
@@ -227,15 +225,6 @@ def _one_edit(edit: dict[str, Any]) -> dict[str, JSONValue]:
 def _json(value: dict[str, Any]) -> dict[str, JSONValue]:
     """``value`` as plain JSON (what cannot be serialised becomes its string)."""
     return cast("dict[str, JSONValue]", json.loads(json.dumps(value, default=str)))
-
-
-def relative(path: str, root: Path) -> str:
-    """``path`` relative to the project root when it is inside it (with ``/``), else as given."""
-    candidate = Path(path.replace("\\", "/"))
-    try:
-        return candidate.resolve().relative_to(root.resolve()).as_posix()
-    except (ValueError, OSError):
-        return candidate.as_posix()
 
 
 @dataclass(frozen=True)

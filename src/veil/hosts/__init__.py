@@ -1,15 +1,39 @@
 """The coding agents Veil runs inside, one module each: what Veil needs to know of each host to
 serve it through the proxy — the name its model sees Veil's expand tool under, what it sends
 before any message, where it compacts its own conversation and so the budget Veil keeps it
-under. :data:`HOSTS` lists them by the command that starts them (``veil claude``)."""
+under — its tool vocabulary (what a call addresses, for the proxy and the hooks alike) and the
+range of its versions Veil is tested with. :data:`HOSTS` lists them by the command that starts
+them (``veil claude``). Adding a host is one module (its ``describe`` and its ``HOST``) and an
+entry here."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
 
 from veil.hosts import claude_code, codex
-from veil.hosts.host import Host
+from veil.hosts.host import Host, Use
 
 HOSTS: Mapping[str, Host] = {"claude": claude_code.HOST, "codex": codex.HOST}
 
-__all__ = ["HOSTS", "Host"]
+
+def describe(name: str, arguments: Mapping[str, Any], root: Path | None = None) -> Use | None:
+    """What a call of tool ``name`` addresses, by the first host whose tool it is (None: no
+    host's, or the call lacks what its tool needs). The one entry point of the proxy
+    (:mod:`veil.proxy.tools`) and the hooks (:mod:`veil.clients.claude_code_input`): neither
+    knows which host made the call, and hosts that share a tool's name (Claude Code's and
+    Codex's hooks' ``Bash``) mean the same by it."""
+    for host in HOSTS.values():
+        found = host.describe(name, arguments, root)
+        if found is not None:
+            return found
+    return None
+
+
+def expand_calls() -> tuple[str, ...]:
+    """Every name a call of Veil's expand arrives under, in any host's requests."""
+    return tuple(dict.fromkeys(n for host in HOSTS.values() for n in host.expand_calls))
+
+
+__all__ = ["HOSTS", "Host", "Use", "describe", "expand_calls"]

@@ -15,12 +15,31 @@ Facts observed on the pinned 2.1.332 (``../shared/notes``, the binaries report o
   ``DISABLE_AUTO_COMPACT`` or ``DISABLE_COMPACT`` switch it off. Its compaction request carries
   the tools as usual and adds "CRITICAL: Respond with TEXT ONLY…" to the last user message.
 - **Model.** ``claude-opus-5-5`` unless ``--model`` or ``ANTHROPIC_MODEL`` say otherwise.
+- **Tools** (:func:`describe`; the same names and inputs reach its hooks): ``Read``
+  (``file_path``, ``offset``: the first line, ``limit``: how many), ``Write``/``Edit``/
+  ``MultiEdit`` (``file_path``) and ``NotebookEdit`` (``notebook_path``), ``Bash``/
+  ``PowerShell`` (``command``), ``Grep``/``Glob`` (``pattern``, ``path``), ``WebFetch``
+  (``url``), ``WebSearch`` (``query``). Paths are absolute.
+- **Versions.** :data:`TESTED`, from 2.1.197 (what a plain ``npm install
+  @anthropic-ai/claude-code`` from this machine's registry installs; not pinned in the
+  real-binary suites yet, and issue 35 saw its level-3 stop not end the run) to 2.1.332 (the
+  pin of ``tests/hosts/binaries.py``, which the real-binary suites run).
 """
 
 from __future__ import annotations
 
-from veil.hosts.host import Env, Host
-from veil.llm.catalog import max_output_tokens
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from veil.hosts.host import Env, Host, Use, command, relative, text, whole
+
+TESTED = ("2.1.197", "2.1.332")
+"""The oldest and the newest Claude Code Veil is tested with (``veil doctor`` warns outside)."""
+WRITES = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
+COMMANDS = frozenset({"Bash", "PowerShell"})
+SEARCHES = {"Grep": "grep", "Glob": "glob"}
+WEB = {"WebFetch": "url", "WebSearch": "query"}
 
 BUFFER = 13_000
 OUTPUT_CAP = 20_000
@@ -57,6 +76,8 @@ def compaction(model: str, window: int, env: Env) -> int | None:
         or env.get("DISABLE_COMPACT", "").lower() in TRUE
     ):
         return None
+    from veil.llm.catalog import max_output_tokens
+
     effective = window - min(max_output_tokens(model), OUTPUT_CAP)
     threshold = effective - BUFFER
     try:
@@ -66,6 +87,34 @@ def compaction(model: str, window: int, env: Env) -> int | None:
     if 0 < percent <= 100:
         threshold = min(int(effective * percent / 100), threshold)
     return threshold
+
+
+def describe(name: str, arguments: Mapping[str, Any], root: Path | None = None) -> Use | None:
+    """What a call of Claude Code's tool ``name`` addresses (see :class:`~veil.hosts.host.Use`),
+    or None: not one of its tools, or a call without the path or command its tool needs."""
+    if name == "Read":
+        path = text(arguments, "file_path")
+        if not path:
+            return None
+        rel = relative(path, root)
+        first, count = whole(arguments.get("offset")), whole(arguments.get("limit"))
+        if first is None and count is None:
+            return Use("read", rel, (rel,))
+        return Use("read", f"{rel}#{first or 1}+{count or ''}", (rel,), partial=True)
+    if name in WRITES:
+        path = text(arguments, "notebook_path" if name == "NotebookEdit" else "file_path")
+        rel = relative(path, root) if path else ""
+        return Use("write", rel, (rel,)) if rel else None
+    if name in COMMANDS:
+        return command(text(arguments, "command"))
+    if name in SEARCHES:
+        path = text(arguments, "path")
+        words = (SEARCHES[name], text(arguments, "pattern"), relative(path, root) if path else "")
+        return Use("look", " ".join(w for w in words if w))
+    if name in WEB:
+        found = text(arguments, WEB[name])
+        return Use("look", found) if found else None
+    return None
 
 
 HOST = Host(
@@ -78,4 +127,7 @@ HOST = Host(
     default_model="claude-opus-5-5",
     compaction_markers=("CRITICAL: Respond with TEXT ONLY",),
     model_variable="ANTHROPIC_MODEL",
+    describe=describe,
+    expand_calls=("mcp__veil__expand",),
+    tested=TESTED,
 )

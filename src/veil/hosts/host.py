@@ -1,14 +1,82 @@
-"""What Veil knows of a host agent, as one value (each host module builds its own)."""
+"""What Veil knows of a host agent, as one value (each host module builds its own), and what
+one call of a host's tool addresses (:class:`Use`), the one description of it the proxy and
+the hooks both take.
+
+Light to import (the hooks import it for every tool call): the context and catalog layers are
+imported only where a budget is computed.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING, Any, Literal
 
-from veil.context.budget import reply_reserve
-from veil.llm.catalog import Catalog
+if TYPE_CHECKING:
+    from veil.llm.catalog import Catalog
 
 Env = Mapping[str, str]
+Effect = Literal["read", "write", "run", "look"]
+"""What a call does: ``read`` a file (or a range of it), ``write`` files, ``run`` a command,
+``look`` something up (a search, a web page) without changing anything."""
+COMMAND_CHARS = 500
+"""A command line is described by at most its first 500 characters."""
+
+
+@dataclass(frozen=True)
+class Use:
+    """What one tool call addresses and what it does, as its host's tool means it.
+
+    ``target`` names what it addressed: a path, ``path#first+count`` for a range of a file
+    (``path#first+`` when only the first line is given, ``path#1+count`` when only the count),
+    a command line (stripped, at most :data:`COMMAND_CHARS`), ``grep pattern path``; for several
+    files the paths, space-separated. Paths are relative to the project root when they lie
+    inside it (``/``-separated), absolute otherwise (:func:`relative`). ``files``: the files it
+    reads or writes. ``partial``: it reads only a range of its file."""
+
+    effect: Effect
+    target: str
+    files: tuple[str, ...] = ()
+    partial: bool = False
+
+
+Describe = Callable[[str, Mapping[str, Any], "Path | None"], "Use | None"]
+"""A host's vocabulary: ``describe(tool name, arguments, project root)`` → what the call
+addresses, or None for a tool the host does not have (or a call missing what its tool needs)."""
+
+
+def relative(path: str, root: Path | None) -> str:
+    """``path`` relative to ``root`` when it lies inside it (``/``-separated), else as given.
+    A relative path is taken as relative to the root already (the hosts' working directory),
+    never to this process's."""
+    given = PurePosixPath(path.replace("\\", "/"))
+    if root is None or not given.is_absolute():
+        return given.as_posix()
+    try:
+        return Path(given).resolve().relative_to(root.resolve()).as_posix()
+    except (ValueError, OSError):
+        return given.as_posix()
+
+
+def text(arguments: Mapping[str, Any], *keys: str) -> str:
+    """The first of ``keys`` whose value is a non-empty string ("" when none is)."""
+    for key in keys:
+        value = arguments.get(key)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
+def whole(value: object) -> int | None:
+    """``value`` when it is an integer (not a bool), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def command(line: str) -> Use | None:
+    """A command line run (None when it is blank)."""
+    line = line.strip()
+    return Use("run", line[:COMMAND_CHARS]) if line else None
 
 
 @dataclass(frozen=True)
@@ -38,6 +106,12 @@ class Host:
     """Texts in the last user message of the host's own compaction request."""
     model_variable: str = ""
     """The environment variable that chooses the host's model, if any."""
+    describe: Describe = lambda _name, _arguments, _root: None
+    """Its tool vocabulary (the host module's ``describe``)."""
+    expand_calls: tuple[str, ...] = ()
+    """The names a call of Veil's expand arrives under in the host's requests."""
+    tested: tuple[str, str] = ("", "")
+    """The oldest and the newest version of the host Veil is tested with."""
 
     def model_of(self, args: Sequence[str], env: Env) -> str:
         """The model a run of the host with ``args`` will ask for: its ``--model``/``-m``
@@ -53,6 +127,8 @@ class Host:
         """The request budget for ``model``: just below where the host would compact (less the
         reply's reserve: the host counts the reply too), and never into a dearer long-context
         price tier (the table's ``long_context_above``)."""
+        from veil.context.budget import reply_reserve
+
         info = catalog.lookup(model)
         known = info.context_window if info is not None else 200_000
         window = self.window(model, known, env)
