@@ -38,13 +38,14 @@ from veil import __version__
 from veil.cli.install import claude_dir, claude_json
 from veil.clients import codex
 from veil.clients.settings import MCP_NAME, SettingsError, is_veil_hook, read_json
+from veil.hosts import HOSTS
 
 Severity = Literal["fail", "warn", "note"]
 Agent = Literal["claude", "codex"]
 TIMEOUT_S = 10.0
 """How long any program doctor runs may take, an MCP server's first answer included."""
-TESTED = {"claude": ("2.1.197", "2.1.332"), "codex": ("0.171.0", "0.171.0")}
-"""Agent → the oldest and newest version Veil is tested with."""
+TESTED = {name: host.tested for name, host in HOSTS.items()}
+"""Agent → the oldest and newest version Veil is tested with (each host module's ``TESTED``)."""
 PACKAGES = {"claude": "@anthropic-ai/claude-code", "codex": "@openai/codex"}
 VARIABLES = {"claude": "VEIL_CLAUDE", "codex": "VEIL_CODEX"}
 CODEX_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ")
