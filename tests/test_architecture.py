@@ -57,7 +57,7 @@ ALLOWED: dict[str, set[str]] = {
     "clients": LOWEST | {"embed", "tape", "memory", "context", "convergence", "agent", "hosts"},
     "integrations": LOWEST | {"embed", "tape", "memory", "context", "convergence", "verbs"},
     "proxy": LOWEST | {"embed", "tape", "context", "redaction", "dialects", "llm", "hosts"},
-    "replay": LOWEST | {"embed", "tape", "context", "proxy"},
+    "replay": LOWEST | {"embed", "tape", "context", "proxy", "hosts"},
     "cli": LOWEST
     | {
         "config_file",

@@ -26,12 +26,13 @@ import shlex
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from veil.hosts.codex import PATCHED
+
 Described = tuple[str, str, tuple[str, ...]]
 """``(action, kind, paths)``."""
 
 SHELL_TOOLS = frozenset({"Bash", "PowerShell", "exec_command", "shell", "local_shell"})
 EDIT_TOOLS = frozenset({"Edit", "MultiEdit", "Write", "NotebookEdit"})
-_PATCHED = re.compile(r"^\*\*\* (?:Update|Add|Delete) File: (.+?)\s*$", re.MULTILINE)
 _VIEW = frozenset({"cat", "nl", "head", "tail", "less", "more", "bat", "batcat"})
 _SEARCH = frozenset({"grep", "egrep", "rg", "ag", "ack", "find", "fd", "ls", "tree", "locate"})
 _TEST = frozenset({"pytest", "tox", "nox", "jest", "vitest", "mocha", "rspec", "phpunit"})
@@ -91,7 +92,7 @@ def describe(name: str, args: Mapping[str, Any], cwd: str | None = None) -> Desc
         return f"{name.lower()} {path}\n{body}".rstrip(), "edit", (path,)
     if name == "apply_patch":
         patch = _text(args, "input", "patch", "command")
-        files = tuple(dict.fromkeys(relative(f, cwd) for f in _PATCHED.findall(patch)))
+        files = tuple(dict.fromkeys(relative(f, cwd) for f in PATCHED.findall(patch)))
         return patch, "edit", files
     if name in SHELL_TOOLS:
         command = _text(args, "command", "cmd")
