@@ -39,9 +39,10 @@ BENCHMARKS: tuple[str, ...] = (
     "proxy_overhead",
 )
 """Modules of ``benchmarks/`` that define ``main(argv)`` and are run by ``make bench``."""
-EXPLICIT: tuple[str, ...] = ("soak", "real_model", "proxy_peers")
-"""Benchmarks too long for ``make bench``, needing a real model, or a peer from PyPI (run them
-by hand; the report still shows them)."""
+EXPLICIT: tuple[str, ...] = ("soak", "real_model", "proxy_peers", "ab")
+"""Benchmarks too long for ``make bench``, needing a real model, or a peer from PyPI, or
+running the real agents (``ab``: Veil on, off and in shadow on your own key, docs/ab.md) — run
+them by hand; the report still shows those it has a section for."""
 
 
 def command(name: str, *, quick: bool) -> list[str]:
