@@ -21,27 +21,24 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 from veil.context.transcript import Call, Found
+from veil.dialects import DIALECTS, Piece, ResultAt, ToolCall
 from veil.proxy.wire import (
     Api,
     Request,
     Result,
     WireError,
-    arguments_of,
     common_prefix,
     conversation_key,
     dumps,
-    json_array,
-    json_object,
     loads,
     loads_any,
     readable,
     span_of,
-    text_of,
 )
 
 TAIL_KEY = "\u0000veil-tail"
@@ -78,7 +75,7 @@ class _State:
     start: int
     items: list[Any]
     ends: list[int]
-    pieces: list[_Piece]
+    pieces: list[_Item]
     assembled: _Assembled
 
     @property
@@ -108,17 +105,18 @@ class Reader:
         self._lock = threading.Lock()
 
     def read(self, api: Api, raw: bytes) -> tuple[dict[str, Any], list[Found], list[Result]]:
-        field = "input" if api == "responses" else "messages"
+        dialect = DIALECTS[api]
+        field = dialect.messages_key
         state = self._known(raw, field)
         decoded = self._after(state, raw) if state is not None else None
         if decoded is None:
             state = None
             body = loads(raw)
             value = body.get(field)
-            if api == "responses" and isinstance(value, str):
+            if dialect.text_input and isinstance(value, str):
                 return body, [Found("user", value)], []
             if not isinstance(value, list):
-                if api == "responses" or field not in body:
+                if dialect.text_input or field not in body:
                     raise WireError(f"no {field} in the request")
                 return body, [], []
             items = cast(list[Any], value)
@@ -130,8 +128,8 @@ class Reader:
             body, k = decoded
             items = cast(list[Any], body[field])
             start, before = state.start, state.before
-        piece_of = _PIECES[api]
-        new = (_readable(piece_of(i)) for i in items[k:])
+        piece_of = dialect.piece
+        new = (_item(piece_of(i)) for i in items[k:])
         pieces = [*(state.pieces[:k] if state else ()), *new]
         ends = list(state.ends[:k]) if state else []
         if start >= 0:
@@ -240,7 +238,7 @@ def _assemble(
     api: Api,
     raw: bytes,
     items: Sequence[Any],
-    pieces: Sequence[_Piece],
+    pieces: Sequence[_Item],
     ends: Sequence[int],
     start: int,
     state: _State | None,
@@ -259,7 +257,7 @@ def _assemble(
     found_before: list[int] = list(state.found_before[:k]) if state else []
     pending: list[Call] = []
     for index in range(k, len(items)):
-        item, piece = items[index], pieces[index]
+        piece = pieces[index]
         results_before.append(len(results))
         found_before.append(len(found))
         if piece.calls:
@@ -272,19 +270,15 @@ def _assemble(
         found += piece.found
         tools = [i for i, f in enumerate(piece.found) if f.role == "tool"]
         low = (ends[index - 1] + 1 if index else start) if index < len(ends) else -1
-        for (block, call_id, key, encoded), position in zip(piece.results, tools, strict=True):
-            holder = (
-                json_object(item)
-                if block < 0
-                else json_object(json_array(json_object(item).get("content"))[block])
-            )
-            result = Result(len(results), call_id, holder.get(key, ""), key, encoded)
+        for at, position in zip(piece.results, tools, strict=True):
+            result = Result(len(results), at.call_id, at.value, at.key, at.encoded)
             span = span_of(api, raw, result, low, ends[index]) if low >= 0 else None
             if span is not None:
                 low = span[1]
             results.append(
-                Result(result.index, call_id, result.value, key, encoded, span, base + position)
-            )
+                Result(result.index, at.call_id, at.value, at.key, at.encoded, span,
+                       base + position)
+            )  # fmt: skip
     results_before.append(len(results))
     found_before.append(len(found))
     if pending:
@@ -293,147 +287,26 @@ def _assemble(
 
 
 @dataclass(frozen=True)
-class _Piece:
-    """What one message (Anthropic, Chat) or input item (Responses) gives: the messages found
-    in it, the calls it adds to the next assistant message (a Responses ``function_call``),
-    and where its results are: (block index, or -1 for the item itself; call id; the key
-    holding the value; the value as compact JSON)."""
+class _Item:
+    """What one conversation item gives (its dialect's :class:`~veil.dialects.Piece`) as the
+    context layer reads it: the messages found in it, the calls it adds to the next assistant
+    message, and where its results are."""
 
     found: tuple[Found, ...] = ()
     calls: tuple[Call, ...] = ()
-    results: tuple[tuple[int, str, str, bytes], ...] = ()
+    results: tuple[ResultAt, ...] = ()
 
 
-def _anthropic_piece(message: object) -> _Piece:
-    m = json_object(message)
-    role = m.get("role")
-    content = m.get("content")
-    if role == "assistant":
-        texts: list[str] = []
-        calls: list[Call] = []
-        for block in json_array(content) if not isinstance(content, str) else []:
-            b = json_object(block)
-            if b.get("type") == "tool_use":
-                calls.append(
-                    Call(
-                        str(b.get("id") or ""),
-                        str(b.get("name") or ""),
-                        json_object(b.get("input")),
-                    )
-                )
-            elif isinstance(b.get("text"), str):
-                texts.append(str(b["text"]))
-            elif isinstance(b.get("thinking"), str):
-                texts.append(str(b["thinking"]))
-        text = content if isinstance(content, str) else "\n".join(texts)
-        return _Piece((Found("assistant", text, tuple(calls)),))
-    if isinstance(content, str):
-        return _Piece((Found("user", content),))
-    found: list[Found] = []
-    results: list[tuple[int, str, str, bytes]] = []
-    texts = []
-    for index, block in enumerate(json_array(content)):
-        b = json_object(block)
-        if b.get("type") == "tool_result":
-            call_id = str(b.get("tool_use_id") or "")
-            value = b.get("content", "")
-            results.append((index, call_id, "content", dumps(value)))
-            found.append(
-                Found("tool", text_of(value), call_id=call_id, is_error=b.get("is_error") is True)
-            )
-        elif isinstance(b.get("text"), str):
-            texts.append(str(b["text"]))
-    if texts:
-        found.append(Found("user", "\n".join(texts)))
-    return _Piece(tuple(found), (), tuple(results))
+def _call(c: ToolCall) -> Call:
+    return Call(readable(c.id), readable(c.name), readable(c.arguments))
 
 
-def _responses_piece(item: object) -> _Piece:
-    it = json_object(item)
-    kind = it.get("type") or ("message" if "role" in it else "")
-    if kind in ("function_call", "custom_tool_call", "local_shell_call"):
-        name = str(it.get("name") or kind)
-        if it.get("namespace"):
-            name = f"{it['namespace']}.{name}"
-        args = arguments_of(it.get("arguments") if kind == "function_call" else it.get("input"))
-        if kind == "local_shell_call":
-            args = json_object(it.get("action"))
-        return _Piece(calls=(Call(str(it.get("call_id") or ""), name, args),))
-    if kind in ("function_call_output", "custom_tool_call_output", "local_shell_call_output"):
-        call_id = str(it.get("call_id") or "")
-        value = it.get("output", "")
-        return _Piece(
-            (Found("tool", text_of(value), call_id=call_id),),
-            (),
-            ((-1, call_id, "output", dumps(value)),),
-        )
-    role = str(it.get("role") or "")
-    if kind == "reasoning":
-        return _Piece()
-    text = text_of(it.get("content"))
-    if role == "assistant":
-        return _Piece((Found("assistant", text),))
-    if role in ("user", "developer", "system"):
-        return _Piece((Found("user" if role == "user" else "system", text),))
-    return _Piece()
-
-
-def _chat_piece(message: object) -> _Piece:
-    m = json_object(message)
-    role = m.get("role")
-    if role == "tool":
-        call_id = str(m.get("tool_call_id") or "")
-        value = m.get("content", "")
-        return _Piece(
-            (Found("tool", text_of(value), call_id=call_id),),
-            (),
-            ((-1, call_id, "content", dumps(value)),),
-        )
-    if role == "assistant":
-        calls = tuple(
-            Call(
-                str(json_object(c).get("id") or ""),
-                str(json_object(json_object(c).get("function")).get("name") or ""),
-                arguments_of(json_object(json_object(c).get("function")).get("arguments")),
-            )
-            for c in json_array(m.get("tool_calls"))
-        )
-        return _Piece((Found("assistant", text_of(m.get("content")), calls),))
-    if role in ("user", "system", "developer"):
-        return _Piece((Found("user" if role == "user" else "system", text_of(m.get("content"))),))
-    return _Piece()
-
-
-def _readable(piece: _Piece) -> _Piece:
-    """``piece`` as the context layer may read it: a lone surrogate in a text, a call or an id
-    as U+FFFD (:func:`~veil.proxy.wire.readable`); its results' bytes unchanged."""
-
-    def call(c: Call) -> Call:
-        id_, name, arguments = readable(c.id), readable(c.name), readable(c.arguments)
-        if id_ is c.id and name is c.name and arguments is c.arguments:
-            return c
-        return replace(c, id=id_, name=name, arguments=arguments)
-
-    def found(f: Found) -> Found:
-        text, call_id = readable(f.text), readable(f.call_id)
-        calls = tuple(call(c) for c in f.calls)
-        if text is f.text and call_id is f.call_id and _same(calls, f.calls):
-            return f
-        return replace(f, text=text, call_id=call_id, calls=calls)
-
-    founds = tuple(found(f) for f in piece.found)
-    calls = tuple(call(c) for c in piece.calls)
-    if _same(founds, piece.found) and _same(calls, piece.calls):
-        return piece
-    return _Piece(founds, calls, piece.results)
-
-
-def _same(a: Sequence[object], b: Sequence[object]) -> bool:
-    return all(x is y for x, y in zip(a, b, strict=True))
-
-
-_PIECES: Mapping[Api, Callable[[object], _Piece]] = {
-    "anthropic": _anthropic_piece,
-    "responses": _responses_piece,
-    "chat": _chat_piece,
-}
+def _item(piece: Piece) -> _Item:
+    """``piece`` as the context layer's values, readable: a lone surrogate in a text, a call or
+    an id as U+FFFD (:func:`~veil.proxy.wire.readable`); its results' bytes unchanged."""
+    found = tuple(
+        Found(m.role, readable(m.text), tuple(_call(c) for c in m.calls),
+              readable(m.call_id), m.is_error)
+        for m in piece.messages
+    )  # fmt: skip
+    return _Item(found, tuple(_call(c) for c in piece.calls), piece.results)

@@ -10,7 +10,8 @@ closed — a chunked answer without its last chunk, so the client knows it was c
 the client would see talking to the upstream directly. A client that goes away
 (:class:`ClientGone`) ends the relay, and the upstream's connection is closed by the caller.
 
-The provider's usage is read on the side (:class:`UsageSniffer`).
+The provider's usage is read on the side (:class:`UsageSniffer`), in the client's API's terms
+(:attr:`veil.dialects.base.Dialect.usage`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,10 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-from collections.abc import Mapping
 from io import BufferedIOBase
 from typing import Any, cast
+
+from veil.dialects import Dialect
 
 HOP_BY_HOP = frozenset(
     {
@@ -110,9 +112,12 @@ def body(
 
 
 class UsageSniffer:
-    """Reads the provider's usage from a response as it streams by (SSE or JSON)."""
+    """Reads the provider's usage from a response as it streams by (SSE or JSON), as
+    ``dialect`` states it (:attr:`~veil.dialects.base.Dialect.usage`; the figures of
+    :data:`~veil.dialects.base.USAGE_FIGURES`, a later event's overriding an earlier one's)."""
 
-    def __init__(self) -> None:
+    def __init__(self, dialect: Dialect) -> None:
+        self._dialect = dialect
         self._buffer = b""
         self._found: dict[str, int] = {}
         self._json = b""
@@ -144,47 +149,11 @@ class UsageSniffer:
         self._take(event)
 
     def _take(self, event: Any) -> None:
-        if not isinstance(event, dict):
-            return
-        e = cast(dict[str, Any], event)
-        for holder in (e.get("message"), e.get("response"), e):
-            if isinstance(holder, dict) and isinstance(
-                cast(dict[str, Any], holder).get("usage"), dict
-            ):
-                self._usage(cast(dict[str, Any], cast(dict[str, Any], holder)["usage"]))
-
-    def _usage(self, usage: Mapping[str, Any]) -> None:
-        def number(key: str) -> int | None:
-            value = usage.get(key)
-            return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
-
-        for key, name in (
-            ("input_tokens", "input_tokens"),
-            ("prompt_tokens", "input_tokens"),
-            ("cache_read_input_tokens", "cache_read"),
-            ("cache_creation_input_tokens", "cache_write"),
-            ("output_tokens", "output_tokens"),
-            ("completion_tokens", "output_tokens"),
-        ):
-            value = number(key)
-            if value is not None and value > 0:
-                self._found[name] = value
-        details = usage.get("input_tokens_details") or usage.get("prompt_tokens_details")
-        if isinstance(details, dict):
-            cached = cast(dict[str, Any], details).get("cached_tokens")
-            if isinstance(cached, int) and cached > 0:
-                self._found["cache_read"] = cached
+        if isinstance(event, dict):
+            self._found.update(self._dialect.usage(cast(dict[str, Any], event)))
 
     def usage(self) -> dict[str, int]:
         if not self._sse and self._json:
             with contextlib.suppress(ValueError):
                 self._take(json.loads(self._json))
         return dict(self._found)
-
-
-def error_body(api: str | None, message: str) -> dict[str, Any]:
-    """An error the proxy answers itself (the upstream unreachable), in the shape of the
-    client's API: Anthropic's ``{"type": "error", "error": {...}}``, else OpenAI's."""
-    if api == "anthropic":
-        return {"type": "error", "error": {"type": "api_error", "message": message}}
-    return {"error": {"message": message, "type": "server_error", "param": None, "code": None}}

@@ -32,21 +32,20 @@ applying Veil's working memory to every request (:mod:`veil.proxy.session`).
 from __future__ import annotations
 
 import contextlib
-import gzip
 import http
 import http.client
 import json
 import socket
 import sys
 import threading
-import zlib
 from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
-from veil.dialects.overflow import is_overflow_text
+from veil.dialects import DIALECTS, dialect_for_client, error_body
+from veil.dialects.encoding import decode
 from veil.proxy import relay
 from veil.proxy.reading import parse
 from veil.proxy.relay import (
@@ -55,7 +54,6 @@ from veil.proxy.relay import (
     RESPONSE_DROPPED,
     ClientGone,
     UsageSniffer,
-    error_body,
     why,
 )
 from veil.proxy.session import Conversations, Prepared
@@ -231,7 +229,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self.close_connection = True
             message = f"veil proxy: the request's body cannot be read ({exc})"
             with contextlib.suppress(ClientGone):
-                self._reply(400, error_body(self._dialect(None), message))
+                self._reply(400, self._error(None, message))
             return None
         if data is None:
             self._client_gone("before the end of its request")
@@ -308,13 +306,14 @@ class ProxyHandler(BaseHTTPRequestHandler):
                 return
             self.server.log.once("upstream", f"upstream unreachable: {exc}")
             message = f"veil proxy: upstream unreachable ({why(exc)})"
-            self._reply(502, error_body(self._dialect(api), message))
+            self._reply(502, self._error(api, message))
 
-    def _dialect(self, api: Api | None) -> str | None:
-        """The client's API, for an error the proxy answers itself."""
-        if api is None and ("anthropic-version" in self.headers or "/messages" in self.path):
-            return "anthropic"
-        return api
+    def _error(self, api: Api | None, message: str) -> dict[str, Any]:
+        """An error the proxy answers itself, in the client's API's shape (the API of its path,
+        else as its headers and path suggest: :func:`veil.dialects.dialect_for_client`)."""
+        if api is not None:
+            return error_body(DIALECTS[api], message)
+        return error_body(dialect_for_client(self.path, _lower(self.headers)), message)
 
     def _send_upstream(
         self,
@@ -347,7 +346,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
                     error, cut = response.read(), None
                 except http.client.IncompleteRead as exc:
                     error, cut = exc.partial, f"{len(exc.partial)} bytes of an error"
-                if cut is None and _overflow(error):
+                if cut is None and api is not None and DIALECTS[api].is_overflow(error):
                     conversations = self.server.conversations
                     conversations.overflowed(prepared, error[:4096].decode("utf-8", "replace"))
                     retried = conversations.prepare(request, source, overflow=True)
@@ -396,7 +395,11 @@ class ProxyHandler(BaseHTTPRequestHandler):
         self, response: http.client.HTTPResponse, api: Api | None, prepared: Prepared | None
     ) -> None:
         self._head(response.status, response.reason, relay.framing(response))
-        sniffer = UsageSniffer() if prepared is not None and response.status == 200 else None
+        sniffer = (
+            UsageSniffer(DIALECTS[api])
+            if prepared is not None and api is not None and response.status == 200
+            else None
+        )
         try:
             cut = relay.body(response, self.wfile, sniffer)
         finally:
@@ -464,27 +467,14 @@ def _lower(headers: Any) -> dict[str, str]:
 
 
 def _decoded(raw: bytes, encoding: str) -> tuple[bytes, bool]:
-    """The body to read, and whether it is still encoded (could not be decoded)."""
-    encoding = encoding.strip().lower()
-    if not encoding or encoding == "identity" or not raw:
+    """The body to read, and whether it is still encoded (its ``Content-Encoding`` could not be
+    decoded: :func:`veil.dialects.encoding.decode`)."""
+    if not raw or not encoding.strip():
         return raw, False
     try:
-        if encoding == "gzip":
-            return gzip.decompress(raw), False
-        if encoding == "deflate":
-            return zlib.decompress(raw), False
-        if encoding == "zstd":
-            import zstandard  # pyright: ignore[reportMissingTypeStubs]
-
-            reader: Any = zstandard.ZstdDecompressor()  # pyright: ignore[reportUnknownMemberType]
-            return bytes(reader.decompressobj().decompress(raw)), False
-    except Exception:
+        return decode(raw, encoding), False
+    except ValueError:
         return raw, True
-    return raw, True
-
-
-def _overflow(body: bytes) -> bool:
-    return is_overflow_text(body[:4096].decode("utf-8", "replace"))
 
 
 def free_port() -> int:

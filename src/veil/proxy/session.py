@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from veil.clock import Clock, SystemClock
 from veil.context import ContextConfig, ContextEngine
@@ -38,6 +38,7 @@ from veil.context.budget import after_overflow, request_budget
 from veil.context.prefix import shared_prefix
 from veil.context.transcript import Transcript
 from veil.context.window import Entry, Part
+from veil.dialects import DIALECTS, Api
 from veil.dialects.overflow import overflow_limits
 from veil.embed import Embedder
 from veil.proxy.events import REQUEST, RequestForwarded
@@ -47,11 +48,9 @@ from veil.proxy.wire import (
     Result,
     Spliced,
     Splicer,
-    cache_ttl,
     common_prefix,
     dumps,
     expand_tool,
-    session_of,
 )
 from veil.tape import Store
 from veil.tape.recorder import Recorder
@@ -305,7 +304,7 @@ class Conversations:
             entries = conversation.transcript.entries(request.found)
             now = self.clock.now().timestamp()
             last, conversation.last_request = conversation.last_request, now
-            ttl = cache_ttl(request.api, request.body, raw)
+            ttl = DIALECTS[request.api].cache_ttl(request.body, raw)
             cold = last is not None and now - last > ttl
             before = fixed + conversation.tokens_of(entries)
             boundary = engine.window(
@@ -345,7 +344,7 @@ class Conversations:
             compaction=self._is_compaction(request),
             shadow=self.shadow,
             ttl="1h" if ttl >= 3600 else "5m",
-            agent_session=session_of(request.api, request.body, {}) or "",
+            agent_session=DIALECTS[request.api].session_of(request.body, {}),
         )
 
     def _is_compaction(self, request: Request) -> bool:
@@ -388,13 +387,15 @@ class Conversations:
         api: str,
         billing: str | None = None,
     ) -> None:
-        """The provider's usage for a forwarded request: calibrates the count (not in shadow
-        mode, where the request forwarded is not Veil's) and is recorded."""
-        input_tokens = int(usage.get("input_tokens", 0))
+        """The provider's usage for a forwarded request, as the dialect of ``api`` reads it
+        (:data:`~veil.dialects.base.USAGE_FIGURES`): calibrates the count (not in shadow mode,
+        where the request forwarded is not Veil's) and is recorded, ``input_tokens`` as every
+        input token (:meth:`~veil.dialects.base.Dialect.prompt_tokens`)."""
         cache_read = int(usage.get("cache_read", 0))
         cache_write = int(usage.get("cache_write", 0))
         output = int(usage.get("output_tokens", 0))
-        total = input_tokens + cache_read + cache_write if api == "anthropic" else input_tokens
+        dialect = DIALECTS.get(cast(Api, api))
+        total = dialect.prompt_tokens(usage) if dialect else int(usage.get("input_tokens", 0))
         with self._lock:
             conversation = next(
                 (c for c in self._by_key.values() if c.engine.session_id == prepared.conversation),

@@ -23,34 +23,30 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import orjson
 
 from veil.context.prefix import shared_prefix
 from veil.context.transcript import Found
+from veil.dialects import DIALECTS, Api
+from veil.dialects import route as _route
+from veil.dialects.base import CACHE_TTL_S, arguments_of, dumps, json_array, json_object, text_of
 
-Api = Literal["anthropic", "responses", "chat"]
-
-ROUTES: Mapping[str, Api] = {
-    "/v1/messages": "anthropic",
-    "/responses": "responses",
-    "/chat/completions": "chat",
-}
+ROUTES: Mapping[str, Api] = {path: d.api for d in DIALECTS.values() for path in d.paths}
 """The API of a request path, by its last segments: ``/v1/responses``, ``/responses`` and
 Codex's ChatGPT-login ``/backend-api/codex/responses`` are all the Responses API, an Azure
-deployment's ``…/chat/completions`` is Chat Completions (:func:`route`)."""
+deployment's ``…/chat/completions`` is Chat Completions (each dialect's
+:attr:`~veil.dialects.base.Dialect.paths`; :func:`route`)."""
 
 
 def route(path: str) -> tuple[Api | None, bool]:
     """The API a request path is for (None: forwarded as it is), by its last segments and
-    without its query string; and whether it is a token count (``…/count_tokens``), which is
-    of the request as it would be sent."""
-    where = path.split("?", 1)[0].split("#", 1)[0].rstrip("/")
-    counting = where.endswith("/count_tokens")
-    if counting:
-        where = where[: -len("/count_tokens")]
-    return next((a for suffix, a in ROUTES.items() if where.endswith(suffix)), None), counting
+    without its query string; and whether it is a token count (Anthropic's
+    ``…/count_tokens``), which is of the request as it would be sent
+    (:func:`veil.dialects.route`)."""
+    dialect, counting = _route(path)
+    return (dialect.api if dialect is not None else None), counting
 
 
 class WireError(ValueError):
@@ -158,93 +154,23 @@ def conversation_key(
     return f"{session or 'anonymous'}:{digest}"
 
 
-# ---- the three formats ---------------------------------------------------------------------
-
-
-def json_object(value: object) -> dict[str, Any]:
-    return cast(dict[str, Any], value) if isinstance(value, dict) else {}
-
-
-def json_array(value: object) -> list[Any]:
-    return cast(list[Any], value) if isinstance(value, list) else []
-
-
-def text_of(value: object) -> str:
-    """The text a content value gives the model (a string, or blocks with ``text``; an image
-    as ``[image]``)."""
-    if isinstance(value, str):
-        return value
-    parts: list[str] = []
-    for block in json_array(value):
-        b = json_object(block)
-        kind = b.get("type")
-        if isinstance(b.get("text"), str):
-            parts.append(str(b["text"]))
-        elif kind in ("image", "input_image", "image_url"):
-            parts.append("[image]")
-        elif isinstance(block, str):
-            parts.append(block)
-    return "\n".join(parts)
-
-
-def arguments_of(value: object) -> dict[str, Any]:
-    if isinstance(value, dict):
-        return cast(dict[str, Any], value)
-    if isinstance(value, str):
-        try:
-            parsed: object = json.loads(value)
-        except ValueError:
-            return {"input": value}
-        return cast(dict[str, Any], parsed) if isinstance(parsed, dict) else {"input": value}
-    return {}
+# ---- the dialects' facts --------------------------------------------------------------------
 
 
 def session_of(api: Api, body: Mapping[str, Any], headers: Mapping[str, str]) -> str:
-    """The client's session: Claude Code's ``metadata.user_id`` ``session_id``, Codex's
-    ``prompt_cache_key`` (or a session header, or the ``user`` field)."""
-    if api == "anthropic":
-        user_id = json_object(body.get("metadata")).get("user_id")
-        session = ""
-        if isinstance(user_id, str) and user_id:
-            try:
-                parsed: object = json.loads(user_id)
-            except ValueError:
-                parsed = None
-            session = str(json_object(parsed).get("session_id") or user_id)
-        return session or headers.get("x-claude-code-session-id", "")
-    return str(body.get("prompt_cache_key") or headers.get("session-id") or body.get("user") or "")
-
-
-CACHE_TTL_S = 300.0
-"""A provider's prompt cache lives five minutes from its last use unless the request asks
-for longer (Anthropic's default ``cache_control``; OpenAI's in-memory prompt cache)."""
-_TTL_S = {"5m": 300.0, "1h": 3600.0, "24h": 86_400.0}
-
-
-_CACHE_CONTROL = b'"cache_control"'
+    """The client's session (the dialect's
+    :attr:`~veil.dialects.base.Dialect.session_of`): Claude Code's ``metadata.user_id``
+    ``session_id``, Codex's ``prompt_cache_key`` (or a session header, or the ``user``
+    field)."""
+    return DIALECTS[api].session_of(body, headers)
 
 
 def cache_ttl(api: Api, body: Mapping[str, Any], raw: bytes) -> float:
-    """How long the provider keeps this request's cached prefix, in seconds: the longest
-    ``cache_control`` ``ttl`` an Anthropic request marks (``1h``), OpenAI's
-    ``prompt_cache_retention`` (``24h``), else :data:`CACHE_TTL_S`.
-
-    Anthropic's markers are read from the raw body: each ``"cache_control"`` key and the
-    object after it (the key written inside a string would be escaped, ``\\"``, and is not
-    found). A walk of the parsed body cost 11–20 ms a request at 1,000 results; the byte
-    search costs microseconds."""
-    if api != "anthropic":
-        return _TTL_S.get(str(body.get("prompt_cache_retention") or ""), CACHE_TTL_S)
-    longest = CACHE_TTL_S
-    at = raw.find(_CACHE_CONTROL)
-    while at >= 0:
-        end = raw.find(b"}", at)
-        marker = raw[at + len(_CACHE_CONTROL) : end if end >= 0 else len(raw)]
-        for name, seconds in _TTL_S.items():
-            if b'"' + name.encode() + b'"' in marker:
-                longest = max(longest, seconds)
-        at = raw.find(_CACHE_CONTROL, at + 1)
-    return longest
+    """How long the provider keeps this request's cached prefix, in seconds (the dialect's
+    :attr:`~veil.dialects.base.Dialect.cache_ttl`): the longest ``cache_control`` ``ttl`` an
+    Anthropic request marks (``1h``), OpenAI's ``prompt_cache_retention`` (``24h``), else
+    :data:`CACHE_TTL_S`."""
+    return DIALECTS[api].cache_ttl(body, raw)
 
 
 EXPAND_NAMES = ("mcp__veil__expand", "veil_expand")
@@ -255,15 +181,11 @@ def expand_tool(api: Api, body: Mapping[str, Any]) -> str | None:
     a tool named ``mcp__veil__expand`` (Veil's MCP server in Claude Code) or ``veil_expand``,
     ``expand`` inside the ``mcp__veil`` namespace (Codex), or one the host defers behind its
     tool search and names in its first messages — each is ``mcp__veil__expand`` to the model."""
-    for tool in json_array(body.get("tools")):
-        t = json_object(tool)
-        name = str(t.get("name") or json_object(t.get("function")).get("name") or "")
+    for name in DIALECTS[api].tool_names(body):
         if name in EXPAND_NAMES:
             return name
-        if api == "responses" and name == "mcp__veil":
-            inner = [json_object(x).get("name") for x in json_array(t.get("tools"))]
-            if "expand" in inner:
-                return "mcp__veil__expand"
+        if name == "mcp__veil.expand":
+            return "mcp__veil__expand"
     # A host that defers MCP tools behind a tool search names them in its first messages
     # (Claude Code's "deferred tools" system message, Codex's "deferred tool namespaces").
     early = [body.get("system"), body.get("instructions"), *json_array(body.get("messages"))[:4]]
@@ -282,23 +204,6 @@ class Spliced:
     body: bytes
     exact: bool
     """Every other byte of the request is as the client sent it."""
-
-
-def dumps(value: object) -> bytes:
-    """Compact JSON, as the clients write it: a lone surrogate (see :func:`loads_any`) as its
-    ``\\uXXXX`` escape, as ``JSON.stringify`` writes it."""
-    try:
-        return orjson.dumps(value)
-    except orjson.JSONEncodeError:
-        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    return _SURROGATE.sub(lambda m: f"\\u{ord(m[0]):04x}", text).encode()
-
-
-_CALL_KEY: Mapping[Api, bytes] = {
-    "anthropic": b'"tool_use_id":',
-    "responses": b'"call_id":',
-    "chat": b'"tool_call_id":',
-}
 
 
 def splice(request: Request, raw: bytes, texts: Mapping[int, str]) -> Spliced:
@@ -390,7 +295,7 @@ def span_of(
 ) -> tuple[int, int] | None:
     """Where ``result``'s content value is in ``raw`` (at or after ``after``, ending by
     ``before``): in the same object as its call id, just after it or just before it."""
-    call = _CALL_KEY[api] + dumps(result.call_id)
+    call = DIALECTS[api].anchor + dumps(result.call_id)
     value = result.encoded if result.encoded is not None else dumps(result.value)
     key = b'"' + result.field.encode() + b'":'
     needle = key + value
@@ -410,27 +315,17 @@ def span_of(
     return None
 
 
-_IS_RESULT: Mapping[Api, tuple[str, frozenset[str]]] = {
-    "anthropic": ("type", frozenset({"tool_result"})),
-    "responses": (
-        "type",
-        frozenset({"function_call_output", "custom_tool_call_output", "local_shell_call_output"}),
-    ),
-    "chat": ("role", frozenset({"tool"})),
-}
-
-
 def _reserialised(request: Request, texts: Mapping[int, str]) -> bytes:
     """The body with the results replaced, serialised whole (the n-th result object in
     document order is ``request.results[n]``, as :func:`parse` found them)."""
-    key, kinds = _IS_RESULT[request.api]
+    is_result = DIALECTS[request.api].is_result
     seen = 0
 
     def walk(value: Any) -> Any:
         nonlocal seen
         if isinstance(value, dict):
             d = cast(dict[str, Any], value)
-            if d.get(key) in kinds:
+            if is_result(d):
                 index = seen
                 seen += 1
                 if index in texts:
@@ -443,3 +338,33 @@ def _reserialised(request: Request, texts: Mapping[int, str]) -> bytes:
         return value
 
     return dumps(walk(request.body))
+
+
+__all__ = [
+    "CACHE_TTL_S",
+    "EXPAND_NAMES",
+    "NEAR",
+    "ROUTES",
+    "Api",
+    "Request",
+    "Result",
+    "Spliced",
+    "Splicer",
+    "WireError",
+    "arguments_of",
+    "cache_ttl",
+    "common_prefix",
+    "conversation_key",
+    "dumps",
+    "expand_tool",
+    "json_array",
+    "json_object",
+    "loads",
+    "loads_any",
+    "readable",
+    "route",
+    "session_of",
+    "span_of",
+    "splice",
+    "text_of",
+]
