@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.hosts.relay import Relay
-from tests.hosts.runners import ClaudeRunner, CodexRunner
+from tests.hosts.runners import ClaudeRunner, CodexRunner, private_env, run_process
 from tests.hosts.veil_setup import VEIL_BIN
 from veil.context.budget import request_budget
 from veil.llm.scripted_server import ModelRequest, ScriptedServer, ToolUse, Turn
@@ -398,3 +398,33 @@ def test_without_veil_the_same_codex_session_overflows(
     refused = [r for r in server.requests if r.status == 400]
     assert refused, [r.status for r in server.requests]
     assert run.returncode != 0 or "context" in run.stdout + run.stderr
+
+
+def test_veil_codex_on_its_built_in_provider_goes_through_the_proxy(
+    run_codex: CodexRunner, agent_repo: Path
+) -> None:
+    """An API-key user of Codex's built-in OpenAI provider (no ``model_provider`` in its
+    configuration, ``OPENAI_BASE_URL`` naming the provider): the pinned Codex reads its base URL
+    from ``openai_base_url``, so ``veil codex`` sets that for the run — every model request
+    reaches the upstream through Veil's proxy."""
+    codex_home = run_codex.home / ".codex"
+    codex_home.mkdir(parents=True, exist_ok=True)
+    (codex_home / "config.toml").write_text('model = "gpt-4.1"\n')
+    files = modules(agent_repo)[:3]
+    script = [Turn(f"Reading {p.name}.", (ToolUse("shell", {"command": ["cat", p.name]}),))
+              for p in files] + [Turn("Done.")]  # fmt: skip
+    with ScriptedServer(script, cache=True) as server:
+        env = private_env(run_codex.home, {
+            "CODEX_HOME": str(codex_home), "OPENAI_API_KEY": "sk-scripted-dummy",
+            "OPENAI_BASE_URL": f"{server.url}/v1", "VEIL_CODEX": str(run_codex.binary),
+        })  # fmt: skip
+        command = [str(VEIL_BIN), "codex", "--", "exec", "--json", "--skip-git-repo-check",
+                   "--dangerously-bypass-approvals-and-sandbox", "read the files"]  # fmt: skip
+        code, _, stderr, _ = run_process(command, cwd=agent_repo, env=env, timeout=120,
+                                         label="codex built-in provider")  # fmt: skip
+    assert code == 0, stderr[-2000:]
+    assert server.model_requests, "no request reached the upstream"
+    records = proxy_records(agent_repo)
+    assert len(records) == len(server.model_requests), (len(records), stderr[-1000:])
+    assert re.search(r"^veil codex: Veil's proxy http://127\.0\.0\.1:\d+ → http://127", stderr,
+                     re.M), stderr  # fmt: skip

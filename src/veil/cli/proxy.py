@@ -395,8 +395,15 @@ def _has_veil_server(path: Path, root: Path) -> bool:
 # ---- Codex ---------------------------------------------------------------------------------
 
 
+CODEX_BUILT_IN = "openai"
+"""Codex's built-in provider: its base URL is ``openai_base_url`` in its configuration (a
+``[model_providers.openai]`` table is ignored) or ``$OPENAI_BASE_URL`` — the pinned 0.171 reads
+only the first for API-key logins, so ``veil codex`` sets both."""
+
+
 def codex_provider(env: Mapping[str, str]) -> tuple[str, str | None]:
-    """The model provider Codex's configuration names, and its base URL (None: built in)."""
+    """The model provider Codex's configuration names, and its base URL as configured (for
+    the built-in provider, ``openai_base_url``; None: not configured)."""
     from veil.clients.codex import config_path
 
     path = config_path(env)
@@ -404,7 +411,10 @@ def codex_provider(env: Mapping[str, str]) -> tuple[str, str | None]:
         data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ValueError(f"{path}: cannot read it ({exc})") from None
-    name = str(data.get("model_provider") or "openai")
+    name = str(data.get("model_provider") or CODEX_BUILT_IN)
+    if name == CODEX_BUILT_IN:
+        base = data.get("openai_base_url")
+        return name, str(base) if isinstance(base, str) and base else None
     providers = cast(dict[str, Any], data.get("model_providers") or {})
     provider = providers.get(name)
     base = cast(dict[str, Any], provider).get("base_url") if isinstance(provider, dict) else None
@@ -452,11 +462,12 @@ def codex_upstream(env: Mapping[str, str]) -> str:
 def _codex(
     binary: str, base: str, args: Sequence[str], env: Mapping[str, str]
 ) -> tuple[list[str], dict[str, str]]:
-    name, custom = codex_provider(env)
+    name, _ = codex_provider(env)
     child_env = dict(env)
     extra: list[str] = []
-    if custom is None:
+    if name == CODEX_BUILT_IN:
         child_env["OPENAI_BASE_URL"] = base
+        extra += ["-c", f"openai_base_url={json.dumps(base)}"]
     else:
         extra += ["-c", f"model_providers.{name}.base_url={json.dumps(base)}"]
     if not _codex_has_veil_server(env):  # the expand tool for the stubs, for this run only
