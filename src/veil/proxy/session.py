@@ -42,7 +42,7 @@ from veil.dialects import DIALECTS, Api
 from veil.dialects.overflow import overflow_limits
 from veil.embed import Embedder
 from veil.proxy.events import REQUEST, RequestForwarded
-from veil.proxy.tools import EXPAND_TOOLS, describe
+from veil.proxy.tools import EXPAND_TOOLS, describer
 from veil.proxy.wire import (
     Request,
     Result,
@@ -108,10 +108,11 @@ class Prepared:
 class Conversation:
     """One conversation's engine and transcript (used under its lock)."""
 
-    def __init__(self, engine: ContextEngine) -> None:
+    def __init__(self, engine: ContextEngine, root: Path | None) -> None:
         self.engine = engine
+        # what a call addresses, as the hooks say it: paths relative to the project's root
         self.transcript = Transcript(
-            engine, turns=False, expand_tools=EXPAND_TOOLS, describe=describe
+            engine, turns=False, expand_tools=EXPAND_TOOLS, describe=describer(root)
         )
         self.lock = threading.Lock()
         self.last_request: float | None = None
@@ -267,7 +268,7 @@ class Conversations:
             task = next((f.text for f in request.found if f.role == "user"), "")
             if task:
                 engine.set_task(task[:4000])
-            conversation = self._by_key[request.key] = Conversation(engine)
+            conversation = self._by_key[request.key] = Conversation(engine, self.root)
             return conversation
 
     def prepare(
