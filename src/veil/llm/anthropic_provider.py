@@ -46,6 +46,7 @@ from anthropic.types import (
 )
 from anthropic.types import TextDelta as WireTextDelta
 
+from veil.dialects import DIALECTS
 from veil.llm import catalog
 from veil.llm.configure import HOW_TO_CONFIGURE, ModelNotConfigured
 from veil.llm.failures import Failure, RetryPolicy, status_failure, stream_with_retries
@@ -66,6 +67,9 @@ from veil.llm.messages import (
 from veil.llm.provider import SdkProvider
 from veil.llm.structured import with_json_instruction
 from veil.llm.tool_arguments import decode_arguments
+
+ANTHROPIC = DIALECTS["anthropic"]
+"""The wire facts of the Messages API (its usage, its error shape)."""
 
 STOP_REASONS = {
     "end_turn": "stop",
@@ -280,7 +284,9 @@ class AnthropicProvider(SdkProvider):
             for _, call in sorted(calls.items())
         )
         usage = Usage(
-            input_tokens=input_tokens + cache_write + cache_read,
+            input_tokens=ANTHROPIC.prompt_tokens(
+                {"input_tokens": input_tokens, "cache_read": cache_read, "cache_write": cache_write}
+            ),
             output_tokens=output_tokens,
             cost_usd=catalog.cost_usd(
                 self._model,
@@ -321,11 +327,10 @@ class AnthropicProvider(SdkProvider):
 
 
 def _error_text(body: object, fallback: str) -> tuple[str, str | None]:
-    """``(message, type)`` from Anthropic's ``{"type": "error", "error": {type, message}}``."""
-    if isinstance(body, dict):
-        error = cast(dict[str, object], body).get("error")
-        if isinstance(error, dict):
-            fields = cast(dict[str, object], error)
-            kind = fields.get("type")
-            return str(fields.get("message", fallback)), None if kind is None else str(kind)
-    return fallback, None
+    """``(message, type)`` from Anthropic's ``{"type": "error", "error": {type, message}}``
+    (:attr:`veil.dialects.base.Dialect.error_of`); ``fallback`` when it says no message."""
+    found = ANTHROPIC.error_of(body)
+    if found is None:
+        return fallback, None
+    message, kind = found
+    return message or fallback, kind

@@ -3,19 +3,23 @@
 its token count and cache prefix, and the real services' 400s for unpaired tool calls and for a
 prompt over the context window. The error texts are the ones the services answer, as quoted
 verbatim in public bug reports (each function's docstring says which were checked).
+
+Each API's facts — where its conversation and system prompt are, how its messages hold tool
+calls and results, its tools' names, its overflow refusal, its error shape — are read from its
+dialect (:data:`veil.dialects.DIALECTS`); the pairing rules are the services' own validation.
 """
 
 from __future__ import annotations
 
-import gzip
-import importlib
 import json
 import math
-import zlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
+from veil.dialects import DIALECTS
+from veil.dialects import openai_common as openai
+from veil.dialects.encoding import Unsupported, decode
 from veil.llm.scripted_wire import (
     JSON,
     SSE,
@@ -27,6 +31,7 @@ from veil.llm.scripted_wire import (
     as_dict,
     as_list,
     dumps,
+    error_reply,
     json_reply,
 )
 
@@ -64,8 +69,9 @@ class ToolCallSeen:
 
 @dataclass(frozen=True)
 class ToolResultSeen:
-    """A tool result found in a request's history. ``text`` is its text content (text blocks
-    and parts joined by newlines); ``part`` the index of the block inside its message
+    """A tool result found in a request's history. ``text`` is its text as the model reads it
+    (text blocks and parts joined by newlines, an image as ``[image]``:
+    :func:`veil.dialects.base.text_of`); ``part`` the index of the block inside its message
     (Anthropic only, else ``None``)."""
 
     call_id: str
@@ -75,55 +81,35 @@ class ToolResultSeen:
     is_error: bool = False
 
 
-def text_of(content: object) -> str:
-    """The text of a message content: a string, or the ``text`` of its text blocks/parts
-    (``text``, ``input_text``, ``output_text``), joined by newlines."""
-    if isinstance(content, str):
-        return content
-    texts = [
-        str(as_dict(part).get("text", ""))
-        for part in as_list(content)
-        if as_dict(part).get("type") in {"text", "input_text", "output_text"}
-    ]
-    return "\n".join(texts)
-
-
 def messages_of(api: Api, body: Mapping[str, Any]) -> list[Any]:
     """The conversation: ``messages`` (Anthropic, Chat) or ``input`` (Responses; a plain string
-    input is one user message)."""
-    if api == "responses":
-        raw = body.get("input")
-        if isinstance(raw, str):
-            return [{"role": "user", "content": raw}]
-        return as_list(raw)
-    return as_list(body.get("messages"))
+    input is one user message) — the dialect's
+    :attr:`~veil.dialects.base.Dialect.messages_key`."""
+    dialect = DIALECTS[api]
+    raw = body.get(dialect.messages_key)
+    if dialect.text_input and isinstance(raw, str):
+        return [{"role": "user", "content": raw}]
+    return as_list(raw)
 
 
 def system_of(api: Api, body: Mapping[str, Any]) -> object:
     """The system prompt as sent: ``system`` (Anthropic), ``instructions`` (Responses); Chat
-    carries it inside ``messages`` (``None`` here)."""
-    if api == "anthropic":
-        return body.get("system")
-    if api == "responses":
-        return body.get("instructions")
-    return None
+    carries it inside ``messages`` (``None`` here) — the dialect's
+    :attr:`~veil.dialects.base.Dialect.system_key`."""
+    key = DIALECTS[api].system_key
+    return body.get(key) if key is not None else None
 
 
 def tool_calls_in(api: Api, body: Mapping[str, Any]) -> list[ToolCallSeen]:
-    """Every tool call in the history, in order."""
+    """Every tool call in the history, in order, as the dialect reads it
+    (:attr:`~veil.dialects.base.Dialect.piece`): a Responses call in a ``namespace`` is named
+    ``NAMESPACE.NAME``."""
+    piece_of = DIALECTS[api].piece
     out: list[ToolCallSeen] = []
-    for i, raw in enumerate(messages_of(api, body)):
-        message = as_dict(raw)
-        if api == "anthropic" and message.get("role") == "assistant":
-            for block in map(as_dict, as_list(message.get("content"))):
-                if block.get("type") == "tool_use":
-                    out.append(ToolCallSeen(str(block.get("id")), str(block.get("name")), i))
-        elif api == "chat" and message.get("role") == "assistant":
-            for call in map(as_dict, as_list(message.get("tool_calls"))):
-                name = str(as_dict(call.get("function")).get("name"))
-                out.append(ToolCallSeen(str(call.get("id")), name, i))
-        elif api == "responses" and message.get("type") in _RESPONSES_CALLS:
-            out.append(ToolCallSeen(str(message.get("call_id")), str(message.get("name")), i))
+    for i, item in enumerate(messages_of(api, body)):
+        piece = piece_of(item)
+        for call in (*piece.calls, *(c for m in piece.messages for c in m.calls)):
+            out.append(ToolCallSeen(call.id, call.name, i))
     return out
 
 
@@ -132,46 +118,25 @@ _RESPONSES_OUTPUTS = {"function_call_output": "function", "custom_tool_call_outp
 
 
 def tool_results_in(api: Api, body: Mapping[str, Any]) -> list[ToolResultSeen]:
-    """Every tool result in the history, in order."""
+    """Every tool result in the history, in order, as the dialect reads it
+    (:attr:`~veil.dialects.base.Dialect.piece`; its text as the model reads it, an image as
+    ``[image]``)."""
+    piece_of = DIALECTS[api].piece
     out: list[ToolResultSeen] = []
-    for i, raw in enumerate(messages_of(api, body)):
-        message = as_dict(raw)
-        if api == "anthropic" and message.get("role") == "user":
-            for k, block in enumerate(map(as_dict, as_list(message.get("content")))):
-                if block.get("type") == "tool_result":
-                    out.append(
-                        ToolResultSeen(
-                            str(block.get("tool_use_id")),
-                            text_of(block.get("content", "")),
-                            i,
-                            k,
-                            bool(block.get("is_error", False)),
-                        )
-                    )
-        elif api == "chat" and message.get("role") == "tool":
-            content = text_of(message.get("content", ""))
-            out.append(ToolResultSeen(str(message.get("tool_call_id")), content, i))
-        elif api == "responses" and message.get("type") in _RESPONSES_OUTPUTS:
-            output = message.get("output", "")
-            out.append(ToolResultSeen(str(message.get("call_id")), text_of(output), i))
+    for i, item in enumerate(messages_of(api, body)):
+        piece = piece_of(item)
+        texts = [m for m in piece.messages if m.role == "tool"]
+        for at, message in zip(piece.results, texts, strict=True):
+            part = at.block if at.block >= 0 else None
+            out.append(ToolResultSeen(at.call_id, message.text, i, part, message.is_error))
     return out
 
 
 def tool_names(api: Api, body: Mapping[str, Any]) -> list[str]:
     """The names of the tools offered to the model, in order. A Responses ``namespace`` tool
     (Codex's MCP servers) contributes ``NAMESPACE.TOOL`` for each tool it holds, besides its
-    own name."""
-    names: list[str] = []
-    for tool in map(as_dict, as_list(body.get("tools"))):
-        if api == "chat":
-            names.append(str(as_dict(tool.get("function")).get("name", tool.get("name"))))
-            continue
-        name = tool.get("name")
-        if name is not None:
-            names.append(str(name))
-        for inner in map(as_dict, as_list(tool.get("tools"))):
-            names.append(f"{name}.{inner.get('name')}")
-    return names
+    own name (the dialect's :attr:`~veil.dialects.base.Dialect.tool_names`)."""
+    return DIALECTS[api].tool_names(body)
 
 
 # ---- counting and caching ----------------------------------------------------------------
@@ -202,13 +167,15 @@ def output_text(turn: Turn) -> str:
     return turn.content + "".join(c.name + dumps(c.arguments) for c in turn.tool_calls)
 
 
-def cache_breakpoint(parts: Sequence[str]) -> int:
-    """Anthropic: the length of the prompt text up to the end of the last part carrying a
-    ``cache_control`` marker (0 when none does) — what a request may write to the cache."""
+def cache_breakpoint(parts: Sequence[str], marker: str) -> int:
+    """For an API that caches up to explicit marks (Anthropic's ``"cache_control"``: the
+    dialect's :attr:`~veil.dialects.base.Dialect.cache_marker`): the length of the prompt text
+    up to the end of the last part carrying ``marker`` (0 when none does) — what a request may
+    write to the cache."""
     end, offset = 0, 0
     for part in parts:
         offset += len(part)
-        if '"cache_control"' in part:
+        if marker in part:
             end = offset
     return end
 
@@ -228,37 +195,12 @@ def shared_prefix(a: str, b: str) -> int:
     return low
 
 
-def conversation_key(api: Api, body: Mapping[str, Any], headers: Mapping[str, str]) -> str:
-    """Which conversation a request continues, for the cache: Anthropic ``metadata.user_id``
-    (its ``session_id`` when it is a JSON object, as Claude Code sends), else the
-    ``x-claude-code-session-id`` header; Responses/Chat ``prompt_cache_key``, else the
-    ``session-id`` header (Codex), else Chat's ``user``. Empty when nothing says."""
-    if api == "anthropic":
-        user_id = as_dict(body.get("metadata")).get("user_id")
-        if isinstance(user_id, str) and user_id:
-            try:
-                parsed: object = json.loads(user_id)
-            except ValueError:
-                return user_id
-            session = as_dict(parsed).get("session_id")
-            return str(session) if session else user_id
-        return headers.get("x-claude-code-session-id", "")
-    key = (
-        body.get("prompt_cache_key")
-        or headers.get("session-id")
-        or headers.get("session_id")
-        or body.get("user")
-        or ""
-    )
-    return str(key)
-
-
 # ---- refusals ------------------------------------------------------------------------------
 
 
 def _openai_invalid(message: str, param: str | None, code: str | None, request_id: str) -> Reply:
-    error = {"message": message, "type": "invalid_request_error", "param": param, "code": code}
-    return json_reply(400, {"error": error}, (("x-request-id", request_id),))
+    body = openai.error_body(message, "invalid_request_error", param=param, code=code)
+    return json_reply(400, body, ((openai.REQUEST_ID_HEADER, request_id),))
 
 
 def pairing_error(api: Api, body: Mapping[str, Any], *, request_id: str) -> Reply | None:
@@ -416,6 +358,9 @@ def overflow_error(
 ) -> Reply:
     """The reply refusing a prompt of ``counted`` tokens over a ``limit``-token window.
 
+    The ``native`` bodies are each dialect's
+    (:attr:`~veil.dialects.base.Dialect.overflow_body`):
+
     - Anthropic (``native``): 400 ``invalid_request_error``, ``prompt is too long: M tokens >
       N maximum``.
     - Chat (``native``): 400, ``code: context_length_exceeded``, ``param: messages``, ``This
@@ -444,21 +389,10 @@ def overflow_error(
         return json_reply(400, {"error": {**llama, "n_prompt_tokens": counted, "n_ctx": limit}})
     if style == "ollama":
         return _openai_invalid(dumps({"error": llama}), None, None, request_id)
-    if api == "anthropic":
-        text = f"prompt is too long: {counted} tokens > {limit} maximum"
-        return api_error(api, 400, "invalid_request_error", text, request_id=request_id)
-    if api == "chat":
-        text = (
-            f"This model's maximum context length is {limit} tokens. However, your messages "
-            f"resulted in {counted} tokens. Please reduce the length of the messages."
-        )
-        return _openai_invalid(text, "messages", "context_length_exceeded", request_id)
-    text = (
-        "Your input exceeds the context window of this model. Please adjust your input and "
-        "try again."
-    )
-    if style == "native-stream" and stream:
-        error = {"code": "context_length_exceeded", "message": text}
+    body = DIALECTS[api].overflow_body(limit, counted, request_id=request_id)
+    if api == "responses" and style == "native-stream" and stream:
+        refused = as_dict(body.get("error"))
+        error = {"code": refused.get("code"), "message": refused.get("message")}
         stream_ = ResponsesStream(request_id, model)
         failed = {**stream_.response("failed", []), "error": error}
         pieces = (
@@ -467,7 +401,7 @@ def overflow_error(
             stream_.event("response.failed", response=failed),
         )
         return Reply(200, SSE, pieces, True, (("x-request-id", request_id),))
-    return _openai_invalid(text, "input", "context_length_exceeded", request_id)
+    return error_reply(api, 400, body, request_id=request_id)
 
 
 # ---- bodies --------------------------------------------------------------------------------
@@ -484,37 +418,15 @@ class BodyError(ValueError):
 
 def decode_body(raw: bytes, encoding: str | None) -> bytes:
     """``raw`` decoded from its ``Content-Encoding`` (``gzip``, ``deflate``, ``zstd`` or
-    ``identity``, possibly a comma-separated chain). ``zstd`` imports ``zstandard`` lazily;
-    without it the body is refused (415) with a message naming the package."""
-    for coding in reversed([c.strip().lower() for c in (encoding or "").split(",") if c.strip()]):
-        if coding == "identity":
-            continue
-        try:
-            if coding in {"gzip", "x-gzip"}:
-                raw = gzip.decompress(raw)
-            elif coding == "deflate":
-                raw = zlib.decompress(raw)
-            elif coding == "zstd":
-                raw = _zstd_decompress(raw)
-            else:
-                raise BodyError(415, f"unsupported Content-Encoding: {coding}")
-        except BodyError:
-            raise
-        except Exception as exc:  # each codec has its own error classes
-            raise BodyError(400, f"cannot decode a {coding} body: {exc}") from None
-    return raw
-
-
-def _zstd_decompress(raw: bytes) -> bytes:
+    ``identity``, possibly a comma-separated chain: :func:`veil.dialects.encoding.decode`).
+    An encoding it cannot decode (``zstd`` without the ``zstandard`` package, which is named)
+    is refused with 415, a body its encoding cannot decode with 400."""
     try:
-        zstandard: Any = importlib.import_module("zstandard")
-    except ImportError:
-        raise BodyError(
-            415, "a zstd request body needs the 'zstandard' package (pip install zstandard)"
-        ) from None
-    # stream_reader copes with frames that do not state their content size.
-    with zstandard.ZstdDecompressor().stream_reader(raw) as reader:
-        return bytes(reader.read())
+        return decode(raw, encoding)
+    except Unsupported as exc:
+        raise BodyError(415, str(exc)) from None
+    except ValueError as exc:
+        raise BodyError(400, str(exc)) from None
 
 
 def parse_json(raw: bytes) -> dict[str, Any]:

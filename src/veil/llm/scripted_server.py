@@ -26,8 +26,9 @@ Contract:
 - Usage: input tokens are ``counter(text)`` of the request's tools, system prompt and
   messages/input as compact JSON (default ``ceil(chars / 4)``), output tokens the same of the
   reply. With ``cache=True`` the prompt-cache fields are filled from the longest prefix of
-  that text shared with the previous request of the same conversation (see
-  :func:`veil.llm.scripted_requests.conversation_key`).
+  that text shared with the previous request of the same conversation (its dialect's
+  :attr:`~veil.dialects.base.Dialect.session_of`), up to the last cache mark where the API
+  caches only to its marks (:attr:`~veil.dialects.base.Dialect.cache_marker`).
 - Opt-in validation: ``pairing=True`` refuses a history where a tool call lacks its result or
   a result its call; ``context_limit=N`` refuses a request counted over N tokens, in the
   ``overflow`` style — each with the real service's 400 body. Refused requests consume no turn.
@@ -49,6 +50,7 @@ from http.server import ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal, Self, cast
 
+from veil.dialects import DIALECTS, route
 from veil.llm.scripted import ScriptError
 from veil.llm.scripted_http import OpenConnections, handler_class
 from veil.llm.scripted_requests import (
@@ -60,7 +62,6 @@ from veil.llm.scripted_requests import (
     ToolResultSeen,
     cache_breakpoint,
     chars_over_four,
-    conversation_key,
     decode_body,
     output_text,
     overflow_error,
@@ -154,16 +155,14 @@ class RecordedRequest:
 
 
 def _route(path: str) -> Api | Literal["count_tokens"] | None:
-    path = path.split("?", 1)[0].rstrip("/")
-    if path.endswith("/messages/count_tokens"):
-        return "count_tokens"
-    if path.endswith("/messages"):
-        return "anthropic"
-    if path.endswith("/responses"):
-        return "responses"
-    if path.endswith("/chat/completions"):
-        return "chat"
-    return None
+    """The API a path is for (:func:`veil.dialects.route`), ``count_tokens`` for a token count
+    (an API with a count endpoint: Anthropic's)."""
+    dialect, counting = route(path)
+    if dialect is None:
+        return None
+    if counting:
+        return "count_tokens" if dialect.count_suffix else None
+    return dialect.api
 
 
 class ScriptedServer:
@@ -340,7 +339,7 @@ class ScriptedServer:
         model = str(body.get("model") or "scripted")
         stream = bool(body.get("stream"))
         if self.pairing and (refusal := pairing_error(api, body, request_id=request_id)):
-            message = _error_message(refusal)
+            message = _error_message(api, refusal)
             rejected = replace(base, kind="rejected", status=refusal.status, error=message)
             return refusal, self._record(rejected)
         parts = prompt_parts(api, body)
@@ -356,7 +355,7 @@ class ScriptedServer:
                 request_id=request_id,
                 model=model,
             )
-            message = _error_message(refusal) or "context overflow (in the stream)"
+            message = _error_message(api, refusal) or "context overflow (in the stream)"
             rejected = replace(
                 base, kind="rejected", status=refusal.status, error=message, usage=Usage(counted, 0)
             )
@@ -414,13 +413,14 @@ class ScriptedServer:
         output = max(1, self.counter(output_text(turn)))
         cached = creation = 0
         if self.cache:
-            key = (api, str(body.get("model")), conversation_key(api, body, headers), str(side))
+            dialect = DIALECTS[api]
+            key = (api, str(body.get("model")), dialect.session_of(body, headers), str(side))
             with self._lock:
                 previous = self._previous_prompt.get(key, "")
                 self._previous_prompt[key] = text
             prefix = shared_prefix(previous, text)
-            if api == "anthropic":
-                breakpoint_ = cache_breakpoint(parts)
+            if dialect.cache_marker is not None:  # cached up to marks (Anthropic)
+                breakpoint_ = cache_breakpoint(parts, dialect.cache_marker)
                 cached = self.counter(text[: min(prefix, breakpoint_)])
                 creation = max(0, self.counter(text[:breakpoint_]) - cached)
             else:
@@ -432,15 +432,14 @@ class ScriptedServer:
         return Usage(counted, output, cached, creation)
 
 
-def _error_message(reply: Reply) -> str | None:
-    """The message of an error reply's JSON body (``None`` for a stream)."""
+def _error_message(api: Api, reply: Reply) -> str | None:
+    """The message of an error reply's JSON body (``None`` for a stream), as the API's clients
+    read it (:attr:`veil.dialects.base.Dialect.error_of`)."""
     if reply.streamed:
         return None
-    data = cast(dict[str, Any], json.loads(reply.body))
-    error = data.get("error")
-    if isinstance(error, dict):
-        return str(cast(dict[str, Any], error).get("message"))
-    return str(error)
+    data: object = json.loads(reply.body)
+    found = DIALECTS[api].error_of(data)
+    return found[0] if found is not None else str(cast(dict[str, Any], data).get("error"))
 
 
 # ---- command line ----------------------------------------------------------------------------

@@ -19,10 +19,9 @@ import json
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal, cast
+from typing import Any, cast
 
-Api = Literal["anthropic", "responses", "chat"]
-"""The wire API of a request."""
+from veil.dialects import DIALECTS, Api  # Api: the wire API of a request
 
 JSON = dict[str, Any]
 
@@ -93,31 +92,21 @@ class Usage:
     def uncached_tokens(self) -> int:
         return max(0, self.prompt_tokens - self.cached_tokens - self.cache_creation_tokens)
 
+    def block(self, api: Api) -> JSON:
+        """The usage object as ``api`` writes it
+        (:attr:`veil.dialects.base.Dialect.usage_block`)."""
+        return DIALECTS[api].usage_block(
+            self.prompt_tokens, self.output_tokens, self.cached_tokens, self.cache_creation_tokens
+        )
+
     def anthropic(self) -> JSON:
-        return {
-            "input_tokens": self.uncached_tokens,
-            "cache_creation_input_tokens": self.cache_creation_tokens,
-            "cache_read_input_tokens": self.cached_tokens,
-            "output_tokens": self.output_tokens,
-        }
+        return self.block("anthropic")
 
     def responses(self) -> JSON:
-        return {
-            "input_tokens": self.prompt_tokens,
-            "input_tokens_details": {"cached_tokens": self.cached_tokens},
-            "output_tokens": self.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": 0},
-            "total_tokens": self.prompt_tokens + self.output_tokens,
-        }
+        return self.block("responses")
 
     def chat(self) -> JSON:
-        return {
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.output_tokens,
-            "total_tokens": self.prompt_tokens + self.output_tokens,
-            "prompt_tokens_details": {"cached_tokens": self.cached_tokens},
-            "completion_tokens_details": {"reasoning_tokens": 0},
-        }
+        return self.block("chat")
 
 
 # ---- HTTP replies and the APIs' error bodies ----------------------------------------------
@@ -144,17 +133,18 @@ def json_reply(status: int, body: object, headers: tuple[tuple[str, str], ...] =
 
 
 def api_error(api: Api, status: int, kind: str, message: str, *, request_id: str) -> Reply:
-    """An error in the API's own shape. Anthropic: ``{"type": "error", "error": {"type",
-    "message"}, "request_id"}``; OpenAI: ``{"error": {"message", "type", "param", "code"}}``."""
-    if api == "anthropic":
-        body: JSON = {
-            "type": "error",
-            "error": {"type": kind, "message": message},
-            "request_id": request_id,
-        }
-        return json_reply(status, body, (("request-id", request_id),))
-    error = {"message": message, "type": kind, "param": None, "code": None}
-    return json_reply(status, {"error": error}, (("x-request-id", request_id),))
+    """An error in the API's own shape (:attr:`veil.dialects.base.Dialect.error_body`).
+    Anthropic: ``{"type": "error", "error": {"type", "message"}, "request_id"}``; OpenAI:
+    ``{"error": {"message", "type", "param", "code"}}``; the request's id in the API's
+    header."""
+    return error_reply(api, status, DIALECTS[api].error_body(message, kind, request_id=request_id),
+                       request_id=request_id)  # fmt: skip
+
+
+def error_reply(api: Api, status: int, body: JSON, *, request_id: str) -> Reply:
+    """An error ``body`` as the API's service answers it: with the request's id in its header
+    (:attr:`veil.dialects.base.Dialect.request_id_header`)."""
+    return json_reply(status, body, ((DIALECTS[api].request_id_header, request_id),))
 
 
 # ---- replies ---------------------------------------------------------------------------------
