@@ -303,6 +303,8 @@ def test_a_body_is_read_into_roles_and_call_ids(name: Api) -> None:
     results = [o for m in sample.body[dialect.messages_key] for o in objects(m)]
     assert sum(map(dialect.is_result, results)) == sum(1 for s in sample.seen if s[0] == "tool")
     assert dialect.tool_names(sample.body) == sample.tool_names
+    assert dialect.fixed_keys and all(k in sample.body for k in dialect.fixed_keys)
+    assert dialect.system_key is None or dialect.system_key in dialect.fixed_keys
     raw = dumps(sample.body)
     assert dialect.session_of(sample.body, sample.headers) == sample.session
     assert dialect.cache_ttl(sample.body, raw) == sample.ttl

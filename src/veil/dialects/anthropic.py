@@ -197,6 +197,7 @@ DIALECT = Dialect(
     messages_key="messages",
     text_input=False,
     system_key="system",
+    fixed_keys=("system", "tools"),
     call_key="tool_use_id",
     is_result=is_result,
     piece=piece,

@@ -125,6 +125,9 @@ class Dialect:
     not a request (a ``null`` there is an empty conversation)."""
     system_key: str | None
     """The top-level key holding the system prompt (None: it is one of the messages)."""
+    fixed_keys: tuple[str, ...]
+    """The top-level keys sent again with every request besides the conversation (the system
+    prompt, the tool schemas), in the order they are counted."""
     call_key: str
     """The key naming a tool result's call: ``tool_use_id``, ``call_id``, ``tool_call_id``."""
     is_result: Callable[[Mapping[str, Any]], bool]

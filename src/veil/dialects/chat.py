@@ -123,6 +123,7 @@ DIALECT = Dialect(
     messages_key="messages",
     text_input=False,
     system_key=None,
+    fixed_keys=("tools",),
     call_key="tool_call_id",
     is_result=is_result,
     piece=piece,

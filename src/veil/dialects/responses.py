@@ -137,6 +137,7 @@ DIALECT = Dialect(
     messages_key="input",
     text_input=True,
     system_key="instructions",
+    fixed_keys=("tools", "instructions"),
     call_key="call_id",
     is_result=is_result,
     piece=piece,

@@ -371,9 +371,11 @@ class Conversations:
 
     def _fixed_tokens(self, request: Request, conversation: Conversation) -> int:
         """What the request carries besides its conversation: the system prompt and the tool
-        schemas (counted again only when they change)."""
+        schemas (its dialect's :attr:`~veil.dialects.base.Dialect.fixed_keys`; counted again
+        only when they change)."""
         body = request.body
-        fixed: list[Any] = [body.get(k) for k in ("system", "tools", "instructions") if k in body]
+        keys = DIALECTS[request.api].fixed_keys
+        fixed: list[Any] = [body.get(k) for k in keys if k in body]
         if fixed == conversation.fixed[0]:
             return conversation.fixed[1]
         tokens = estimate_tokens(dumps(fixed).decode()) if fixed else 0

@@ -188,8 +188,9 @@ def expand_tool(api: Api, body: Mapping[str, Any]) -> str | None:
             return "mcp__veil__expand"
     # A host that defers MCP tools behind a tool search names them in its first messages
     # (Claude Code's "deferred tools" system message, Codex's "deferred tool namespaces").
-    early = [body.get("system"), body.get("instructions"), *json_array(body.get("messages"))[:4]]
-    early += json_array(body.get("input"))[:4]
+    dialect = DIALECTS[api]
+    system = body.get(dialect.system_key) if dialect.system_key else None
+    early = [system, *json_array(body.get(dialect.messages_key))[:4]]
     text = dumps(early).decode("utf-8", "replace")
     if "mcp__veil__expand" in text or "- mcp__veil\\n" in text or "- mcp__veil\n" in text:
         return "mcp__veil__expand"
