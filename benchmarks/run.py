@@ -37,6 +37,7 @@ BENCHMARKS: tuple[str, ...] = (
     "redaction",
     "hook_latency",
     "proxy_overhead",
+    "proxy_fuzz",
 )
 """Modules of ``benchmarks/`` that define ``main(argv)`` and are run by ``make bench``."""
 EXPLICIT: tuple[str, ...] = ("soak", "real_model", "proxy_peers", "ab")

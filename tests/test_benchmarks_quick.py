@@ -312,6 +312,16 @@ def test_proxy_overhead_quick() -> None:
     assert e2e["direct_ms"]["n"] == e2e["proxy_ms"]["n"] == 50
 
 
+def test_proxy_fuzz_quick() -> None:
+    data = run_quick("proxy_fuzz")
+    assert data["violations"] == 0 and not data["proxy_stderr"]["traceback"]
+    for dialect, tally in data["by_dialect"].items():
+        assert tally["bodies_checked"] == tally["requests"] > 0, dialect
+        assert tally["stubs"] > 0, f"{dialect}: nothing was evicted, so nothing was checked"
+    assert data["together"]["conversations"] == 16
+    assert data["together"]["isolation_violations"] == []
+
+
 def test_hook_latency_quick() -> None:
     # Drives the real Claude Code; where it cannot be installed the test skips, loudly.
     try:

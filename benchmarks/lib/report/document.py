@@ -18,6 +18,7 @@ from benchmarks.lib.report import (
     eviction_replay,
     hook_latency,
     locomo_retrieval,
+    proxy_fuzz,
     proxy_overhead,
     real_model,
     recall_latency,
@@ -124,6 +125,12 @@ SECTIONS: tuple[Section, ...] = (
         "Proxy overhead per request: what `veil claude` / `veil codex` add before forwarding",
         "python -m benchmarks.proxy_overhead",
         proxy_overhead.section,
+    ),
+    Section(
+        "proxy_fuzz",
+        "Proxy fuzz: random conversations through `veil proxy`, every forwarded body checked",
+        "python -m benchmarks.proxy_fuzz",
+        proxy_fuzz.section,
     ),
     Section(
         "server_load",

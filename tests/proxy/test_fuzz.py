@@ -1,0 +1,556 @@
+"""Never break a session (issue 35): a seeded fuzz through the real ``veil proxy``.
+
+``veil proxy --window 12000`` runs as a subprocess (the command an agent's user runs) in front
+of a recording upstream of our own on 127.0.0.1; random valid conversations in each wire
+dialect grow request by request through it, and every body the upstream receives is checked
+against the body the client sent (:mod:`benchmarks.lib.proxy_fuzz`: the generator, the checker
+and the rig, shared with ``benchmarks/proxy_fuzz.py``, which runs the same fuzz longer). The
+window is small so that the proxy evicts: each test asserts that stubs were seen, else it would
+prove nothing. Sixteen conversations run at once and must never see each other's text.
+
+The checker itself is tested on bodies broken on purpose (a result dropped, a thinking block
+altered, a marker moved, a stub changed between requests, …): each must be caught — that is how
+this suite is known to fail when a splice is broken.
+
+Two failures the fuzz found are kept as strict xfails with their exact reproduction (the
+generator leaves both cases out of the main fuzz until they are fixed:
+``AnthropicConversation.markers_inside_results``, ``Conversation.clears``).
+
+Deterministic: fixed seeds, no sleeps, no timing assertions (a socket timeout only bounds a
+failure)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+from benchmarks.lib.proxy_fuzz import (
+    CLEARED,
+    CONVERSATIONS,
+    DIALECTS,
+    ID_HEADER,
+    ZSTD,
+    AnthropicConversation,
+    Checker,
+    Dialect,
+    RecordingUpstream,
+    VeilProxy,
+    Violation,
+    parse,
+    run_concurrently,
+    run_sequentially,
+    stringify,
+)
+
+Json = dict[str, Any]
+WINDOW = 12_000
+SEEDS = (8, 14)
+"""Seeds whose conversations hold every case between them (test_the_fuzz_holds_what_it_claims)."""
+REQUESTS = 40
+TOGETHER = 16
+TOGETHER_REQUESTS = 14
+
+
+@dataclass(frozen=True)
+class Rig:
+    upstream: RecordingUpstream
+    proxy: VeilProxy
+
+    def post(self, request_id: str, path: str, body: Json) -> bytes:
+        """``body`` through the proxy; what the upstream received."""
+        host, port = self.proxy.url.removeprefix("http://").split(":")
+        connection = http.client.HTTPConnection(host, int(port), timeout=60)
+        try:
+            headers = {"content-type": "application/json", ID_HEADER: request_id}
+            connection.request("POST", path, body=stringify(body), headers=headers)
+            response = connection.getresponse()
+            response.read()
+            assert response.status == 200
+        finally:
+            connection.close()
+        seen = self.upstream.take(request_id)
+        assert seen is not None and seen.problem is None
+        return seen.body
+
+
+@pytest.fixture(scope="module")
+def rig() -> Iterator[Rig]:
+    with RecordingUpstream() as upstream, VeilProxy(upstream.url, window=WINDOW) as proxy:
+        yield Rig(upstream, proxy)
+
+
+def no_traceback(rig: Rig) -> None:
+    assert "Traceback" not in rig.proxy.stderr, rig.proxy.stderr
+
+
+# ---- the fuzz ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_every_forwarded_body_is_the_clients_but_for_its_stubs(rig: Rig, dialect: Dialect) -> None:
+    run = run_sequentially(rig.proxy.url, rig.upstream, dialect, SEEDS, REQUESTS)
+    total = run.total()
+    assert total.violations == []
+    assert total.bodies_checked == total.requests >= len(SEEDS) * REQUESTS
+    # it evicted (else this proves nothing), and some requests went untouched
+    assert total.stubs > 0 and total.stubbed_calls > 0 and total.stubbed_bodies > 0
+    assert total.unchanged > 0
+    no_traceback(rig)
+
+
+def test_sixteen_conversations_at_once_are_kept_apart(rig: Rig) -> None:
+    run = run_concurrently(rig.proxy.url, rig.upstream, 7, TOGETHER, TOGETHER_REQUESTS)
+    assert len(run.driven) == TOGETHER
+    assert run.total().violations == []
+    for dialect, tally in run.by_dialect().items():
+        assert tally.stubs > 0, f"no {dialect} conversation was evicted"
+    # no body of one conversation holds another's text, nor a stub pointing at another's result
+    assert run.isolation() == []
+    no_traceback(rig)
+
+
+def test_the_fuzz_holds_what_it_claims() -> None:
+    """The quick run's conversations (no proxy needed: the generator is seeded) carry every
+    case the fuzz is for."""
+    sent: dict[str, list[bytes]] = {d: [] for d in DIALECTS}
+    kinds: set[str] = set()
+    encodings: set[str] = set()
+    layouts: set[str] = set()
+    rewinds = 0
+    conversations = [CONVERSATIONS[d](seed, f"{d}-{seed}-0") for d in DIALECTS for seed in SEEDS]
+    for conversation in conversations:
+        size = 0
+        for _ in range(REQUESTS):
+            for request in conversation.next_requests():
+                sent[request.dialect].append(request.body)
+                kinds.add(request.kind)
+                encodings.add(request.encoding)
+                layouts.add(request.layout)
+            rewinds += len(conversation.items()) <= size  # it went back before growing
+            size = len(conversation.items())
+    assert rewinds > 0
+    anthropic = b"\n".join(sent["anthropic"])
+    for needle in (
+        b'"is_error":true', b'"type":"image"', b'"type":"document"', b'"type":"thinking"',
+        b'"signature":"', b'"type":"redacted_thinking"', b'"type":"server_tool_use"',
+        b'"type":"web_search_tool_result"', b'"cache_control":{"type":"ephemeral"}',
+        b'"ttl":"1h"', b"\\ud83d", b'"user_id":"{\\"device_id', b"\\u001b[31m",
+        "😀".encode(), b'"system":"', b'"system":[',
+    ):  # fmt: skip
+        assert needle in anthropic, needle
+    responses = b"\n".join(sent["responses"])
+    for needle in (
+        b'"type":"reasoning"', b'"encrypted_content":"gAAAAB', b'"store":false',
+        b'"prompt_cache_key":"', b'"type":"function_call_output"', b'"type":"custom_tool_call"',
+        b'"type":"input_image"',
+    ):  # fmt: skip
+        assert needle in responses, needle
+    chat = b"\n".join(sent["chat"])
+    for needle in (b'"tool_calls":[', b'"role":"tool"', b'"tool_call_id":"'):
+        assert needle in chat, needle
+    # parallel calls (an assistant message with two tool_use blocks), long results
+    assert _parallel(parse(sent["anthropic"][-1]))
+    assert max(len(r) for d in DIALECTS for r in _results(d, parse(sent[d][-1]))) >= 10_000
+    assert {"count", "retry", ""} <= kinds
+    assert {"", "gzip"} | ({"zstd"} if ZSTD else set()) <= encodings
+    assert layouts == {"compact"} or "spaced-ascii" in layouts
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_a_seed_gives_the_same_bytes(dialect: Dialect) -> None:
+    def bodies() -> list[bytes]:
+        conversation = CONVERSATIONS[dialect](SEEDS[0], "again")
+        return [r.wire for _ in range(12) for r in conversation.next_requests()]
+
+    assert bodies() == bodies()
+
+
+def _parallel(body: Json) -> bool:
+    return any(
+        sum(1 for b in m["content"] if b.get("type") == "tool_use") > 1
+        for m in body["messages"]
+        if m["role"] == "assistant" and isinstance(m["content"], list)
+    )
+
+
+def _results(dialect: Dialect, body: Json) -> list[str]:
+    """The results given as one string."""
+    if dialect == "responses":
+        found = [i.get("output") for i in body["input"] if i.get("type", "").endswith("_output")]
+    elif dialect == "chat":
+        found = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    else:
+        found = [b.get("content") for b in _blocks(body, "tool_result")]
+    return [r for r in found if isinstance(r, str)]
+
+
+# ---- the checker catches a broken splice -----------------------------------------------------
+
+
+def stubbed(dialect: Dialect, body: Json, stubs: dict[str, str]) -> Json:
+    """``body`` with the results of the calls in ``stubs`` replaced as the proxy does."""
+    out = json.loads(json.dumps(body))
+    if dialect == "anthropic":
+        for m in out["messages"]:
+            for b in m["content"] if isinstance(m["content"], list) else []:
+                if b.get("type") == "tool_result" and b["tool_use_id"] in stubs:
+                    b["content"] = stubs[b["tool_use_id"]]
+    elif dialect == "responses":
+        for item in out["input"]:
+            if item.get("call_id") in stubs and item.get("type", "").endswith("_output"):
+                item["output"] = stubs[item["call_id"]]
+    else:
+        for m in out["messages"]:
+            if m["role"] == "tool" and m["tool_call_id"] in stubs:
+                m["content"] = stubs[m["tool_call_id"]]
+    return cast(Json, out)
+
+
+def calls(dialect: Dialect, body: Json) -> list[tuple[str, str]]:
+    """(call id, tool name) of every call, in order."""
+    if dialect == "anthropic":
+        return [
+            (b["id"], b["name"])
+            for m in body["messages"]
+            if m["role"] == "assistant" and isinstance(m["content"], list)
+            for b in m["content"]
+            if b.get("type") == "tool_use"
+        ]
+    if dialect == "responses":
+        return [
+            (i["call_id"], i["name"]) for i in body["input"] if i.get("type", "").endswith("_call")
+        ]
+    return [
+        (c["id"], c["function"]["name"])
+        for m in body["messages"]
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls") or []
+    ]
+
+
+@dataclass
+class Case:
+    """Two requests of a conversation, and what a proxy that splices right forwards."""
+
+    dialect: Dialect
+    first: bytes
+    second: bytes
+    stubs: dict[str, str]
+    """Stubs for the older results (the last turn's are unread)."""
+
+    def forwarded(self, raw: bytes) -> Json:
+        return stubbed(self.dialect, parse(raw), self.stubs)
+
+
+def case(dialect: Dialect, seed: int = 11, steps: int = 14) -> Case:
+    """A conversation with thinking, markers and reasoning (as the generator makes them)."""
+    conversation = CONVERSATIONS[dialect](seed, f"checker-{dialect}")
+    if isinstance(conversation, AnthropicConversation):
+        conversation.thinking = True
+    conversation.rewind = conversation.retries = conversation.counts = 0.0
+    for _ in range(steps):
+        conversation.next_request()
+    first = conversation.next_request().body
+    second = conversation.next_request().body
+    found = calls(dialect, parse(first))[:-4]
+    assert len(found) >= 4
+    stubs = {call_id: f"[veil: {name} — 12 tokens out of the prompt; veil://warm/ci_{n:04d}]"
+             for n, (call_id, name) in enumerate(found[:6])}  # fmt: skip
+    return Case(dialect, first, second, stubs)
+
+
+@pytest.mark.parametrize("dialect", DIALECTS)
+def test_the_checker_passes_a_splice_done_right(dialect: Dialect) -> None:
+    c = case(dialect)
+    checker = Checker(dialect)
+    assert checker.check(c.first, c.first).unchanged
+    checked = checker.check(c.first, stringify(c.forwarded(c.first)))
+    assert checked.stubs == len(c.stubs) and checked.exact
+    assert checker.check(c.second, stringify(c.forwarded(c.second))).stubs == len(c.stubs)
+
+
+def _anthropic_messages(body: Json) -> list[Json]:
+    return cast(list[Json], body["messages"])
+
+
+def _blocks(body: Json, kind: str) -> list[Json]:
+    return [
+        b
+        for m in _anthropic_messages(body)
+        if isinstance(m["content"], list)
+        for b in m["content"]
+        if b.get("type") == kind
+    ]
+
+
+def drop_a_result(body: Json) -> None:
+    result = _blocks(body, "tool_result")[0]
+    for m in _anthropic_messages(body):
+        if isinstance(m["content"], list) and result in m["content"]:
+            m["content"].remove(result)
+
+
+def alter_thinking(body: Json) -> None:
+    _blocks(body, "thinking")[0]["thinking"] += " "
+
+
+def alter_signature(body: Json) -> None:
+    block = _blocks(body, "thinking")[1]
+    block["signature"] = block["signature"][::-1]
+
+
+def move_a_marker(body: Json) -> None:
+    marked = [b for m in _anthropic_messages(body) if isinstance(m["content"], list)
+              for b in m["content"] if "cache_control" in b]  # fmt: skip
+    plain = _blocks(body, "tool_use")
+    target = next(b for b in plain if "cache_control" not in b)
+    target["cache_control"] = marked[-1].pop("cache_control")
+
+
+def change_a_text(body: Json) -> None:
+    first = _anthropic_messages(body)[0]
+    if isinstance(first["content"], str):
+        first["content"] += "!"
+    else:
+        first["content"][-1]["text"] += "!"
+
+
+def stub_an_unread_result(body: Json) -> None:
+    last = _anthropic_messages(body)[-1]
+    for b in last["content"] if isinstance(last["content"], list) else []:
+        if b.get("type") == "tool_result":
+            b["content"] = "[veil: Read — 1 tokens out of the prompt; veil://warm/ci_x]"
+            return
+    raise AssertionError("the last message holds no result")
+
+
+def unname_a_stub(body: Json) -> None:
+    for b in _blocks(body, "tool_result"):
+        if isinstance(b["content"], str) and b["content"].startswith("[veil: "):
+            b["content"] = "[veil: Something — 12 tokens out of the prompt; veil://warm/ci_0000]"
+            return
+
+
+def reorder_results(body: Json) -> None:
+    for m in _anthropic_messages(body):
+        content = m["content"]
+        results = (
+            [b for b in content if b.get("type") == "tool_result"]
+            if isinstance(content, list)
+            else []
+        )
+        if len(results) > 1:
+            a, b = content.index(results[0]), content.index(results[1])
+            content[a], content[b] = content[b], content[a]
+            return
+    raise AssertionError("no message with two results")
+
+
+BREAKS: dict[str, tuple[Callable[[Json], None], str]] = {
+    "a tool_result dropped": (drop_a_result, "1 blocks became 0"),
+    "a thinking block altered": (alter_thinking, "thinking block"),
+    "a signature altered": (alter_signature, "thinking block / signature"),
+    "a cache_control moved": (move_a_marker, "cache_control marker changed or moved"),
+    "a text that is no result changed": (change_a_text, "not a tool result's content changed"),
+    "an unread result stubbed": (stub_an_unread_result, "has not read yet"),
+    "a stub that names another call": (unname_a_stub, "does not name its call"),
+    "two results swapped": (reorder_results, "the result of"),
+}
+"""A splice broken on purpose, and what the checker says of it."""
+
+
+@pytest.mark.parametrize("name", BREAKS)
+def test_the_checker_catches_a_broken_anthropic_splice(name: str) -> None:
+    c = case("anthropic", seed=13, steps=24)
+    body = c.forwarded(c.first)
+    checker = Checker("anthropic")
+    assert checker.check(c.first, stringify(body)).stubs == len(c.stubs)  # right before
+    brake, says = BREAKS[name]
+    brake(body)
+    with pytest.raises(Violation, match=re.escape(says)):
+        Checker("anthropic").check(c.first, stringify(body))
+
+
+def test_the_checker_catches_a_stub_changed_between_requests() -> None:
+    c = case("chat")
+    checker = Checker("chat")
+    checker.check(c.first, stringify(c.forwarded(c.first)))
+    changed = {k: v.replace("12 tokens", "13 tokens") for k, v in c.stubs.items()}
+    with pytest.raises(Violation, match="changed between requests"):
+        checker.check(c.second, stringify(stubbed("chat", parse(c.second), changed)))
+
+
+def test_the_checker_catches_a_stub_not_sent_again() -> None:
+    c = case("responses")
+    checker = Checker("responses")
+    checker.check(c.first, stringify(c.forwarded(c.first)))
+    fewer = dict(list(c.stubs.items())[1:])
+    with pytest.raises(Violation, match="not sent again"):
+        checker.check(c.second, stringify(stubbed("responses", parse(c.second), fewer)))
+
+
+def test_the_checker_catches_encrypted_reasoning_changed() -> None:
+    c = case("responses")
+    body = c.forwarded(c.first)
+    item = next(i for i in body["input"] if i.get("type") == "reasoning")
+    item["encrypted_content"] = item["encrypted_content"][:-4] + "AAAA"
+    with pytest.raises(Violation, match="encrypted reasoning"):
+        Checker("responses").check(c.first, stringify(body))
+
+
+def test_the_checker_catches_bytes_changed_outside_the_stubs() -> None:
+    c = case("anthropic")
+    with pytest.raises(Violation, match="byte for byte"):  # no stub, and yet a byte changed
+        Checker("anthropic").check(c.first, stringify(parse(c.first), "spaced-ascii"))
+    with pytest.raises(Violation, match="layout changed"):  # stubs, and the layout changed
+        Checker("anthropic").check(c.first, stringify(c.forwarded(c.first), "spaced-ascii"))
+    with pytest.raises(Violation, match="not JSON"):
+        Checker("anthropic").check(c.first, c.first[:-1])
+
+
+def test_the_checker_catches_a_marker_lost_with_a_stubbed_result() -> None:
+    c = case("anthropic")
+    client = parse(c.first)
+    call_id = next(iter(c.stubs))
+    result = next(b for b in _blocks(client, "tool_result") if b["tool_use_id"] == call_id)
+    result["content"] = [{"type": "text", "text": "x", "cache_control": {"type": "ephemeral"}}]
+    with pytest.raises(Violation, match="cache_control marker inside"):
+        Checker("anthropic").check(
+            stringify(client), stringify(stubbed("anthropic", client, c.stubs))
+        )
+
+
+# ---- and through the real proxy, broken on purpose ------------------------------------------
+
+SABOTAGE = r"""
+import http.client, os, re
+
+_MODE = os.environ["VEIL_FUZZ_SABOTAGE"]
+_request = http.client.HTTPConnection.request
+_count = [0]
+
+
+def _broken(body):
+    _count[0] += 1
+    if _MODE == "off-by-one":  # the stub written one byte early: over the content key's colon
+        at = body.index(b'"[veil:')
+        return body[: at - 1] + body[at:]
+    if _MODE == "stub-drift":  # each request's stub a little different
+        return body.replace(b"out of the prompt", b"out of the prompt %d" % _count[0], 1)
+    if _MODE == "marker-dropped":
+        return re.sub(rb',"cache_control":\{[^}]*\}', b"", body, count=1)
+    if _MODE == "signature-altered":
+        flip = lambda m: b'"signature":"' + (b"B" if m[1] == b"A" else b"A")
+        return re.sub(rb'"signature":"(.)', flip, body, count=1)
+    raise ValueError(_MODE)
+
+
+def request(self, method, url, body=None, headers=None, **kw):
+    if isinstance(body, bytes) and b'"[veil:' in body:
+        body = _broken(body)
+    return _request(self, method, url, body, headers or {}, **kw)
+
+
+http.client.HTTPConnection.request = request
+"""
+"""Loaded into the proxy's process only (``PYTHONPATH``): every body it sends upstream with a
+stub in it is broken on the way out, as a broken splice would break it."""
+
+SABOTAGED: dict[str, str] = {
+    "off-by-one": "is not JSON",
+    "stub-drift": "changed between requests",
+    "marker-dropped": "cache_control marker changed or moved",
+    "signature-altered": "thinking block / signature",
+}
+
+
+@pytest.mark.parametrize("mode", SABOTAGED)
+def test_a_splice_broken_on_purpose_fails_the_fuzz(tmp_path: Path, mode: str) -> None:
+    """The same fuzz, through a ``veil proxy`` whose forwarded bodies are broken in its own
+    process (no source file touched): it must report a violation, the right one."""
+    (tmp_path / "sitecustomize.py").write_text(SABOTAGE)
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)
+    env = {"PYTHONPATH": path, "VEIL_FUZZ_SABOTAGE": mode}
+    with (
+        RecordingUpstream() as upstream,
+        VeilProxy(upstream.url, window=WINDOW, env=env) as proxy,
+    ):
+        run = run_sequentially(proxy.url, upstream, "anthropic", (14,), REQUESTS)
+    [violation] = run.total().violations  # the conversation stops at its first
+    assert SABOTAGED[mode] in violation, violation
+
+
+# ---- what the fuzz found (strict xfails: they pass once the proxy is fixed) -----------------
+
+
+def _reads(session: str, steps: int, first: Callable[[str], Any], cleared: bool = False) -> Json:
+    """A Claude Code-like request: a task, then ``steps`` Reads of ~1,000 tokens each; the
+    first result's content as ``first`` makes it (``cleared``: as the client cleared it)."""
+    messages: list[Json] = [{"role": "user", "content": "Read the files and fix the bug."}]
+    for k in range(steps):
+        call_id = f"toolu_{session}_{k:02d}"
+        read = {
+            "type": "tool_use",
+            "id": call_id,
+            "name": "Read",
+            "input": {"file_path": f"f{k}.py"},
+        }
+        messages.append({"role": "assistant", "content": [read]})
+        text = "\n".join(f"{k}:{j} value = {j * k} " + "x" * 30 for j in range(90))
+        content = (CLEARED if cleared else first(text)) if k == 0 else text
+        messages.append({"role": "user", "content": [
+            {"type": "tool_result", "tool_use_id": call_id, "content": content}
+        ]})  # fmt: skip
+    return {"model": "claude-sonnet-4-5", "max_tokens": 1000, "messages": messages,
+            "metadata": {"user_id": json.dumps({"session_id": session})}}  # fmt: skip
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=Violation,
+    reason="veil proxy stubs a tool_result whose content blocks carry a cache_control marker, "
+    "and the marker goes with the content (the request keeps one breakpoint fewer)",
+)
+def test_a_marker_inside_a_stubbed_result_is_kept(rig: Rig) -> None:
+    """``--window 12000``; the first Read's result is ``[{"type": "text", "text": …,
+    "cache_control": {"type": "ephemeral"}}]`` (valid: a block inside a result may carry a
+    marker); the 9th request stubs it and the marker is gone from the forwarded body."""
+    checker = Checker("anthropic")
+
+    def marked(text: str) -> list[Json]:
+        return [{"type": "text", "text": text, "cache_control": {"type": "ephemeral"}}]
+
+    for steps in range(1, 17):
+        body = _reads("marker", steps, marked)
+        checker.check(stringify(body), rig.post(f"marker:{steps}", "/v1/messages", body))
+    assert checker.stubs, "nothing was stubbed: the reproduction no longer holds"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=Violation,
+    reason="a result the client cleared itself after veil proxy stubbed it (Claude Code's "
+    "context editing) is forwarded as the client's text, not the stub sent before: the "
+    "provider's cached prefix breaks there",
+)
+def test_a_stub_outlives_the_client_clearing_its_result(rig: Rig) -> None:
+    """``--window 12000``; once the first Read's result went as a stub (the 9th request), the
+    client sends the next request with that result's content
+    ``"[Old tool result content cleared]"``: the proxy forwards that text in place of its
+    stub."""
+    checker = Checker("anthropic")
+    call_id = "toolu_clear_00"
+    for steps in range(1, 17):
+        cleared = call_id in checker.stubs
+        body = _reads("clear", steps, lambda text: text, cleared=cleared)
+        checker.check(stringify(body), rig.post(f"clear:{steps}", "/v1/messages", body))
+        if cleared:
+            return  # the stub was sent again
+    raise AssertionError("the first result was never stubbed: the reproduction no longer holds")
