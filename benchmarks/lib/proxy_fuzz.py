@@ -33,9 +33,11 @@ the proxy may re-serialise when it stubs (by design: :class:`veil.proxy.wire.Spl
 
 In every dialect: bodies gzip- or zstd-compressed now and then (zstd when ``zstandard`` is
 installed: :data:`ZSTD`); a request sent twice now and then (a retry); the user rewinding the
-last exchanges (the next request continues from an earlier one). Two valid cases are left out
-until ``veil proxy`` handles them (:attr:`AnthropicConversation.markers_inside_results`,
-:attr:`Conversation.clears`; each has a strict xfail in ``tests/proxy/test_fuzz.py``).
+last exchanges (the next request continues from an earlier one); the client clearing an old
+result's content itself (:attr:`Conversation.clears`, Claude Code's context editing); a
+``cache_control`` marker on a block inside a result
+(:attr:`AnthropicConversation.markers_inside_results`). The last two were failures the fuzz
+found; ``tests/proxy/test_fuzz.py`` keeps their reproductions as regression tests.
 
 **The checker** (:class:`Checker`, one per conversation) takes the body the client sent and the
 body the upstream received and raises :class:`Violation` unless: it is JSON; every tool call is
@@ -339,11 +341,10 @@ class Conversation:
     """A conversation that grows by one model turn and one user turn per request."""
 
     dialect: Dialect
-    clears = 0.0
-    """The default of :attr:`clear`. Off: ``veil proxy`` forwards a result the client cleared
-    itself in place of the stub it sent before for it (the known failure
-    ``tests/proxy/test_fuzz.py::test_a_stub_outlives_the_client_clearing_its_result``
-    reproduces); 0.02 when it keeps the stub."""
+    clears = 0.02
+    """The default of :attr:`clear`: a stub sent stays the stub, also once the client cleared
+    its result itself (``test_a_stub_outlives_the_client_clearing_its_result`` in
+    ``tests/proxy/test_fuzz.py``)."""
 
     def __init__(self, seed: int, name: str) -> None:
         self.name = name
@@ -461,11 +462,10 @@ class Conversation:
 
 class AnthropicConversation(Conversation):
     dialect: Dialect = "anthropic"
-    markers_inside_results = False
+    markers_inside_results = True
     """Whether a ``cache_control`` marker may go on a block inside a tool result's content (a
-    valid request; Claude Code marks the ``tool_result`` block itself). Off: ``veil proxy``
-    drops such a marker when it stubs the result, the known failure
-    ``tests/proxy/test_fuzz.py::test_a_marker_inside_a_stubbed_result_is_kept`` reproduces."""
+    valid request; Claude Code marks the ``tool_result`` block itself): the stub carries it
+    (``tests/proxy/test_fuzz.py::test_a_marker_inside_a_stubbed_result_is_kept``)."""
 
     def __init__(self, seed: int, name: str, *, session: str | None = None) -> None:
         super().__init__(seed, name)
@@ -1209,6 +1209,17 @@ class Checker:
                 )
             return 0
         stub = bd[key]
+        marker = _last_marker(a[key])
+        carried: object = None
+        if isinstance(stub, list) and len(cast(list[Any], stub)) == 1:
+            # a stub carrying the breakpoint its result's blocks carried: one text block
+            block = cast(list[Any], stub)[0]
+            if isinstance(block, dict) and set(cast(Json, block)) == {
+                "type",
+                "text",
+                "cache_control",
+            }:
+                carried, stub = cast(Json, block)["cache_control"], cast(Json, block)["text"]
         if not isinstance(stub, str) or not stub.startswith(STUB):
             raise Violation(
                 f"{where}: the content of {call_id}'s result changed, and not to a stub: "
@@ -1216,11 +1227,13 @@ class Checker:
             )
         if unread:
             raise Violation(f"{where}: a result the model has not read yet ({call_id}) was stubbed")
-        if '"cache_control"' in json.dumps(a[key]):
+        if marker is not None and carried != marker:
             raise Violation(
                 f"{where}: a cache_control marker inside the result of {call_id} was dropped with "
                 "its content (stubbed)"
             )
+        if marker is None and carried is not None:
+            raise Violation(f"{where}: the stub of {call_id} carries a marker its result did not")
         first = self.stubs.setdefault(call_id, stub)
         if first != stub:
             raise Violation(
@@ -1233,6 +1246,15 @@ class Checker:
                 f"{where}: the stub of {call_id} does not name its call ({name}): {stub!r}"
             )
         return 1
+
+
+def _last_marker(content: object) -> object:
+    """The last ``cache_control`` among a result's content blocks (None: none carries one)."""
+    found: object = None
+    for block in cast(list[Any], content) if isinstance(content, list) else []:
+        if isinstance(block, dict) and "cache_control" in block:
+            found = cast(Json, block)["cache_control"]
+    return found
 
 
 def _tool_names(dialect: Dialect, items: Sequence[Any]) -> dict[str, str]:

@@ -12,9 +12,9 @@ The checker itself is tested on bodies broken on purpose (a result dropped, a th
 altered, a marker moved, a stub changed between requests, …): each must be caught — that is how
 this suite is known to fail when a splice is broken.
 
-Two failures the fuzz found are kept as strict xfails with their exact reproduction (the
-generator leaves both cases out of the main fuzz until they are fixed:
-``AnthropicConversation.markers_inside_results``, ``Conversation.clears``).
+Two failures the fuzz found are kept as regression tests with their exact reproduction (a marker
+inside a stubbed result; a result the client cleared after its stub went); both cases are in
+the main fuzz too (``AnthropicConversation.markers_inside_results``, ``Conversation.clears``).
 
 Deterministic: fixed seeds, no sleeps, no timing assertions (a socket timeout only bounds a
 failure)."""
@@ -487,7 +487,7 @@ def test_a_splice_broken_on_purpose_fails_the_fuzz(tmp_path: Path, mode: str) ->
     assert SABOTAGED[mode] in violation, violation
 
 
-# ---- what the fuzz found (strict xfails: they pass once the proxy is fixed) -----------------
+# ---- what the fuzz found (fixed; kept as regression tests) -----------------------------------
 
 
 def _reads(session: str, steps: int, first: Callable[[str], Any], cleared: bool = False) -> Json:
@@ -512,16 +512,10 @@ def _reads(session: str, steps: int, first: Callable[[str], Any], cleared: bool 
             "metadata": {"user_id": json.dumps({"session_id": session})}}  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Violation,
-    reason="veil proxy stubs a tool_result whose content blocks carry a cache_control marker, "
-    "and the marker goes with the content (the request keeps one breakpoint fewer)",
-)
 def test_a_marker_inside_a_stubbed_result_is_kept(rig: Rig) -> None:
     """``--window 12000``; the first Read's result is ``[{"type": "text", "text": …,
     "cache_control": {"type": "ephemeral"}}]`` (valid: a block inside a result may carry a
-    marker); the 9th request stubs it and the marker is gone from the forwarded body."""
+    marker); the 9th request stubs it: the stub is one text block carrying that marker."""
     checker = Checker("anthropic")
 
     def marked(text: str) -> list[Json]:
@@ -533,18 +527,11 @@ def test_a_marker_inside_a_stubbed_result_is_kept(rig: Rig) -> None:
     assert checker.stubs, "nothing was stubbed: the reproduction no longer holds"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=Violation,
-    reason="a result the client cleared itself after veil proxy stubbed it (Claude Code's "
-    "context editing) is forwarded as the client's text, not the stub sent before: the "
-    "provider's cached prefix breaks there",
-)
 def test_a_stub_outlives_the_client_clearing_its_result(rig: Rig) -> None:
     """``--window 12000``; once the first Read's result went as a stub (the 9th request), the
     client sends the next request with that result's content
-    ``"[Old tool result content cleared]"``: the proxy forwards that text in place of its
-    stub."""
+    ``"[Old tool result content cleared]"``: the proxy sends its stub again (the text the
+    provider cached), not the client's."""
     checker = Checker("anthropic")
     call_id = "toolu_clear_00"
     for steps in range(1, 17):

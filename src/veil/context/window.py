@@ -363,26 +363,36 @@ class _Look:
                 text = stub(item, self.stub_chars, self.expand)
                 return self._part("excerpt", entry, index, text)
             text = stub(replace(item, excerpt=0), self.stub_chars, self.expand)
-            return self._instead("stub", entry, index, text)
+            return self._instead("stub", entry, index, text, _own(item, entry))
         if carried_here:
             return self._part("shown", entry, index, entry.text)
         if carrier is not None and index < carrier:
             # Shown as it was while the item was out: the prefix does not change.
             out = stub(replace(item, tier="warm", excerpt=0), self.stub_chars, self.expand)
-            return self._instead("stub", entry, index, out)
+            return self._instead("stub", entry, index, out, _own(item, entry))
         return self._instead("elsewhere", entry, index, shown_elsewhere(item))
 
-    def _instead(self, kind: PartKind, entry: Entry, index: int, text: str) -> Part:
-        """``text`` in place of the entry's own — unless it is not shorter: a result is never
-        replaced by something longer. (A surface whose history keeps what the model was sent
-        gives the stub itself as the entry's text: it is that part still.)"""
-        if text != entry.text and len(text) >= len(entry.text):
+    def _instead(self, kind: PartKind, entry: Entry, index: int, text: str, whole: int = 0) -> Part:
+        """``text`` in place of the entry's own — unless it is not shorter than the result it
+        stands for (``whole``: the item's content when the entry is the item's own result, whose
+        text the client may have cleared itself after the stub went: it keeps getting the stub,
+        so the prefix the provider cached holds): a result is never replaced by something
+        longer.
+        (A surface whose history keeps what the model was sent gives the stub itself as the
+        entry's text: it is that part still.)"""
+        if text != entry.text and len(text) >= max(len(entry.text), whole):
             return self._part("shown", entry, index, entry.text)
         return self._part(kind, entry, index, text)
 
     def _part(self, kind: PartKind, entry: Entry, index: int, text: str) -> Part:
         tokens = self.count(text) + entry.extra_tokens
         return Part(kind, entry.role, text, tokens, index, entry.call_id)
+
+
+def _own(item: ContextItem, entry: Entry) -> int:
+    """The item's length when ``entry`` is its own result (its call's), else 0."""
+    own = item.tool_call_id is not None and item.tool_call_id == entry.call_id
+    return len(item.content) if own else 0
 
 
 @dataclass

@@ -189,7 +189,23 @@ def overflow_body(limit: int, counted: int, *, request_id: str | None = None) ->
     return error_body(text, "invalid_request_error", request_id=request_id)
 
 
+def stub_value(original: object, text: str) -> object:
+    """A stubbed result's content: the stub's text, as one text block carrying the last
+    ``cache_control`` the original content's blocks carried (a breakpoint the client placed
+    inside a result stays where it was: the request keeps all its breakpoints)."""
+    blocks = cast(list[object], original) if isinstance(original, list) else []
+    markers: list[object] = [
+        cast(dict[str, object], block)["cache_control"]
+        for block in blocks
+        if isinstance(block, dict) and "cache_control" in block
+    ]
+    if not markers:
+        return text
+    return [{"type": "text", "text": text, "cache_control": markers[-1]}]
+
+
 DIALECT = Dialect(
+    stub_value=stub_value,
     api="anthropic",
     paths=("/v1/messages",),
     count_suffix="/count_tokens",

@@ -165,6 +165,10 @@ class Dialect:
     ``counted`` tokens over a ``limit``-token window (the text the service sends)."""
     request_id_header: str
     """The response header carrying the request's id."""
+    stub_value: Callable[[object, str], object] = field(default=lambda _original, text: text)
+    """A tool result's value once its content is a stub ``text``, from its ``original`` value:
+    the text itself, unless the API needs more kept (Anthropic: a cache breakpoint the
+    content's blocks carried stays, on the stub's one text block)."""
     anchor: bytes = field(init=False, repr=False, compare=False)
     """``"<call_key>":`` as bytes (what the splicer searches for)."""
 

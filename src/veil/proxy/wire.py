@@ -258,7 +258,7 @@ class Splicer:
                 self._forget()
                 return Spliced(_reserialised(request, texts), False)
             start, end = span
-            stub = dumps(texts[index])
+            stub = dumps(DIALECTS[request.api].stub_value(result.value, texts[index]))
             pieces += [raw[at:start], stub]
             size += start - at + len(stub)
             at = end
@@ -331,7 +331,8 @@ def _reserialised(request: Request, texts: Mapping[int, str]) -> bytes:
                 seen += 1
                 if index in texts:
                     field = request.results[index].field
-                    return {k: (texts[index] if k == field else v) for k, v in d.items()}
+                    stub = DIALECTS[request.api].stub_value(d.get(field), texts[index])
+                    return {k: (stub if k == field else v) for k, v in d.items()}
                 return d
             return {k: walk(v) for k, v in d.items()}
         if isinstance(value, list):
