@@ -173,7 +173,7 @@ def measure(n_items: int, calls: int, workdir: Path) -> dict[str, Any]:
     engine.close()
     n = len(engine.items())
     # (a) numpy brute-force scorer over the same items
-    c = engine._set.cols  # pyright: ignore[reportPrivateUsage]
+    c = engine.memory.working_set.cols
     vec: list[float] = []
     for _ in range(50):
         t0 = time.perf_counter()
@@ -254,8 +254,8 @@ PARTS: tuple[tuple[str, str, str], ...] = (
     ("step", "veil.context.pressure:plan", "the three stages' plan"),
     ("step", "veil.context.workingset:WorkingSet.live_tokens", "working-set estimate"),
     ("render", "veil.context.window:Renderer.render", "rendering the request"),
-    ("step", "veil.context.engine:ContextEngine._move", "applying moves"),
-    ("both", "veil.context.engine:ContextEngine._emit", "buffering events"),
+    ("step", "veil.context.working_memory:WorkingMemory.move", "applying moves"),
+    ("both", "veil.context.working_memory:WorkingMemory.emit", "buffering events"),
 )
 """The parts of the hook the instrumented run times (each a function the hook calls)."""
 

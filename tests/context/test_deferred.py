@@ -134,7 +134,7 @@ def test_background_writes_keep_their_order(tmp_path: Path) -> None:
 
 def test_incremental_structures_equal_their_definitions(make_engine: MakeEngine) -> None:
     engine = make_engine(window_tokens=900, reserve_tokens=0, protected_turns=3)
-    ws = engine._set  # pyright: ignore[reportPrivateUsage]
+    ws = engine.memory.working_set
     rng = np.random.default_rng(7)
     for n in range(60):
         call(engine, n, size=int(rng.integers(2, 60)))

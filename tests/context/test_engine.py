@@ -337,7 +337,7 @@ def _scores_recomputed(engine: ContextEngine) -> dict[str, float]:
 
     from veil.context.score import score_many
 
-    ws = engine._set  # pyright: ignore[reportPrivateUsage]
+    ws = engine.memory.working_set
     c, config = ws.cols, engine.config
     scores = score_many(
         stability=c.view("stability"),
@@ -416,5 +416,5 @@ def test_cached_score_parts_equal_scores_recomputed_from_scratch(make_engine: Ma
                 assert got[item_id] == pytest.approx(value, rel=1e-12, abs=1e-12), item_id
             for it in engine.items():
                 if it.kind != "turn":
-                    expected = score(it, engine._set.task, engine.tick, engine.config)  # pyright: ignore[reportPrivateUsage]
+                    expected = score(it, engine.task, engine.tick, engine.config)
                     assert got[it.id] == pytest.approx(expected, rel=1e-12), it.id

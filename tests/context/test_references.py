@@ -133,7 +133,7 @@ def test_the_engine_scans_new_results_for_names_while_persisting(make_engine: Ma
         arguments={"pattern": "ordering"},
         output="django/db/models/base.py:1692:    def _check_ordering(cls):",
     )
-    index = engine._set.references  # pyright: ignore[reportPrivateUsage]
+    index = engine.memory.working_set.references
     assert index._queued and not index._prepared  # pyright: ignore[reportPrivateUsage]
     engine.step()
     engine.persist_in_background()

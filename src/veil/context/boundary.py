@@ -10,8 +10,11 @@ difference corrects the plan and window pressure runs again, at most twice, befo
 goes out. The results after the conversation's last assistant message are unread: nothing ever
 moves them (only an overflow retry clips one too large to fit).
 
-:class:`TurnBoundary` is a layer of :class:`~veil.context.engine.ContextEngine` over
-:class:`~veil.context.working_memory.WorkingMemory`; every move goes through its ``_move``.
+:class:`TurnBoundary` is the part of :class:`~veil.context.engine.ContextEngine` that does it,
+over the session's :class:`~veil.context.working_memory.WorkingMemory`: every move goes through
+its :meth:`~veil.context.working_memory.WorkingMemory.move`. It keeps what only the boundary
+needs: where the last boundary was, the requests and batches counted, the renderer and the
+manifest as of the last batch.
 """
 
 from __future__ import annotations
@@ -25,12 +28,14 @@ import numpy as np
 from veil.context import events
 from veil.context.batching import Pressure
 from veil.context.batching import depth as batch_depth
+from veil.context.config import ContextConfig
 from veil.context.eviction import Bools, Depth, Move, Plan
 from veil.context.items import ContextItem, Tier
 from veil.context.pressure import evict
 from veil.context.threshold import on_tick
 from veil.context.window import Entry, Rendered, Renderer
 from veil.context.working_memory import WorkingMemory
+from veil.tokens import TokenMemo
 
 TailMode = Literal["manifest", "notes", "none"]
 
@@ -61,7 +66,7 @@ class EvictionReport:
 
 @dataclass(frozen=True)
 class Boundary:
-    """A turn boundary as :meth:`ContextEngine.window` ran it: what moved, and the request's
+    """A turn boundary as :meth:`TurnBoundary.window` ran it: what moved, and the request's
     conversation as the model will see it (``rendered.tokens`` in estimated tokens; the
     report's ``live_tokens_after`` is the same count without the tail)."""
 
@@ -69,8 +74,33 @@ class Boundary:
     rendered: Rendered
 
 
-class TurnBoundary(WorkingMemory):
-    """Stepping and rendering (see the module docstring)."""
+class TurnBoundary:
+    """Stepping and rendering over ``memory`` (see the module docstring). ``deferred``: a
+    boundary leaves its events buffered for
+    :meth:`~veil.context.working_memory.WorkingMemory.persist_in_background` instead of
+    flushing them."""
+
+    def __init__(self, memory: WorkingMemory, *, deferred: bool = False) -> None:
+        self.memory = memory
+        self.deferred = deferred
+        self._boundary_tick = 0
+        """The tick of the last step."""
+        self._step_boundary = 0
+        """The boundary before the last step: results captured after it were unread there."""
+        self._unread = np.zeros(0, dtype=np.bool_)
+        """The rows of the results unread at the current boundary."""
+        self._requests = 0
+        """Requests of the conversation so far (turn boundaries, or its assistant messages)."""
+        self.batches = 0
+        """Batches of evictions run so far."""
+        self._manifest_text: tuple[int, str] | None = None
+        """The manifest as of the last batch (and the open contradictions it counted)."""
+        self._count = TokenMemo(memory.count_tokens)
+        """The renderer's counter: the same counts, remembered for texts seen again."""
+        self._renderer: Renderer | None = None
+        self._rendered_config: ContextConfig | None = None
+        """The configuration the renderer was made for (a new one: render everything)."""
+        self._tail_tokens = 0
 
     def step(self, *, overhead_tokens: int | None = None, overflow: bool = False) -> EvictionReport:
         """A turn boundary over the working set alone (a caller that sends a transcript uses
@@ -83,15 +113,16 @@ class TurnBoundary(WorkingMemory):
         ``overhead_tokens`` is what the next request costs besides the items (system prompt,
         manifest, tool schemas); the items' budget is the window minus the reserve minus it.
         Without it the last value given is kept."""
+        memory = self.memory
         if overhead_tokens is not None:
-            self.overhead_tokens = max(0, int(overhead_tokens))
-        if self._boundary_tick != self.tick:  # a step again at the same tick: same unread
+            memory.overhead_tokens = max(0, int(overhead_tokens))
+        if self._boundary_tick != memory.tick:  # a step again at the same tick: same unread
             self._step_boundary = self._boundary_tick
         self._requests += 1
-        c = self._set.cols
+        c = memory.working_set.cols
         unread = c.flag("result") & (c.view("created_tick") > self._step_boundary)
-        live = self._set.live_tokens()
-        pressure = Pressure(live, self.budget, self._requests)
+        live = memory.working_set.live_tokens()
+        pressure = Pressure(live, memory.budget, self._requests)
         return self._boundary(pressure, unread, batch=overflow or pressure.over, clip=overflow)
 
     def _boundary(
@@ -99,38 +130,40 @@ class TurnBoundary(WorkingMemory):
     ) -> EvictionReport:
         """The turn boundary's decisions: a batch down to the batch rule's depth (or none:
         stage 3 alone, which changes no stub), then T moves."""
-        before = self._threshold.value
+        memory = self.memory
+        config = memory.config
+        before = memory.threshold_state.value
         self._unread = unread
-        depth = batch_depth(pressure, self.config.batch) if batch else None
+        depth = batch_depth(pressure, config.batch) if batch else None
         moves, result = self._evict(
-            first=True, batch=batch, depth=depth, clip_to=self.budget if clip else None
+            first=True, batch=batch, depth=depth, clip_to=memory.budget if clip else None
         )
-        self._boundary_tick = self.tick
+        self._boundary_tick = memory.tick
         if batch:
-            self._batches += 1
+            self.batches += 1
             self._manifest_text = None
             self.prompt_manifest()  # as of this batch, whichever surface asks for it
-        live_after = self._set.live_tokens()
-        fill = live_after / self.budget
-        self._threshold = on_tick(
-            self._threshold,
-            tick=self.tick,
+        live_after = memory.working_set.live_tokens()
+        fill = live_after / memory.budget
+        memory.threshold_state = on_tick(
+            memory.threshold_state,
+            tick=memory.tick,
             fill=fill,
-            target_fill=self.config.target_fill,
+            target_fill=config.target_fill,
             pressure=batch and result.pressure,
-            config=self.config.threshold,
+            config=config.threshold,
         )
-        self._emit(events.STATE, self._state())
+        memory.emit(events.STATE, memory.state())
         if not self.deferred:
-            self.flush()
+            memory.flush()
         return EvictionReport(
-            self.tick,
+            memory.tick,
             tuple(moves),
             before,
-            self._threshold.value,
+            memory.threshold_state.value,
             result.live_tokens_before,
             live_after,
-            self.budget,
+            memory.budget,
             batch and result.pressure,
             batch,
             pressure.cold,
@@ -143,26 +176,27 @@ class TurnBoundary(WorkingMemory):
         (``first``: the three stages, in a batch down to ``depth``), or again after a rendering
         measured more than planned — then stage 2 alone down to the budget, with the same
         results unread, and T unchanged."""
+        memory = self.memory
         return evict(
-            self._set,
+            memory.working_set,
             batch=batch,
             first_pass=first,
-            tick=self.tick,
-            now=self.clock.now(),
-            threshold=self._threshold.value,
-            budget=self.budget,
+            tick=memory.tick,
+            now=memory.clock.now(),
+            threshold=memory.threshold_state.value,
+            budget=memory.budget,
             depth=depth,
             unread=self._unread_rows(),
             clip_to=clip_to,
             apply=self._apply,
             move=self._pressure_move,
-            count_tokens=self.count_tokens,
+            count_tokens=memory.count_tokens,
         )
 
     def _unread_rows(self) -> Bools:
         """The results the model has not read, as rows (new items since: none of them)."""
         unread = self._unread
-        size = self._set.cols.size
+        size = self.memory.working_set.cols.size
         if len(unread) < size:
             grown = np.zeros(size, dtype=np.bool_)
             grown[: len(unread)] = unread
@@ -170,10 +204,13 @@ class TurnBoundary(WorkingMemory):
         return unread[:size]
 
     def _apply(self, move: Move) -> None:
-        self._move(self._set.items[move.id], move.to, stage=move.stage, reason=move.reason)
+        memory = self.memory
+        memory.move(
+            memory.working_set.items[move.id], move.to, stage=move.stage, reason=move.reason
+        )
 
     def _pressure_move(self, item: ContextItem, tier: Tier, reason: str, chars: int) -> None:
-        self._move(item, tier, stage=2, reason=reason, excerpt=chars)
+        self.memory.move(item, tier, stage=2, reason=reason, excerpt=chars)
 
     def window(
         self,
@@ -203,9 +240,10 @@ class TurnBoundary(WorkingMemory):
         The rendering is the truth: when a batch's rendering costs more than the working set
         planned for (an item's stub in two places, results with no item, missing results), the
         difference corrects the plan and stage 2 runs again, at most twice; what was measured
-        last is :attr:`live_tokens`."""
+        last is the memory's ``live_tokens``."""
+        memory = self.memory
         mode = _tail_mode(tail)
-        self.overhead_tokens = fixed_tokens + self._tail_tokens
+        memory.overhead_tokens = fixed_tokens + self._tail_tokens
         roles = [e.role for e in entries]
         requests = max(1, roles.count("assistant"))
         last_assistant = (
@@ -213,35 +251,35 @@ class TurnBoundary(WorkingMemory):
         )
         self._requests = requests
         unread_ids = {e.item for e in entries[last_assistant + 1 :] if e.role == "tool" and e.item}
-        unread = self._set.rows_of(unread_ids)
+        unread = memory.working_set.rows_of(unread_ids)
         rendered = self._render(entries, collapse=collapse, notes=notes, tail=mode)
-        self.overhead_tokens = fixed_tokens + rendered.tail_tokens
+        memory.overhead_tokens = fixed_tokens + rendered.tail_tokens
         conversation = rendered.tokens - rendered.tail_tokens
-        pressure = Pressure(conversation, self.budget, requests, cold)
+        pressure = Pressure(conversation, memory.budget, requests, cold)
         batch = pressure.over or overflow
         report = self._boundary(pressure, unread, batch=batch, clip=overflow)
         moves = list(report.moves)
         if batch:
             rendered = self._render(entries, collapse=collapse, notes=notes, tail=mode)
             for _ in range(2):
-                self.overhead_tokens = fixed_tokens + rendered.tail_tokens
-                if rendered.tokens - rendered.tail_tokens <= self.budget:
+                memory.overhead_tokens = fixed_tokens + rendered.tail_tokens
+                if rendered.tokens - rendered.tail_tokens <= memory.budget:
                     break
                 more, _ = self._evict(first=False, batch=True, depth=None)
                 if not more:
                     break
                 moves.extend(more)
                 rendered = self._render(entries, collapse=collapse, notes=notes, tail=mode)
-        self._boundary_tick = self.tick
-        self._step_boundary = self.tick
-        self.overhead_tokens = fixed_tokens + rendered.tail_tokens
+        self._boundary_tick = memory.tick
+        self._step_boundary = memory.tick
+        memory.overhead_tokens = fixed_tokens + rendered.tail_tokens
         conversation = rendered.tokens - rendered.tail_tokens
         report = replace(
             report,
             moves=tuple(moves),
             live_tokens_before=pressure.tokens,
             live_tokens_after=conversation,
-            budget=self.budget,
+            budget=memory.budget,
         )
         return Boundary(report, rendered)
 
@@ -258,23 +296,25 @@ class TurnBoundary(WorkingMemory):
         """Render with the renderer kept from the last time (a new one when the configuration
         or ``collapse`` changed), re-rendering from the first entry whose item's look changed;
         the difference from the working set's estimate corrects its next plan."""
+        memory = self.memory
+        config = memory.config
         text = self.tail(notes, manifest=tail == "manifest") if tail != "none" else ""
         renderer = self._renderer
-        if renderer is None or renderer.collapse != collapse:
+        changed: set[str] | None = memory.take_looks_changed()
+        if renderer is None or renderer.collapse != collapse or self._rendered_config is not config:
             renderer = Renderer(
                 self._count,
-                stub_chars=self.config.stub_chars,
+                stub_chars=config.stub_chars,
                 collapse=collapse,
-                expand=self.config.expand_tool,
+                expand=config.expand_tool,
             )
             self._renderer = renderer
-            changed: set[str] | None = None
-        else:
-            changed = self._looks_changed
-        rendered = renderer.render(entries, self._set.items, changed=changed, tail=text)
-        self._looks_changed = set()
+            self._rendered_config = config
+            changed = None
+        rendered = renderer.render(entries, memory.working_set.items, changed=changed, tail=text)
         self._tail_tokens = rendered.tail_tokens
-        self._set.correction = rendered.tokens - rendered.tail_tokens - self._set.raw_tokens()
+        ws = memory.working_set
+        ws.correction = rendered.tokens - rendered.tail_tokens - ws.raw_tokens()
         return rendered
 
     def tail(self, notes: Sequence[str] = (), *, manifest: bool = True) -> str:
@@ -290,28 +330,15 @@ class TurnBoundary(WorkingMemory):
         """The manifest as a request carries it: as of the last batch (a manifest that changed
         at every request would be a part of the prompt the provider can never cache), and only
         once an item has left the prompt or a contradiction is open."""
-        evicted = not bool(self._set.cols.flag("live").all())
-        conflicts = self._book.list(unresolved_only=True)
+        memory = self.memory
+        evicted = not bool(memory.working_set.cols.flag("live").all())
+        conflicts = memory.conflicts(unresolved_only=True)
         if not (evicted or conflicts):
             return ""
         key = len(conflicts)
         if self._manifest_text is None or self._manifest_text[0] != key:
-            self._manifest_text = (key, self.manifest())
+            self._manifest_text = (key, memory.manifest())
         return self._manifest_text[1]
-
-    def _state(self) -> events.State:
-        """The ``context.state`` event: what a resumed session takes back besides its items
-        (:func:`veil.context.resume.read_session`)."""
-        return events.State(
-            session_id=self.session_id,
-            tick=self.tick,
-            threshold=self._threshold.value,
-            last_regret_tick=self._threshold.last_regret_tick,
-            task=self._task_text[:2000],
-            turns=self._set.turns,
-            ratio=self.calibration.ratio,
-            samples=self.calibration.samples,
-        )
 
 
 __all__ = ["Boundary", "EvictionReport", "TurnBoundary"]

@@ -15,50 +15,46 @@ model request is in flight (the harness does), so the hook on the tool-call path
 only. An event counts as acknowledged once its flush returned; a crash before that loses only
 decisions the model has not yet acted on, never a written event.
 
-:class:`ContextEngine` is the wiring of its layers, one module each:
-:class:`~veil.context.working_memory.WorkingMemory` (the state, the query side, the recorded
-changes and their persistence), :class:`~veil.context.restore.RestoreVerbs` (pointers,
-``expand``, ``load``, ``pin``) and :class:`~veil.context.boundary.TurnBoundary` (``step``,
-``window``, ``render``). Here: building the state and resuming it, capture, and the rest of the
-model's verbs (``touch`` on reference, ``evict``, ``mark_turn``, outcomes, contradictions).
+:class:`ContextEngine` composes three parts, each given what it uses:
+:class:`~veil.context.working_memory.WorkingMemory` (``memory``: the state, the query side, the
+recorded changes and their persistence), :class:`~veil.context.restore.Restorer`
+(``restorer``, over the memory: pointers, ``expand``, ``load``, ``pin``) and
+:class:`~veil.context.boundary.TurnBoundary` (``boundary``, over the memory: ``step``,
+``window``, ``render``). Here: capture, the rest of the model's verbs (``touch`` on reference,
+``evict``, ``mark_turn``, outcomes, contradictions), and the public API, each verb delegated to
+the part that does it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from veil.clock import Clock, SystemClock
 from veil.context import events
-from veil.context.boundary import Boundary, EvictionReport, TurnBoundary
+from veil.context.boundary import Boundary, EvictionReport, TailMode, TurnBoundary
 from veil.context.calibration import Calibration
 from veil.context.capture import Origin, call_effect, generic_target, new_item
 from veil.context.codegraph import CodeGraph
 from veil.context.config import ContextConfig
-from veil.context.conflicts import Belief, Conflict, ConflictBook, content_digest
-from veil.context.items import ITEM_KINDS, NEVER_EVICTED, ContextItem, ItemKind, TurnKind
+from veil.context.conflicts import Belief, Conflict, content_digest
+from veil.context.items import ITEM_KINDS, NEVER_EVICTED, ContextItem, ItemKind, Tier, TurnKind
 from veil.context.projection import ContextProjection
-from veil.context.restore import POINTER, RestoreVerbs
-from veil.context.resume import read_session, restore_into
+from veil.context.restore import POINTER, Restorer
 from veil.context.score import Task
-from veil.context.search import IndexQueue
 from veil.context.signals import tags_of
-from veil.context.threshold import Threshold, on_regret
 from veil.context.turns import CallKind, classify_turn
-from veil.context.working_memory import UnknownItem
-from veil.context.workingset import WorkingSet
-from veil.context.writer import ContextWriter
+from veil.context.window import Entry, Rendered
+from veil.context.working_memory import UnknownItem, WorkingMemory
 from veil.embed.protocol import Embedder
 from veil.tape import Store
-from veil.tape.recorder import Recorder
-from veil.tokens import TokenCounter, TokenMemo, estimate_tokens
+from veil.tokens import TokenCounter, estimate_tokens
 
 
-class ContextEngine(RestoreVerbs, TurnBoundary):
+class ContextEngine:
     """Working memory for one session of a project (``scope``), over ``store``; a new engine
     with the session id of one that ran resumes it (see the module docstring)."""
 
@@ -77,56 +73,244 @@ class ContextEngine(RestoreVerbs, TurnBoundary):
         deferred: bool = False,
     ) -> None:
         self.store = store
-        self.deferred = deferred
         self.session_id = session_id
         self.scope = scope
-        self.config = config or ContextConfig()
         self.embedder = embedder
         self.clock = clock or SystemClock()
         self.count_tokens = token_counter
-        self._count = TokenMemo(token_counter)
-        self.calibration = Calibration()
         self.graph = CodeGraph(project_root) if project_root else None
         if register:
             store.register(ContextProjection())
-        self._set = WorkingSet(self.config, token_counter, embedder)
-        self._book = ConflictBook()
-        self._has_intent = False
-        self._to_index = IndexQueue()
-        self._writer = ContextWriter(
-            Recorder(
-                store,
-                scope=scope,
-                actor="veil",
-                clock=self.clock,
-                id_prefix="cx",
-                provenance={"session_id": session_id},
-            ),
-            before_take=lambda: self._index_some(self.config.index_per_step),
-            off_thread=self._set.references.prepare,
+        self.memory = WorkingMemory(
+            store,
+            session_id=session_id,
+            scope=scope,
+            config=config or ContextConfig(),
+            embedder=embedder,
+            clock=self.clock,
+            token_counter=token_counter,
         )
-        self.tick = 0
-        self._boundary_tick = 0
-        self._step_boundary = 0
-        self._unread = np.zeros(0, dtype=np.bool_)
-        self._requests = 0
-        self._batches = 0
-        self._manifest_text = None
-        self.expansions = 0
-        self.returns = 0
-        self.overhead_tokens = 0
-        self._threshold = Threshold.start(self.config.threshold)
-        self._tail_tokens = 0
-        self._renderer = None
-        self._looks_changed = set()
-        self._task_text = ""
-        self._load()
+        """The state, the query side and the recorded changes."""
+        self.restorer = Restorer(self.memory)
+        """Pointers and the verbs that bring an item back."""
+        self.boundary = TurnBoundary(self.memory, deferred=deferred)
+        """The turn boundary: stepping and rendering."""
+        self._has_intent = self.memory.resume()
+        if self.memory.task_text:
+            self._retask(tags=frozenset(tags_of(self.memory.task_text)))
+
+    # ---- state (the memory's and the boundary's) ---------------------------------------
+
+    @property
+    def config(self) -> ContextConfig:
+        return self.memory.config
+
+    @config.setter
+    def config(self, value: ContextConfig) -> None:
+        self.memory.config = value
+
+    @property
+    def deferred(self) -> bool:
+        """Whether :meth:`step` leaves its events buffered for :meth:`persist_in_background`
+        instead of flushing them."""
+        return self.boundary.deferred
+
+    @property
+    def tick(self) -> int:
+        """The session clock: one tick per captured tool call."""
+        return self.memory.tick
+
+    @property
+    def calibration(self) -> Calibration:
+        return self.memory.calibration
+
+    @property
+    def overhead_tokens(self) -> int:
+        """What a request costs besides the items (system prompt, tool schemas, the tail)."""
+        return self.memory.overhead_tokens
+
+    @property
+    def expansions(self) -> int:
+        """Items brought back by an expansion, since this engine started."""
+        return self.memory.expansions
+
+    @property
+    def returns(self) -> int:
+        """Items out of the prompt that the model asked for again by running their call again
+        (a re-read, a re-run): where eviction's cost hides, beside the expansions."""
+        return self.memory.returns
+
+    @property
+    def task(self) -> Task:
+        return self.memory.task
+
+    @property
+    def threshold(self) -> float:
+        return self.memory.threshold
+
+    @property
+    def request_budget(self) -> int:
+        """What a whole request may come to, in the provider's tokens: ``budget_tokens`` when
+        set, else the window minus the reserve (for the reply)."""
+        return self.memory.request_budget
+
+    @property
+    def budget(self) -> int:
+        """Tokens the conversation may use, in estimated tokens: :attr:`request_budget`
+        converted with the calibration, minus the fixed overhead of each request (system prompt,
+        tool schemas, the tail), which the caller passes to :meth:`step` or :meth:`window`."""
+        return self.memory.budget
+
+    @property
+    def batches(self) -> int:
+        """Batches of evictions run so far."""
+        return self.boundary.batches
+
+    @property
+    def live_tokens(self) -> int:
+        """What the conversation costs, in estimated tokens: after :meth:`window`, exactly the
+        renderer's count of what is sent (tail aside); between renderings, the working set's
+        estimate corrected by what the last rendering measured."""
+        return self.memory.live_tokens
 
     def calibrate(self, reported_tokens: int, estimated_tokens: int) -> None:
         """The provider reported ``reported_tokens`` input tokens for a request estimated at
         ``estimated_tokens`` (the whole request: fixed overhead, conversation and tail): budgets
         are in the provider's tokens from now on (:mod:`veil.context.calibration`)."""
-        self.calibration = self.calibration.observe(reported_tokens, estimated_tokens)
+        memory = self.memory
+        memory.calibration = memory.calibration.observe(reported_tokens, estimated_tokens)
+
+    def redact(self, text: str) -> str:
+        """``text`` with every secret replaced (the store's redactor: what is written to the
+        tape and what the engine keeps and re-sends are the same)."""
+        return self.memory.redact(text)
+
+    # ---- the query side (the memory's) -------------------------------------------------
+
+    def items(self, tier: Tier | None = None) -> list[ContextItem]:
+        return self.memory.items(tier)
+
+    def item(self, item_id: str) -> ContextItem:
+        """An item by id (or by the id of the tool call whose result it holds)."""
+        return self.memory.item(item_id)
+
+    def by_tool_call(self, tool_call_id: str) -> ContextItem | None:
+        return self.memory.by_tool_call(tool_call_id)
+
+    def items_for_call(self, tool_call_id: str) -> list[ContextItem]:
+        """Every item holding a result of ``tool_call_id``, oldest first."""
+        return self.memory.items_for_call(tool_call_id)
+
+    def is_live(self, item_id: str) -> bool:
+        return self.memory.is_live(item_id)
+
+    def stub(self, item_id: str) -> str:
+        return self.memory.stub(item_id)
+
+    def scores(self) -> dict[str, float]:
+        return self.memory.scores()
+
+    def conflicts(self, *, unresolved_only: bool = True) -> list[Conflict]:
+        return self.memory.conflicts(unresolved_only=unresolved_only)
+
+    def manifest(self, notes: Sequence[str] = ()) -> str:
+        """What is loaded, in at most ``manifest_max_share`` of the window."""
+        return self.memory.manifest(notes)
+
+    def search(
+        self, query: str, limit: int = 10, *, min_similarity: float = -1.0
+    ) -> list[ContextItem]:
+        """Warm and cold items of this project matching ``query`` (see
+        :meth:`WorkingMemory.search`)."""
+        return self.memory.search(query, limit, min_similarity=min_similarity)
+
+    # ---- persistence (the memory's) ----------------------------------------------------
+
+    def flush(self) -> None:
+        """Append every buffered event now, in one transaction (after any background write).
+        Explicit verbs flush; capture buffers; ``step`` flushes unless deferred."""
+        self.memory.flush()
+
+    def persist_in_background(self) -> Future[None]:
+        """Queue the buffered events for one append on the engine's writer thread and return
+        at once (the harness calls this as the model request goes out)."""
+        return self.memory.persist_in_background()
+
+    def wait(self) -> None:
+        """Block until queued background writes are on the tape; raise if one failed."""
+        self.memory.wait()
+
+    def close(self) -> None:
+        """Persist everything buffered and stop the writer thread (the store stays open)."""
+        self.memory.close()
+
+    # ---- bringing items back (the restorer's) ------------------------------------------
+
+    def resolve_pointer(self, pointer_or_id: str) -> ContextItem:
+        return self.restorer.resolve_pointer(pointer_or_id)
+
+    def restores(self, pointer_or_id: str) -> bool:
+        """Whether expanding this pointer would bring something into the prompt that is not
+        there."""
+        return self.restorer.restores(pointer_or_id)
+
+    def expand(self, pointer_or_id: str) -> ContextItem:
+        """Bring an evicted item back live, byte-identical (see :meth:`Restorer.expand`)."""
+        return self.restorer.expand(pointer_or_id)
+
+    def load(self, pointer_or_id: str) -> ContextItem:
+        """Load an item by hand: it comes back live, counts ×1.5 and is protected a few ticks."""
+        return self.restorer.load(pointer_or_id)
+
+    def pin(self, item_id: str, pinned: bool = True) -> ContextItem:
+        return self.restorer.pin(item_id, pinned)
+
+    def unpin(self, item_id: str) -> ContextItem:
+        return self.restorer.unpin(item_id)
+
+    # ---- the turn boundary (the boundary's) --------------------------------------------
+
+    def step(self, *, overhead_tokens: int | None = None, overflow: bool = False) -> EvictionReport:
+        """A turn boundary over the working set alone (see :meth:`TurnBoundary.step`)."""
+        return self.boundary.step(overhead_tokens=overhead_tokens, overflow=overflow)
+
+    def window(
+        self,
+        entries: Sequence[Entry],
+        *,
+        fixed_tokens: int,
+        collapse: bool = True,
+        notes: Sequence[str] = (),
+        tail: bool | TailMode = True,
+        cold: bool = False,
+        overflow: bool = False,
+    ) -> Boundary:
+        """One turn boundary of a conversation, and ``entries`` rendered as the model will see
+        them (see :meth:`TurnBoundary.window`)."""
+        return self.boundary.window(
+            entries,
+            fixed_tokens=fixed_tokens,
+            collapse=collapse,
+            notes=notes,
+            tail=tail,
+            cold=cold,
+            overflow=overflow,
+        )
+
+    def render(
+        self, entries: Sequence[Entry], *, collapse: bool = True, tail: bool | TailMode = True
+    ) -> Rendered:
+        """``entries`` as the model would see them now, without a turn boundary."""
+        return self.boundary.render(entries, collapse=collapse, tail=tail)
+
+    def tail(self, notes: Sequence[str] = (), *, manifest: bool = True) -> str:
+        """What ends a request (see :meth:`TurnBoundary.tail`)."""
+        return self.boundary.tail(notes, manifest=manifest)
+
+    def prompt_manifest(self) -> str:
+        """The manifest as a request carries it: as of the last batch, once there is something
+        to say (see :meth:`TurnBoundary.prompt_manifest`)."""
+        return self.boundary.prompt_manifest()
 
     # ---- capture ----------------------------------------------------------------------
 
@@ -158,7 +342,7 @@ class ContextEngine(RestoreVerbs, TurnBoundary):
         read becomes a ``file`` item and a belief about that file's content; a call that names
         the target of an evicted item again is a regret. Without ``target`` the label and the
         arguments name the call."""
-        self.tick += 1
+        self.memory.tick += 1
         args = dict(arguments or {})
         self._touch_referenced(" ".join(str(v) for v in args.values()))
         if target is None:
@@ -173,14 +357,14 @@ class ContextEngine(RestoreVerbs, TurnBoundary):
         if writes is None:
             self._regret_if_returning(tool_name, target)
         else:
-            self._book.note_write(writes, self.tick)
+            self.memory.book.note_write(writes, self.tick)
         if self.graph is not None and path:
             rel = self.graph.rel(path)
             if rel and writes is not None:
                 self.graph.changed(rel)
             if rel and rel not in self.task.touched:
                 self._retask(touched=self.task.touched | {rel})
-        item = self._admit(
+        item = self.memory.add(
             new_item(
                 did.kind,
                 full if full is not None else shown,
@@ -222,7 +406,7 @@ class ContextEngine(RestoreVerbs, TurnBoundary):
         text = self.redact(text)
         kind = turn_kind or classify_turn(role, text, calls, first_user_turn=first_user)
         self._has_intent = self._has_intent or kind == "intent"
-        item = self._admit(
+        item = self.memory.add(
             new_item("turn", text, self._origin(), target=target or role, turn_kind=kind)
         )
         if role == "user" and kind == "intent":
@@ -246,7 +430,7 @@ class ContextEngine(RestoreVerbs, TurnBoundary):
         if kind not in ITEM_KINDS:
             raise ValueError(f"unknown item kind {kind!r}")
         content = self.redact(content)
-        item = self._admit(
+        item = self.memory.add(
             new_item(
                 kind,
                 content,
@@ -265,17 +449,11 @@ class ContextEngine(RestoreVerbs, TurnBoundary):
 
     def set_task(self, text: str) -> None:
         """The task the session works on: its tags drive the relevance signal."""
-        self._task_text = text
+        self.memory.task_text = text
         self._retask(tags=frozenset(tags_of(text)))
 
     def _origin(self) -> Origin:
         return Origin(self.tick, self.clock.now(), self.session_id, self.config, self.count_tokens)
-
-    def _admit(self, item: ContextItem) -> ContextItem:
-        """A new item joins the working set and the tape."""
-        self._set.add(item)
-        self._emit(events.ITEM, events.ItemAdded(item))
-        return item
 
     def _retask(
         self, *, tags: frozenset[str] | None = None, touched: frozenset[str] | None = None
@@ -286,7 +464,7 @@ class ContextEngine(RestoreVerbs, TurnBoundary):
             if self.graph and touched is not None
             else task.neighbours
         )
-        self._set.retask(
+        self.memory.working_set.retask(
             Task(
                 tags=tags if tags is not None else task.tags,
                 touched=touched if touched is not None else task.touched,
@@ -298,9 +476,9 @@ class ContextEngine(RestoreVerbs, TurnBoundary):
         """A call that names the target of an item out of the prompt again is a regret."""
         if not target:
             return
-        for item in self._set.with_target(tool_name, target):
+        for item in self.memory.working_set.with_target(tool_name, target):
             if item.tier != "live":
-                self._regret(item.id, f"{tool_name} again")
+                self.memory.regret(item.id, f"{tool_name} again")
                 return
 
     # ---- the model's verbs ------------------------------------------------------------
@@ -317,20 +495,24 @@ class ContextEngine(RestoreVerbs, TurnBoundary):
         if not self.config.touch_on_reference or not text:
             return []
         touched: list[str] = []
-        for item_id in self._set.references.named_by(
-            text, max_items=self.config.reference_max_items
-        ):
-            if self._set.items[item_id].tier == "live":
+        ws = self.memory.working_set
+        for item_id in ws.references.named_by(text, max_items=self.config.reference_max_items):
+            if ws.items[item_id].tier == "live":
                 self.touch(item_id)
                 touched.append(item_id)
                 if len(touched) >= self.config.reference_max_touches:
                     break
         return touched
 
+    def touch(self, item_id: str) -> ContextItem:
+        """A recall: the model used, reloaded or re-referenced the item (FSRS raises its
+        stability)."""
+        return self.memory.touch(item_id)
+
     def advance_clock(self) -> None:
         """A tool call that adds no item (an expansion: its result is the item it brings back)
         still moves the session clock one tick; call it before the call's effects."""
-        self.tick += 1
+        self.memory.tick += 1
 
     def evict(self, item_id: str) -> ContextItem:
         """The model evicts an item itself (to warm). Intent and corrections cannot be."""
@@ -339,67 +521,52 @@ class ContextEngine(RestoreVerbs, TurnBoundary):
             raise ValueError(f"{item_id} is {item.turn_kind or item.kind}: never evicted")
         if item.pinned:
             raise ValueError(f"{item_id} is pinned: unpin it first")
-        return self._move(item, "warm", stage=0, reason="evicted by the model")
+        return self.memory.move(item, "warm", stage=0, reason="evicted by the model")
 
     def mark_turn(self, item_id: str, kind: TurnKind) -> ContextItem:
         item = self.item(item_id)
         if item.kind != "turn":
             raise ValueError(f"{item_id} is a {item.kind}, not a turn")
         updated = replace(item, turn_kind=kind)
-        self._set.update(updated)
-        self._looks_changed.add(item.id)
-        self._emit(events.TURN_KIND, events.TurnKindSet(item.id, kind))
+        self.memory.update(updated, look_changed=True)
+        self.memory.emit(events.TURN_KIND, events.TurnKindSet(item.id, kind))
         return updated
 
     def record_outcome(self, ok: bool, used: Sequence[str]) -> None:
         """Cognitive weight: the items a step actually used move toward +1 (it passed) or −1."""
         weights: dict[str, float] = {}
         for item_id in used:
-            item = self._set.items.get(item_id)
+            item = self.memory.working_set.items.get(item_id)
             if item is None:
                 continue
             w = min(1.0, max(-1.0, item.cognitive_weight + (0.25 if ok else -0.25)))
-            self._set.update(replace(item, cognitive_weight=w))
+            self.memory.update(replace(item, cognitive_weight=w))
             weights[item_id] = w
         if weights:
-            self._emit(events.COGNITIVE, events.Cognitive(ok, weights))
+            self.memory.emit(events.COGNITIVE, events.Cognitive(ok, weights))
 
     def convergence_warning(self) -> None:
         """The convergence monitor escalated: multiplicative decrease, keep more context."""
-        self._threshold = on_regret(self._threshold, tick=self.tick, config=self.config.threshold)
+        self.memory.back_off()
 
     # ---- conflicts --------------------------------------------------------------------
 
     def _check_belief(self, belief: Belief, *, file_path: str | None = None) -> None:
-        for conflict in self._book.add(belief, self.tick, file_path=file_path):
-            self._emit(events.CONFLICT, events.conflict_added(conflict, self.session_id))
+        for conflict in self.memory.book.add(belief, self.tick, file_path=file_path):
+            self.memory.emit(events.CONFLICT, events.conflict_added(conflict, self.session_id))
 
     def resolve(self, conflict_id_: str, *, keep: str, reason: str, actor: str) -> Conflict:
         """Settle a contradiction explicitly: which item to keep, why, and who decided."""
         try:
-            settled = self._book.settle(conflict_id_, keep=keep, reason=reason)
+            settled = self.memory.book.settle(conflict_id_, keep=keep, reason=reason)
         except KeyError:
             raise UnknownItem(f"no conflict {conflict_id_!r}") from None
-        self._emit(
+        self.memory.emit(
             events.RESOLVED,
             events.Resolved(id=settled.id, kept=keep, reason=reason, actor=actor),
         )
         self.flush()
         return settled
-
-    # ---- resume -----------------------------------------------------------------------
-
-    def _load(self) -> None:
-        """Resume: rebuild the in-memory state of this session from the projection."""
-        resumed = read_session(self.store, scope=self.scope, session_id=self.session_id)
-        self._has_intent = restore_into(resumed, self._set, self._book, self._to_index)
-        if resumed.threshold is not None:
-            self.tick = resumed.tick
-            self._threshold = resumed.threshold
-            self._task_text = resumed.task
-            self.calibration = resumed.calibration
-            if self._task_text:
-                self._retask(tags=frozenset(tags_of(self._task_text)))
 
 
 __all__ = ["POINTER", "Boundary", "ContextEngine", "EvictionReport", "UnknownItem"]

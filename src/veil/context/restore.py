@@ -6,14 +6,14 @@ item id or the id of the tool call whose result an item holds all name the same 
 (:func:`pointer_id`); an item of another session of the same project is adopted when named,
 never one of another project.
 
-:class:`RestoreVerbs` is a layer of :class:`~veil.context.engine.ContextEngine` over
-:class:`~veil.context.working_memory.WorkingMemory`:
+:class:`Restorer` is the part of :class:`~veil.context.engine.ContextEngine` that does it, over
+the session's :class:`~veil.context.working_memory.WorkingMemory` (every change through it):
 
-- :meth:`~RestoreVerbs.expand` brings an item back live (a truncated result: its full output).
+- :meth:`~Restorer.expand` brings an item back live (a truncated result: its full output).
   Coming back is a regret — T halves — and the item is protected for ``manual_protect_ticks``,
   so window pressure does not stub it again before the model has read it;
-- :meth:`~RestoreVerbs.load` is an expansion by hand: it also counts ×1.5;
-- :meth:`~RestoreVerbs.pin` keeps an item live above any threshold (expanding it first).
+- :meth:`~Restorer.load` is an expansion by hand: it also counts ×1.5;
+- :meth:`~Restorer.pin` keeps an item live above any threshold (expanding it first).
 """
 
 from __future__ import annotations
@@ -40,14 +40,18 @@ def restoring(item: ContextItem) -> bool:
     return item.tier != "live" or item.partial
 
 
-class RestoreVerbs(WorkingMemory):
-    """Resolving pointers and bringing items back (see the module docstring)."""
+class Restorer:
+    """Resolving pointers and bringing items back in ``memory`` (see the module docstring)."""
+
+    def __init__(self, memory: WorkingMemory) -> None:
+        self.memory = memory
 
     def resolve_pointer(self, pointer_or_id: str) -> ContextItem:
         item_id = pointer_id(pointer_or_id)
+        ws = self.memory.working_set
         # A tool-call id names the item holding that call's result (models know those ids).
-        item_id = self._set.call_item(item_id) or item_id
-        item = self._set.items.get(item_id) or self._load_foreign(item_id)
+        item_id = ws.call_item(item_id) or item_id
+        item = ws.items.get(item_id) or self.memory.adopt(item_id)
         if item is None:
             raise UnknownItem(f"{pointer_or_id!r} names no item of this project's memory")
         return item
@@ -62,47 +66,51 @@ class RestoreVerbs(WorkingMemory):
         output). Coming back is a regret: T halves. It is protected for
         ``manual_protect_ticks`` like a load by hand (without the ×1.5), so that window
         pressure does not stub it again before the model has read it."""
+        memory = self.memory
         item = self.resolve_pointer(pointer_or_id)
         was_out = restoring(item)
         if item.partial:
             item = self._whole(item)
         if item.tier != "live":
-            self._regret(item.id, "expanded")
-            item = self._move(item, "live", stage=0, reason="expanded")
+            memory.regret(item.id, "expanded")
+            item = memory.move(item, "live", stage=0, reason="expanded")
         if was_out:
-            item = replace(item, manual_tick=self.tick)
-            self._set.update(item)
-            self._emit(events.MANUAL, events.Manual(item.id, self.tick, protect_only=True))
-        return self.touch(item.id)
+            item = replace(item, manual_tick=memory.tick)
+            memory.update(item)
+            memory.emit(events.MANUAL, events.Manual(item.id, memory.tick, protect_only=True))
+        return memory.touch(item.id)
 
     def _whole(self, item: ContextItem) -> ContextItem:
         """A truncated result's full output is asked for: the item shows it from now on."""
-        updated = replace(item, partial=False, tokens=self.count_tokens(item.content))
-        self._set.update(updated)
-        self._looks_changed.add(item.id)
-        self._emit(events.WHOLE, events.Whole(item.id, updated.tokens))
+        memory = self.memory
+        updated = replace(item, partial=False, tokens=memory.count_tokens(item.content))
+        memory.update(updated, look_changed=True)
+        memory.emit(events.WHOLE, events.Whole(item.id, updated.tokens))
         return updated
 
     def load(self, pointer_or_id: str) -> ContextItem:
         """Load an item by hand: it comes back live, counts ×1.5 and is protected a few ticks."""
+        memory = self.memory
         item = self.expand(pointer_or_id)
-        updated = replace(item, manual=True, manual_tick=self.tick)
-        self._set.cols.f["manual_tick"][self._set.row(item.id)] = self.tick
-        self._set.update(updated)
-        self._emit(events.MANUAL, events.Manual(item.id, self.tick))
+        updated = replace(item, manual=True, manual_tick=memory.tick)
+        ws = memory.working_set
+        ws.cols.f["manual_tick"][ws.row(item.id)] = memory.tick
+        memory.update(updated)
+        memory.emit(events.MANUAL, events.Manual(item.id, memory.tick))
         return updated
 
     def pin(self, item_id: str, pinned: bool = True) -> ContextItem:
-        item = self.item(item_id)
+        memory = self.memory
+        item = memory.item(item_id)
         if item.tier != "live" and pinned:
             item = self.expand(item_id)
         updated = replace(item, pinned=pinned)
-        self._set.update(updated)
-        self._emit(events.PIN, events.Pinned(item.id, pinned))
+        memory.update(updated)
+        memory.emit(events.PIN, events.Pinned(item.id, pinned))
         return updated
 
     def unpin(self, item_id: str) -> ContextItem:
         return self.pin(item_id, False)
 
 
-__all__ = ["POINTER", "RestoreVerbs", "pointer_id", "restoring"]
+__all__ = ["POINTER", "Restorer", "pointer_id", "restoring"]
