@@ -71,7 +71,7 @@ def failing_test(project: Path, n: int) -> str:
 def test_every_fixture_is_answered_in_the_documented_format(project: Path) -> None:
     (project / "transcript.jsonl").write_text((FIXTURES / "transcript.jsonl").read_text())
     names = sorted(p.stem for p in FIXTURES.glob("*.json"))
-    assert len(names) == 12
+    assert len(names) == 13
     seen: set[str] = set()
     for name in names:
         data = json.loads((FIXTURES / f"{name}.json").read_text())
@@ -134,6 +134,8 @@ def test_a_loop_reaches_claude_at_level_two_is_denied_a_rerun_and_stops_at_level
         assert check_format(run_inprocess("PostToolUse", edit(project, n)), "PostToolUse") is None
         again = run_inprocess("PostToolUseFailure", failing_test(project, n))
         assert "convergence level 2 of 3" in again.context
+    batch = payload("post_tool_batch", project)
+    assert run_inprocess("PostToolBatch", batch).stdout == ""  # below level 3: no opinion
 
     stopped = run_subprocess("PostToolUse", edit(project, 6))
     stop = check_format(stopped, "PostToolUse")
@@ -141,6 +143,13 @@ def test_a_loop_reaches_claude_at_level_two_is_denied_a_rerun_and_stops_at_level
     assert stop["stopReason"].startswith("Veil stopped the session (convergence level 3)")
     assert "Over to you" in stop["stopReason"] and "calc.py" in stop["stopReason"]
     assert stopped.context == stop["stopReason"]  # the model reads what the person reads
+    # after the batch, the stop again: the one every supported Claude Code obeys (2.1.197
+    # ignores it beside a PreToolUse deny and from PostToolUseFailure)
+    ended = run_subprocess("PostToolBatch", batch)
+    assert check_format(ended, "PostToolBatch") == {
+        "continue": False,
+        "stopReason": stop["stopReason"],
+    }, ended.stderr
 
 
 @pytest.mark.alone  # a subprocess answering within the hook's 0.9 s deadline

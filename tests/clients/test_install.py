@@ -36,6 +36,7 @@ EVENTS = {
     "PreToolUse": ("Bash|PowerShell|Edit|Write|MultiEdit|NotebookEdit|Read", "mcp_tool"),
     "PostToolUse": ("Bash|PowerShell|Edit|Write|MultiEdit|NotebookEdit|Read", "mcp_tool"),
     "PostToolUseFailure": ("Bash|PowerShell|Edit|Write|MultiEdit|NotebookEdit|Read", "mcp_tool"),
+    "PostToolBatch": (None, "mcp_tool"),
     "PreCompact": (None, "command"),
 }
 READ_ONLY = [f"mcp__veil__{t}" for t in ("recall", "facts", "history", "attempts", "expand")]

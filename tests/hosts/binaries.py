@@ -45,6 +45,13 @@ class NpmAgent:
 
 
 CLAUDE_CODE = NpmAgent("@anthropic-ai/claude-code", "2.1.332", "claude")
+CLAUDE_CODE_OLDEST = NpmAgent("@anthropic-ai/claude-code", "2.1.197", "claude")
+"""The oldest Claude Code Veil supports (``veil.hosts.claude_code.TESTED``): what a plain ``npm
+install @anthropic-ai/claude-code`` gives on Node 20, where 2.1.332 (``engines: node >=22``)
+is passed over."""
+CLAUDE_VERSIONS = (CLAUDE_CODE.version, CLAUDE_CODE_OLDEST.version)
+"""The Claude Code versions a test parametrized over ``run_claude`` runs on: the newest and the
+oldest supported (``@pytest.mark.parametrize("run_claude", CLAUDE_VERSIONS, indirect=True)``)."""
 CODEX = NpmAgent("@openai/codex", "0.171.0", "codex")
 
 INSTALL_TIMEOUT = 900

@@ -1,12 +1,16 @@
 """Fixtures that drive the REAL Claude Code and Codex binaries offline, against a scripted model
 server on 127.0.0.1 (:class:`veil.llm.scripted_server.ScriptedServer`).
 
-- ``claude`` / ``codex``: the pinned executables (``tests/hosts/binaries.py``), installed once
-  into the shared cache. Where they cannot be installed (no npm, no registry) every test using
-  them is skipped with a reason that starts ``REAL AGENT NOT RUN`` — shown by ``-ra`` and again
-  in the "real agent binaries" section of the terminal summary, never a silent pass.
+- ``claude`` / ``claude_oldest`` / ``codex``: the pinned executables (``tests/hosts/binaries.py``),
+  installed once into the shared cache. Where they cannot be installed (no npm, no registry)
+  every test using them is skipped with a reason that starts ``REAL AGENT NOT RUN`` — shown by
+  ``-ra`` and again in the "real agent binaries" section of the terminal summary, never a
+  silent pass.
 - ``run_claude`` / ``run_codex``: runners on a private home for the test
   (:class:`tests.hosts.runners.ClaudeRunner`, :class:`tests.hosts.runners.CodexRunner`).
+  ``run_claude`` runs the newest pinned Claude Code; a test that parametrizes it indirectly
+  over ``binaries.CLAUDE_VERSIONS`` runs once on the newest and once on the oldest supported
+  version (``veil.hosts.claude_code.TESTED``), with ids ``[2.1.332]`` and ``[2.1.197]``.
 - ``agent_repo``: a temporary git repository with one commit, to run the agents in.
 """
 
@@ -17,7 +21,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.hosts.binaries import CLAUDE_CODE, CODEX, AgentUnavailable, NpmAgent, install
+from tests.hosts.binaries import (
+    CLAUDE_CODE,
+    CLAUDE_CODE_OLDEST,
+    CODEX,
+    AgentUnavailable,
+    NpmAgent,
+    install,
+)
 from tests.hosts.runners import TIMINGS, ClaudeRunner, CodexRunner
 
 _STATUS: dict[str, str] = {}
@@ -41,16 +52,29 @@ def claude() -> Path:
 
 
 @pytest.fixture(scope="session")
+def claude_oldest() -> Path:
+    """The oldest supported Claude Code executable (installed on first use)."""
+    return _binary(CLAUDE_CODE_OLDEST)
+
+
+CLAUDES = {CLAUDE_CODE.version: "claude", CLAUDE_CODE_OLDEST.version: "claude_oldest"}
+"""Claude Code version → the fixture of its executable."""
+
+
+@pytest.fixture(scope="session")
 def codex() -> Path:
     """The pinned Codex executable (installed on first use)."""
     return _binary(CODEX)
 
 
 @pytest.fixture
-def run_claude(claude: Path, tmp_path: Path) -> ClaudeRunner:
+def run_claude(request: pytest.FixtureRequest, tmp_path: Path) -> ClaudeRunner:
     """``run_claude(task, *, cwd, base_url, args=(), env=None, timeout=180,
-    allowed_tools=("Bash", "Read", "Edit", "Write")) -> ClaudeRun``."""
-    return ClaudeRunner(claude, tmp_path / "claude-home")
+    allowed_tools=("Bash", "Read", "Edit", "Write")) -> ClaudeRun``, on the newest pinned Claude
+    Code or, parametrized indirectly, on the version named."""
+    version = getattr(request, "param", CLAUDE_CODE.version)
+    binary: Path = request.getfixturevalue(CLAUDES[version])
+    return ClaudeRunner(binary, tmp_path / "claude-home", version)
 
 
 @pytest.fixture

@@ -77,6 +77,24 @@ class ClaudeRun(AgentRun):
         """The closing ``{"type": "result", …}`` event."""
         return next((e for e in reversed(self.events) if e.get("type") == "result"), None)
 
+    @property
+    def hook_stops(self) -> list[str]:
+        """The reasons of the hooks' stops (``continue: false``) that ended the run, from the
+        transcript's ``hook_stopped_continuation`` entries — what an interactive session shows
+        ("PostToolBatch hook stopped continuation: …"); ``claude -p`` prints none of them and
+        ends with ``terminal_reason: "hook_stopped"``."""
+        if self.transcript is None:
+            return []
+        stops: list[str] = []
+        for line in self.transcript.read_text().splitlines():
+            entry = json_lines(line)
+            attachment = entry[0].get("attachment") if entry else None
+            if isinstance(attachment, dict) and attachment.get("type") == (
+                "hook_stopped_continuation"
+            ):
+                stops.append(str(attachment.get("message", "")))
+        return stops
+
 
 @dataclass(frozen=True)
 class CodexRun(AgentRun):
@@ -177,10 +195,12 @@ def _label(kind: str) -> str:
 
 @dataclass(frozen=True)
 class ClaudeRunner:
-    """``run_claude(task, *, cwd, base_url, …)``: Claude Code headless on one private HOME."""
+    """``run_claude(task, *, cwd, base_url, …)``: Claude Code headless on one private HOME;
+    ``version``: the pinned version ``binary`` is, when the fixture knows it."""
 
     binary: Path
     home: Path
+    version: str = ""
 
     def __call__(
         self,

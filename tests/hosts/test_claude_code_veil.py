@@ -17,6 +17,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.hosts.binaries import CLAUDE_CODE_OLDEST, CLAUDE_VERSIONS
 from tests.hosts.runners import ClaudeRun, ClaudeRunner
 from tests.hosts.veil_setup import (
     FAILING_TEST,
@@ -32,6 +35,8 @@ from veil.llm.scripted_server import RecordedRequest, ScriptedServer, ToolUse, T
 
 TASK = "make test_total pass"
 NO_TOOL_SEARCH = {"ENABLE_TOOL_SEARCH": "false"}
+BOTH_VERSIONS = pytest.mark.parametrize("run_claude", CLAUDE_VERSIONS, indirect=True)
+"""The newest and the oldest supported Claude Code (``veil.hosts.claude_code.TESTED``)."""
 """Claude Code 2.1 defers MCP tools behind its ToolSearch tool; off, they are offered directly."""
 
 
@@ -60,6 +65,7 @@ def session(
     return run, server.model_requests
 
 
+@BOTH_VERSIONS
 def test_installed_veil_briefs_answers_notes_stops_and_remembers(
     run_claude: ClaudeRunner, agent_repo: Path, tmp_path: Path
 ) -> None:
@@ -80,13 +86,16 @@ def test_installed_veil_briefs_answers_notes_stops_and_remembers(
     assert "mcp__veil__hook" not in requests[0].tool_names
     answered = requests[1].tool_results[0]
     assert not answered.is_error and '"goals"' in answered.text, answered
-    # circling: the level-2 note, then the stop — the run ends before the script does
+    # circling: the level-2 note, then the stop — the run ends before the script does, right
+    # after the call that reached level 3 (PostToolBatch: the model is not asked again)
     level_two = next(i for i, r in enumerate(requests) if "level 2 of 3" in sent(r))
     assert "take a different approach" in sent(requests[level_two])
     assert len(requests) < len(script), f"not stopped: {len(requests)} requests"
-    assert "Veil stopped the session" in run.stdout, run.describe()
+    assert (run.result or {}).get("terminal_reason") == "hook_stopped", run.describe()
+    stops = run.hook_stops
+    assert len(stops) == 1 and stops[0].startswith("Veil stopped the session"), stops
     kinds = tape_kinds(agent_repo)
-    assert kinds["convergence.attempt"] == len(requests) - 2  # every command the model ran
+    assert kinds["convergence.attempt"] == len(requests) - 1  # every command the model ran
 
     # the next session on the same task gets the record and is back at level 2, not stopped
     again, requests2 = session(run_claude, agent_repo, [Turn("I will look elsewhere.")])
@@ -96,6 +105,7 @@ def test_installed_veil_briefs_answers_notes_stops_and_remembers(
     assert "Veil stopped" not in again.stdout
 
 
+@BOTH_VERSIONS
 def test_a_repeated_failed_edit_is_denied_with_the_reason(
     run_claude: ClaudeRunner, agent_repo: Path, tmp_path: Path
 ) -> None:
@@ -153,6 +163,7 @@ def test_a_broken_store_costs_the_session_nothing(
     assert (veil / "context.db").read_bytes().startswith(b"this is not")  # nothing overwritten
 
 
+@BOTH_VERSIONS
 def test_a_killed_veil_server_does_not_block_the_session(
     run_claude: ClaudeRunner, agent_repo: Path, tmp_path: Path
 ) -> None:
@@ -167,13 +178,18 @@ def test_a_killed_veil_server_does_not_block_the_session(
     assert len(requests) == len(script)
     assert re.search(r"killed \d+", requests[1].tool_results[-1].text), requests[1].tool_results
     assert all("FAILED" in r.tool_results[-1].text for r in requests[2:])
+    digests = Counter(a["call_digest"] for a in _attempts(agent_repo))
+    _no_stray_servers(agent_repo)
+    if run_claude.version == CLAUDE_CODE_OLDEST.version:
+        # 2.1.197 does not start a dead MCP server again: every later hook fails at once
+        # ("Not connected") and the session goes on with nothing recorded
+        assert not digests, digests
+        return
     # Claude Code started the server again: the later calls are on the record. The kill's own
     # PostToolUse may find no server (skipped: no opinion, nothing blocked) or the restarted
     # one, depending on when Claude Code restarts it: at most that one attempt besides them.
-    digests = Counter(a["call_digest"] for a in _attempts(agent_repo))
     (_, count), *others = digests.most_common() or [("", 0)]
     assert 1 <= count <= 3 and sum(n for _, n in others) <= 1, digests
-    _no_stray_servers(agent_repo)
 
 
 def _attempts(repo: Path) -> list[dict[str, Any]]:

@@ -16,7 +16,8 @@ MCP hook). What each event does:
   switches to that goal and adds "already tried: …, failed with …"; a prompt after a level-3
   stop lowers the task to level 2.
 - **PreToolUse** (Bash, PowerShell, the edit tools, Read): at level 3 every call is denied
-  and the run ends (``continue: false``); at level 2 an identical re-run of an edit that did
+  and the run ends (``continue: false``; Claude Code 2.1.332 obeys it beside the deny, 2.1.197
+  does not — PostToolBatch stops it there); at level 2 an identical re-run of an edit that did
   not work is denied (``permissionDecision: "deny"`` with the reason, which the model reads).
 - **PostToolUse** / **PostToolUseFailure**: the call is recorded — an edit, test or command as
   an attempt (target, outcome from the exit status and the output, error fingerprint), a read
@@ -24,7 +25,11 @@ MCP hook). What each event does:
   model as ``additionalContext`` (at level 2: every fingerprint seen and "take a different
   approach"), and again after each failed attempt at level 2. At level 3 the answer is
   ``{"continue": false, "stopReason": …}`` (Claude Code obeys it from PostToolUse, not from
-  PostToolUseFailure: the next PreToolUse stops the run then).
+  PostToolUseFailure, where level 3 is usually reached: PostToolBatch stops the run then).
+- **PostToolBatch** (once every call of a batch has its result, before the next model
+  request): at level 3, ``{"continue": false, "stopReason": …}`` — the stop every supported
+  Claude Code obeys, whichever event raised the level and whether or not the calls were
+  denied.
 - **PreCompact**: the transcript entries about to be summarised are appended to the tape.
 
 The texts are written as statements of what Veil recorded, as the hooks documentation asks.
@@ -166,6 +171,8 @@ class Hooks:
             return self.pre_tool_use(hook)
         if hook.event == "PreCompact":
             return self.pre_compact(hook)
+        if hook.event == "PostToolBatch":
+            return self.post_tool_batch(hook)
         return self.post_tool_use(hook)
 
     def _log(self, session_id: str) -> AttemptLog:
@@ -376,6 +383,24 @@ class Hooks:
                 "every failure seen so far and asked for a different approach."
             )
         return answer
+
+    # ---- PostToolBatch ----------------------------------------------------------------
+
+    def post_tool_batch(self, hook: HookInput) -> Answer | None:
+        """At level 3 the run ends here, before the model is asked again. Claude Code 2.1.197
+        ignores ``continue: false`` beside a PreToolUse deny and from PostToolUseFailure (so
+        a run whose calls all fail was denied call after call, never stopped); every
+        supported version obeys it from PostToolBatch. The person was told at the call that
+        raised the level (its ``systemMessage``); the summary is the stop's reason, which an
+        interactive session shows ("PostToolBatch hook stopped continuation: …")."""
+        goal = self.state.session_goal(hook.session_id)
+        if goal is None:
+            return None
+        log = self._log(hook.session_id)
+        if log.assess(goal.goal_id).level < 3:
+            return None
+        answer = self._stop(hook, goal, log, deny=False)
+        return {k: v for k, v in answer.items() if k in ("continue", "stopReason")}
 
     def _stop(self, hook: HookInput, goal: SessionGoal, log: AttemptLog, *, deny: bool) -> Answer:
         """The level-3 answer: end the run (``continue: false``) with the summary as the

@@ -4,9 +4,10 @@ Every hook gets one JSON object on stdin with the common fields ``session_id``,
 ``transcript_path``, ``cwd``, ``hook_event_name`` (and usually ``permission_mode``), plus its
 event's own: ``prompt`` (UserPromptSubmit), ``source`` (SessionStart), ``tool_name``,
 ``tool_input`` and ``tool_use_id`` (tool events), ``tool_response`` (PostToolUse: the tool's
-structured output), ``error`` and ``is_interrupt`` (PostToolUseFailure), ``trigger`` and
-``custom_instructions`` (PreCompact). Fields Veil does not use are ignored, so a newer Claude
-Code that adds fields keeps working.
+structured output), ``error`` and ``is_interrupt`` (PostToolUseFailure), ``tool_calls``
+(PostToolBatch: every call of the batch; not read), ``trigger`` and ``custom_instructions``
+(PreCompact). Fields Veil does not use are ignored, so a newer Claude Code that adds fields
+keeps working.
 
 What Veil reads from the tool events, per tool (the shapes are kept as fixtures under
 ``tests/data/claude_code/``):
@@ -44,6 +45,7 @@ Event = Literal[
     "PreToolUse",
     "PostToolUse",
     "PostToolUseFailure",
+    "PostToolBatch",
     "PreCompact",
 ]
 EVENTS: tuple[Event, ...] = get_args(Event)

@@ -72,9 +72,12 @@ HOOKS: tuple[HookSpec, ...] = (
     HookSpec("PreToolUse", TRACKED_TOOLS, "mcp_tool", 1),
     HookSpec("PostToolUse", TRACKED_TOOLS, "mcp_tool", 1),
     HookSpec("PostToolUseFailure", TRACKED_TOOLS, "mcp_tool", 1),
+    HookSpec("PostToolBatch", None, "mcp_tool", 1),
     HookSpec("PreCompact", None, "command", 60),
 )
-"""Claude Code's hooks."""
+"""Claude Code's hooks. PostToolBatch (once per batch of tool calls, before the next model
+request) is where a level-3 stop ends the run in every supported version: 2.1.197 obeys
+``continue: false`` there and from PostToolUse, but not beside a PreToolUse deny."""
 CODEX_HOOKS: tuple[HookSpec, ...] = (
     HookSpec("UserPromptSubmit", None, "mcp_tool", 5),
     HookSpec("PreToolUse", CODEX_TRACKED_TOOLS, "mcp_tool", 1),
