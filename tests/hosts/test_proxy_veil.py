@@ -20,6 +20,9 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.hosts.binaries import CLAUDE_VERSIONS
 from tests.hosts.relay import Relay
 from tests.hosts.runners import ClaudeRunner, CodexRunner, private_env, run_process
 from tests.hosts.veil_setup import VEIL_BIN
@@ -33,11 +36,11 @@ LIMIT = 70_000
 POINTER = re.compile(r"veil://warm/[A-Za-z0-9_\-]+")
 
 
-def modules(repo: Path) -> list[Path]:
-    """Files of about 8 KB each, every line unique (a marker per file)."""
+def modules(repo: Path, count: int = MODULES) -> list[Path]:
+    """``count`` files of about 8 KB each, every line unique (a marker per file)."""
     rnd = random.Random(7)
     paths = []
-    for i in range(MODULES):
+    for i in range(count):
         lines = [
             f"def function_{i}_{j}(x):\n"
             f"    return x * {rnd.randint(1, 10**6)}  # {rnd.random():.12f}\n"
@@ -64,10 +67,13 @@ def veil_stats(repo: Path, *args: str) -> dict[str, Any]:
     return json.loads(out.stdout)
 
 
+@pytest.mark.parametrize("run_claude", CLAUDE_VERSIONS, indirect=True)  # newest and oldest
 def test_veil_claude_keeps_a_long_session_within_its_window(
     run_claude: ClaudeRunner, agent_repo: Path
 ) -> None:
-    files = modules(agent_repo)
+    # a file per read: Claude Code 2.1.197 answers a re-read of an unchanged file with "Wasted
+    # call — file unchanged since your last Read" instead of its content (docs/claude-code.md)
+    files = modules(agent_repo, READS)
     expanded: list[str] = []
 
     def turn(k: int) -> Any:
@@ -82,7 +88,7 @@ def test_veil_claude_keeps_a_long_session_within_its_window(
                             (ToolUse("mcp__veil__expand", {"pointer": found.group(0)}),),
                         )
                 return Turn("No stub.")
-            path = files[k % MODULES]
+            path = files[k]
             return Turn(f"Reading {path.name}.", (ToolUse("Read", {"file_path": str(path)}),))
 
         return reply
@@ -130,7 +136,7 @@ def test_veil_claude_keeps_a_long_session_within_its_window(
     # and its own transcript still has every full result
     assert run.transcript is not None
     transcript = run.transcript.read_text()
-    assert all(f"module-{i}-marker" in transcript for i in range(MODULES))
+    assert all(f"module-{i}-marker" in transcript for i in range(READS))
 
     # the user saw what Veil did: a line before, a summary after; `veil stats` says the same,
     # and both agree with what the upstream received (its own count of every request)

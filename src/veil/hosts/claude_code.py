@@ -21,9 +21,12 @@ Facts observed on the pinned 2.1.332 (``../shared/notes``, the binaries report o
   ``PowerShell`` (``command``), ``Grep``/``Glob`` (``pattern``, ``path``), ``WebFetch``
   (``url``), ``WebSearch`` (``query``). Paths are absolute.
 - **Versions.** :data:`TESTED`, from 2.1.197 (what a plain ``npm install
-  @anthropic-ai/claude-code`` from this machine's registry installs; not pinned in the
-  real-binary suites yet, and issue 35 saw its level-3 stop not end the run) to 2.1.332 (the
-  pin of ``tests/hosts/binaries.py``, which the real-binary suites run).
+  @anthropic-ai/claude-code`` installs on Node 20; ``tests/hosts/binaries.py`` pins it beside
+  the newest and the key sessions run on both) to 2.1.332 (the pin the real-binary suites
+  run). 2.1.197 ends a run on ``continue: false`` from PostToolBatch and PostToolUse but not
+  beside a PreToolUse deny, does not restart a dead MCP server, answers a re-read of an
+  unchanged file with "Wasted call — file unchanged since your last Read" and defaults to
+  ``claude-opus-4-8`` (docs/claude-code.md, "Claude Code versions").
 """
 
 from __future__ import annotations
