@@ -39,6 +39,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,7 @@ from benchmarks.lib.machine import describe
 from benchmarks.lib.report.context_overhead import profile_table, render_table
 from benchmarks.lib.results import save
 from benchmarks.lib.timing import MS, summary
+from veil.agent.memory_tools import EXPAND_TOOL
 from veil.clock import SystemClock
 from veil.context import ContextConfig, ContextEngine
 from veil.context.score import score, score_many
@@ -118,7 +120,8 @@ def filled_engine(
         store,
         session_id="bench",
         scope="project:bench",
-        config=ContextConfig(window_tokens=10**12, reserve_tokens=0),
+        # the harness's engine: its stubs name the harness's expand tool
+        config=ContextConfig(window_tokens=10**12, reserve_tokens=0, expand_tool=EXPAND_TOOL),
         embedder=embedder,
         clock=clock,
         deferred=True,
@@ -135,7 +138,7 @@ def filled_engine(
     engine.flush()
     populate_s = time.perf_counter() - started
     total = engine.live_tokens
-    engine.config = ContextConfig(window_tokens=int(total * 0.6), reserve_tokens=0)
+    engine.config = replace(engine.config, window_tokens=int(total * 0.6))
     engine.window(entries, fixed_tokens=0)  # settle into the steady state
     engine.flush()
     return engine, store, populate_s, entries

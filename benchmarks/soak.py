@@ -83,6 +83,7 @@ def slope_per_min(t: list[float], y: list[float], skip_s: float) -> float | None
 
 
 def library_phase(seconds: float, rate: float, work: Path, steady: bool = False) -> dict[str, Any]:
+    from veil.agent.memory_tools import EXPAND_TOOL
     from veil.context import ContextConfig, ContextEngine
     from veil.embed import default_embedder
     from veil.memory import Memory
@@ -109,7 +110,10 @@ def library_phase(seconds: float, rate: float, work: Path, steady: bool = False)
             session_id=f"soak-{n}",
             scope=f"project:soak-{n}" if steady else "project:soak",
             embedder=embedder,
-            config=ContextConfig(window_tokens=20_000, reserve_tokens=2_000),
+            # as a `veil` run's engine: its stubs name the harness's expand tool
+            config=ContextConfig(
+                window_tokens=20_000, reserve_tokens=2_000, expand_tool=EXPAND_TOOL
+            ),
         )
         engine.capture_turn("user", "Keep the service healthy under load")
         return engine

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from veil.agent.capture import Capture
+from veil.agent.memory_tools import EXPAND_TOOL
 from veil.agent.tool import ToolResult, Touches
 from veil.context import ContextEngine
 from veil.context.items import ContextItem
@@ -41,7 +42,7 @@ class Conversation:
         whether a call acts and what it touches)."""
         self.engine = engine
         self.tools = tools
-        self.transcript = Transcript(engine)
+        self.transcript = Transcript(engine, expand_tools=(EXPAND_TOOL,))
         """Which item each message of the transcript is."""
         self._described: list[tuple[Message, Found]] = []
         """Each transcript message and how it was described."""

@@ -36,7 +36,13 @@ from veil.agent.capture import capture
 from veil.agent.conversation import Conversation
 from veil.agent.events import AgentEvent
 from veil.agent.hooks import Block, Hooks, Stop
-from veil.agent.memory_tools import Layers, MemoryTool, attempts_report, memory_tools
+from veil.agent.memory_tools import (
+    EXPAND_TOOL,
+    Layers,
+    MemoryTool,
+    attempts_report,
+    memory_tools,
+)
 from veil.agent.outcomes import Outcomes
 from veil.agent.request_tokens import RequestTokens
 from veil.agent.tool import ToolResult
@@ -78,7 +84,8 @@ class VeilHarness:
         budget: int | None = None,
     ) -> None:
         """``budget``: what a whole request may come to, in the provider's tokens, set directly
-        (instead of the configuration's window less the reply's reserve)."""
+        (instead of the configuration's window less the reply's reserve). Stubs and the
+        manifest name the harness's own expand tool (``config.expand_tool`` is set to it)."""
         if embedder is None:
             from veil.embed import default_embedder
 
@@ -90,8 +97,9 @@ class VeilHarness:
         self.scope = scope
         self.session_id = session_id or new_id("s")
         self.memory = memory
+        config = replace(config or ContextConfig(), expand_tool=EXPAND_TOOL)
         if budget is not None:
-            config = replace(config or ContextConfig(), budget_tokens=budget)
+            config = replace(config, budget_tokens=budget)
         self.engine = ContextEngine(
             store,
             session_id=self.session_id,
@@ -213,7 +221,7 @@ class VeilHarness:
         self.outcomes.finished(call, result, found, item.id)
         content = result.content
         if item.partial:
-            content += f"\n[full output: veil_expand {item.pointer}]"
+            content += f"\n[full output: {EXPAND_TOOL} {item.pointer}]"
         return replace(result, content=content, item=item.id)
 
     def _after_memory_tool(self, call: ToolCall, result: ToolResult) -> ToolResult:

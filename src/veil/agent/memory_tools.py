@@ -24,11 +24,14 @@ from veil.context.items import ContextItem
 from veil.convergence.record import AttemptLog
 from veil.llm.messages import ToolSpec
 from veil.memory import Fact, Memory
-from veil.verbs import Binding, Earlier, Restored, Services, Verb, offered
+from veil.verbs import CATALOGUE, Binding, Earlier, Restored, Services, Verb, offered
 from veil.verbs.attempt_verbs import attempts as attempts_verb
 from veil.verbs.memory_verbs import RecallAnswer
 
 PREFIX = "veil_"
+EXPAND_TOOL = PREFIX + CATALOGUE["expand"].name
+"""The agent's tool that restores a pointer (the catalogue's ``expand``): the name every stub,
+the manifest and the system prompt give the model."""
 RECALL_MIN_SIMILARITY = 0.3
 """Earlier context found only by embedding similarity is listed by ``veil_recall`` when its
 cosine with the query reaches this (text matches are always listed)."""
@@ -63,7 +66,7 @@ class SessionWorkingMemory:
     advances: its result is the item it brings back) and is logged for the harness."""
 
     layers: Layers
-    expand_tool: str = PREFIX + "expand"
+    expand_tool: str = EXPAND_TOOL
 
     def search(self, query: str, *, limit: int) -> Sequence[Earlier]:
         found = self.layers.engine.search(query, limit=limit, min_similarity=RECALL_MIN_SIMILARITY)

@@ -42,6 +42,7 @@ from veil.agent.events import (
 from veil.agent.harness import VeilHarness
 from veil.agent.instructions import project_instructions
 from veil.agent.loop import INTERRUPTED, AgentLoopConfig, run_agent
+from veil.agent.memory_tools import EXPAND_TOOL
 from veil.agent.permissions import Approval, AskCallback, PermissionPolicy
 from veil.agent.project import project_root, project_scope, veil_dir
 from veil.agent.sessions import Sessions
@@ -56,22 +57,23 @@ from veil.llm.provider import Provider
 from veil.memory import MemoryConfig
 from veil.tape import new_id
 
-SYSTEM_PROMPT = """You are Veil, a coding agent working in the user's project directory.
+SYSTEM_PROMPT = f"""You are Veil, a coding agent working in the user's project directory.
 Use the tools to read, search, edit and run code; make the smallest change that solves the task
 and check it (run the tests). Reply without tool calls when you are done, with a short summary.
 
 Your context is managed by Veil's memory: tool results you have not used for a while may be
-replaced by a one-line stub with a pointer such as veil://warm/ci_…; call veil_expand with the
+replaced by a one-line stub with a pointer such as veil://warm/ci_…; call {EXPAND_TOOL} with the
 pointer to get the content back exactly. The <veil-manifest> note at the end of the
 conversation lists what is loaded now.
 veil_pin keeps something in the context; veil_recall searches long-term memory and earlier
 context; veil_attempts shows what was already tried for this task. If a contradiction is
 listed, settle it with veil_resolve. Never repeat an edit that already failed."""
 
-SMALL_SYSTEM_PROMPT = """You are a coding agent in the user's project. Use the tools: read and
+SMALL_SYSTEM_PROMPT = f"""You are a coding agent in the user's project. Use the tools: read and
 grep to look, edit or write to change files, bash to run commands and tests. Make the smallest
 change that fixes the task, run the tests, then answer briefly without calling a tool.
-An old tool result may be replaced by a stub with a veil:// pointer: veil_expand brings it back."""
+An old tool result may be replaced by a stub with a veil:// pointer: {EXPAND_TOOL} brings it \
+back."""
 
 Profile = Literal["default", "small"]
 PROFILES: tuple[Profile, ...] = ("default", "small")
@@ -96,7 +98,7 @@ PROFILE_SETTINGS: dict[Profile, ProfileSettings] = {
     "default": ProfileSettings(SYSTEM_PROMPT, None, False, 120.0, True),
     "small": ProfileSettings(
         SMALL_SYSTEM_PROMPT,
-        frozenset({"read", "write", "edit", "bash", "grep", "ls", "veil_expand", "veil_recall"}),
+        frozenset({"read", "write", "edit", "bash", "grep", "ls", EXPAND_TOOL, "veil_recall"}),
         True,
         600.0,
         False,

@@ -230,8 +230,9 @@ def replay(tmp: Path) -> bool:
         same = restored.content == outputs[victim.tool_call_id or ""]
         ok = ok and same
         print(
-            f"  veil_expand {victim.pointer} → {restored.tokens:,} tokens back in the window, "
-            f"{'byte-identical' if same else 'DIFFERENT'}; T halved to {engine.threshold:.3f}"
+            f"  {engine.config.expand_tool} {victim.pointer} → {restored.tokens:,} tokens back "
+            f"in the window, {'byte-identical' if same else 'DIFFERENT'}; "
+            f"T halved to {engine.threshold:.3f}"
             " (an evicted item had to come back: a regret)"
         )
     ok = attempt_summary(harness, step_of) and ok

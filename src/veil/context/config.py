@@ -151,10 +151,12 @@ class ContextConfig:
     stub_chars: int = 40
     """Characters of a call's target a result's stub repeats (0: none, where the call is sent
     beside it with its arguments, as through the proxy)."""
-    expand_tool: str | None = "veil_expand"
-    """The tool a stub tells the model to call with its pointer, as the model sees it
-    (``veil``'s own; through the proxy the agent's name for Veil's MCP ``expand``). None: the
-    agent has no such tool, and a stub says to run the call again."""
+    expand_tool: str | None = None
+    """The tool a stub (and the manifest) tells the model to call with a pointer, as the model
+    sees it. The context layer knows no surface: each sets it (``veil``'s harness and the
+    framework adapters name the catalogue's ``expand`` verb as they offer it, the proxy as the
+    agent names Veil's MCP ``expand``). None: no such tool — a stub gives its pointer and says
+    to run the call again."""
     excerpt_min_tokens: int = 256
     """A result clipped after the provider refused a request as too long keeps at least this
     many tokens of head and tail."""

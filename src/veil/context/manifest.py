@@ -52,14 +52,17 @@ def render_manifest(
     evicted: Sequence[EvictedRow] = (),
     max_tokens: int | None = None,
     count_tokens: Callable[[str], int] = lambda s: len(s) // 4,
+    expand: str | None = None,
 ) -> str:
     """The manifest text; rows are added while the whole stays within ``max_tokens`` (the
-    count line, contradictions and notes always come)."""
+    count line, contradictions and notes always come). ``expand``: the expand tool as the
+    model sees it (None: it has none)."""
     fill = live_tokens / budget if budget else 0.0
+    how = f"{expand} restores a pointer" if expand else "no expand tool: run a call again"
     head = [
         MANIFEST_OPEN,
         f"window: {live_tokens:,}/{budget:,} tokens ({fill:.0%}); threshold T={threshold:.3f}; "
-        f"{len(rows)} items loaded, warm {warm}, cold {cold} (veil_expand restores a pointer)",
+        f"{len(rows)} items loaded, warm {warm}, cold {cold} ({how})",
     ]
     tail: list[str] = []
     if conflicts:
@@ -148,4 +151,5 @@ def manifest_of(
         evicted=[EvictedRow(label(i), i.pointer) for i in gone],
         max_tokens=max(64, int(config.manifest_max_share * config.request_budget)),
         count_tokens=ws.count_tokens,
+        expand=config.expand_tool,
     )

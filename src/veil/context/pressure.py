@@ -165,7 +165,7 @@ def clip_unread(
             break
         item = ws.items[ws.ids[row]]
         # The excerpt carries a line saying what is left out: charge it too.
-        note = count_tokens(excerpt(replace(item, excerpt=1)))
+        note = count_tokens(excerpt(replace(item, excerpt=1), ws.config.expand_tool))
         keep_tokens = max(min_tokens, item.tokens - over - note)
         chars = int(len(item.content) * keep_tokens / max(1, item.tokens))
         if chars >= len(item.content):

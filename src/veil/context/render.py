@@ -1,9 +1,10 @@
 """What the model sees: evicted items replaced by one-line stubs. Pure.
 
 A stub names the tool, its target and the size, and gives the pointer that the expand tool
-resolves (``veil_expand`` in ``veil``; the agent's name for Veil's MCP ``expand`` through the
-proxy). Stub text depends only on the item, never on the turn or its tier, so providers' prompt
-caches keep working across turns.
+resolves. This layer knows no surface: the expand tool's name, as the model sees it, is given by
+the caller (``ContextConfig.expand_tool``, which each surface sets); without one a stub gives
+the pointer and says to run the call again. Stub text depends only on the item, never on the
+turn or its tier, so providers' prompt caches keep working across turns.
 """
 
 from __future__ import annotations
@@ -11,10 +12,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from veil.context.items import ContextItem
-
-EXPAND = "veil_expand"
-"""The tool a stub names for restoring (Veil's own; the proxy's agents call the ``expand`` tool
-of Veil's MCP server)."""
 
 
 def restore_hint(pointer: str, tool: str | None) -> str:
@@ -29,9 +26,7 @@ STUB_TARGET_CHARS = 40
 """Characters of a call's target (a path, a command) a stub repeats by default."""
 
 
-def stub(
-    item: ContextItem, target_chars: int = STUB_TARGET_CHARS, tool: str | None = EXPAND
-) -> str:
+def stub(item: ContextItem, target_chars: int = STUB_TARGET_CHARS, tool: str | None = None) -> str:
     """The one-line stub of an evicted item — or, for a result clipped when the provider refused
     the request as too long (``item.excerpt``), its head and tail around a line that says so.
 
@@ -55,7 +50,7 @@ def stub(
     )
 
 
-def excerpt(item: ContextItem, tool: str | None = EXPAND) -> str:
+def excerpt(item: ContextItem, tool: str | None = None) -> str:
     """Head and tail of a result (``item.excerpt`` characters in all, cut at line ends): what a
     result too large to fit is sent as after the provider refused the request as too long."""
     half = max(1, item.excerpt // 2)
@@ -78,7 +73,7 @@ RANGE_POINTERS = 5
 
 
 def range_note(
-    results: Sequence[ContextItem], tokens: int, steps: int, tool: str | None = EXPAND
+    results: Sequence[ContextItem], tokens: int, steps: int, tool: str | None = None
 ) -> str:
     """The note standing for a run of ``steps`` steps out of the prompt (their turns and the
     ``results`` of their calls, ``tokens`` in all)."""
@@ -93,7 +88,7 @@ def range_note(
     )
 
 
-def turn_stub(item: ContextItem, tool: str | None = EXPAND) -> str:
+def turn_stub(item: ContextItem, tool: str | None = None) -> str:
     """What an evicted conversation turn becomes in the transcript (the same bytes until it is
     restored, as :func:`stub`)."""
     return (

@@ -13,7 +13,8 @@ memory has not seen yet:
   the k-th item captured for it: models that reuse call ids are served), else it is captured
   now, what it addressed described by ``describe`` (the proxy knows Claude Code's and Codex's
   tools) or by the call's arguments.
-- The result of an expansion tool (``expand_tools``) is the item its pointer names. Whether it
+- The result of an expansion tool (``expand_tools``: their names as the caller's model sees
+  them; this layer knows none) is the item its pointer names. Whether it
   brought the item back is known when the expansion ran through :meth:`Transcript.expand`; an
   expansion Veil did not run (an MCP server of the agent's) is applied when its result is new —
   after the conversation's last assistant message — and taken as having restored otherwise.
@@ -112,7 +113,7 @@ class Transcript:
         engine: ContextEngine,
         *,
         turns: bool = True,
-        expand_tools: Collection[str] = ("veil_expand",),
+        expand_tools: Collection[str] = (),
         describe: Describe | None = None,
     ) -> None:
         self.engine = engine

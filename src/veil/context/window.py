@@ -16,7 +16,7 @@ format. Every rule of what the model sees is here:
   large to fit even alone, which the model has not read yet, shows its head and tail
   (``item.excerpt``).
 - **Shown once.** An item is in full in one place only: the entry that last brought it back
-  (:attr:`Entry.restores`: a ``veil_expand``/``veil_load`` result, or a truncated result's full
+  (:attr:`Entry.restores`: the result of an expand or load tool, or a truncated result's full
   output asked for), else its first entry. Entries before that place keep the stub they showed
   while the item was out (the prefix stays byte-stable); entries after it say the item is in
   full above.
@@ -47,7 +47,6 @@ from typing import Literal, cast
 from veil.context.items import ContextItem
 from veil.context.prefix import shared_prefix
 from veil.context.render import (
-    EXPAND,
     STUB_TARGET_CHARS,
     range_note,
     shown_elsewhere,
@@ -136,10 +135,13 @@ def render(
     stub_chars: int = STUB_TARGET_CHARS,
     collapse: bool = True,
     tail: str = "",
+    expand: str | None = None,
 ) -> Rendered:
     """The request's conversation (see the module docstring for the rules). ``items`` maps
-    item ids to their current state; an entry whose item is not there is shown as recorded."""
-    renderer = Renderer(count, stub_chars=stub_chars, collapse=collapse)
+    item ids to their current state; an entry whose item is not there is shown as recorded.
+    ``expand``: the expand tool stubs name, as the model sees it (None: none; a stub gives
+    its pointer and says to run the call again)."""
+    renderer = Renderer(count, stub_chars=stub_chars, collapse=collapse, expand=expand)
     return renderer.render(entries, items, tail=tail)
 
 
@@ -156,7 +158,7 @@ class Renderer:
         *,
         stub_chars: int = STUB_TARGET_CHARS,
         collapse: bool = True,
-        expand: str | None = EXPAND,
+        expand: str | None = None,
     ) -> None:
         self.count = count
         self.stub_chars = stub_chars
@@ -334,7 +336,7 @@ class _Look:
     carrier: Callable[[str], int | None]
     count: Count
     stub_chars: int
-    expand: str | None = EXPAND
+    expand: str | None
 
     def item(self, item_id: str | None) -> ContextItem | None:
         return self.items.get(item_id) if item_id is not None else None
@@ -436,7 +438,7 @@ def _close(step: _Step | None, count: Count) -> None:
     return None
 
 
-def _run_note(run: Sequence[_Step], tool: str | None = EXPAND) -> str:
+def _run_note(run: Sequence[_Step], tool: str | None) -> str:
     results: list[ContextItem] = []
     tokens = 0
     for step in run:

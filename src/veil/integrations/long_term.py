@@ -15,13 +15,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from veil.context import ContextItem
-from veil.integrations.window import EXPAND_TOOL, ContextWindow
+from veil.integrations.window import EXPAND_TOOL, PREFIX, ContextWindow, tool_name
 from veil.memory import Memory
 from veil.memory.model import Author
 from veil.verbs import Binding, Earlier, Restored, Services, Surface, Verb, offered
 from veil.verbs.signature import ArgumentError
 
-PREFIX = "veil_"
 RECALL_MIN_SIMILARITY = 0.3
 
 
@@ -86,10 +85,6 @@ class AdapterVerbs:
         :class:`LookupError` / :class:`ValueError` (each adapter answers it its own way)."""
         who = Binding(user_id=self.user_id, author=self.author)
         return verb.text(await verb.acall(self.services(call_id), who, arguments))
-
-
-def tool_name(verb: Verb) -> str:
-    return PREFIX + verb.name
 
 
 def refusal(verb: Verb, exc: Exception) -> str:

@@ -11,13 +11,23 @@ or by a new process on the same store and session — captures nothing twice.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from veil.context import ContextEngine, EvictionReport
 from veil.context.transcript import Found, Transcript
 from veil.context.window import Rendered
+from veil.verbs import CATALOGUE, Verb
 
-EXPAND_TOOL = "veil_expand"
+PREFIX = "veil_"
+
+
+def tool_name(verb: Verb) -> str:
+    """A catalogue verb's tool as both adapters offer it."""
+    return PREFIX + verb.name
+
+
+EXPAND_TOOL = tool_name(CATALOGUE["expand"])
+"""The adapters' tool that restores a pointer: the name stubs and the manifest give the model."""
 
 
 @dataclass(frozen=True)
@@ -47,7 +57,8 @@ class ContextWindow:
     """One conversation kept in a :class:`ContextEngine` (whose store and session it uses).
     ``fixed_overhead_tokens`` is what each request costs that the history does not show
     (instructions, tool schemas). ``collapse`` and ``tail``: see
-    :meth:`ContextEngine.window`."""
+    :meth:`ContextEngine.window`. Stubs and the manifest name the adapters' expand tool,
+    :data:`EXPAND_TOOL` (the engine's ``config.expand_tool`` is set to it)."""
 
     def __init__(
         self,
@@ -59,6 +70,8 @@ class ContextWindow:
     ) -> None:
         if fixed_overhead_tokens < 0:
             raise ValueError("fixed_overhead_tokens must not be negative")
+        if engine.config.expand_tool != EXPAND_TOOL:
+            engine.config = replace(engine.config, expand_tool=EXPAND_TOOL)
         self.engine = engine
         self.fixed_overhead_tokens = fixed_overhead_tokens
         self.collapse = collapse
