@@ -63,6 +63,7 @@ def run(tmp_path: Path, window: int, files: int) -> list[Request]:
     messages: list[Message] = [UserMessage("Read the files")]
     harness.start("Read the files", messages)
     list(run_agent(config, messages))
+    harness.engine.close()  # its background writes land before the store closes
     store.close()
     return list(provider.requests)
 
