@@ -17,6 +17,7 @@ import random
 import re
 import sqlite3
 import subprocess
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -434,3 +435,45 @@ def test_veil_codex_on_its_built_in_provider_goes_through_the_proxy(
     assert len(records) == len(server.model_requests), (len(records), stderr[-1000:])
     assert re.search(r"^veil codex: Veil's proxy http://127\.0\.0\.1:\d+ → http://127", stderr,
                      re.M), stderr  # fmt: skip
+
+
+def test_two_veil_claude_sessions_in_one_repository_never_block_or_mix(
+    run_claude: ClaudeRunner, agent_repo: Path
+) -> None:
+    """Two ``veil claude`` runs at once in one repository (one ``.veil/context.db``), each with
+    its own model server and its own files: both finish, both stay within the budget, and
+    neither's requests carry the other's results — not even in a stub."""
+    files = modules(agent_repo)
+    halves = {"a": files[:7], "b": files[7:14]}
+    runs: dict[str, Any] = {}
+    servers: dict[str, ScriptedServer] = {}
+
+    def session(name: str) -> None:
+        mine = halves[name]
+        script = [Turn(f"Reading {p.name}.", (ToolUse("Read", {"file_path": str(p)}),))
+                  for p in mine * 3] + [Turn("Done.")]  # fmt: skip
+        runner = ClaudeRunner(run_claude.binary, run_claude.home.parent / f"home-{name}")
+        with ScriptedServer(script, context_limit=LIMIT, cache=True, pairing=True) as server:
+            servers[name] = server
+            runs[name] = runner(f"read the files ({name})", cwd=agent_repo, base_url=server.url,
+                                env={"ENABLE_TOOL_SEARCH": "false"},
+                                wrapper=[str(VEIL_BIN), "claude", "--window", str(WINDOW)],
+                                timeout=300)  # fmt: skip
+
+    threads = [threading.Thread(target=session, args=(name,)) for name in halves]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=400)
+    for name, other in (("a", "b"), ("b", "a")):
+        run = runs[name]
+        assert run.returncode == 0, run.describe()
+        requests = servers[name].model_requests
+        assert max(r.usage.prompt_tokens for r in requests if r.usage) < WINDOW
+        sent = "\n".join(r.text for q in requests for r in q.tool_results)
+        theirs = [f"module-{files.index(p)}-marker" for p in halves[other]]
+        assert not any(marker in sent for marker in theirs), name
+        assert any(r.text.startswith("[veil: Read") for r in requests[-1].tool_results), name
+    stats = veil_stats(agent_repo)
+    sessions = {c["agent_session"] for c in stats["conversations"] if c["requests"] > 7}
+    assert sessions == {runs["a"].session_id, runs["b"].session_id}
