@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 import anthropic
+import httpx
 import openai
 import pytest
 from anthropic.types import ErrorResponse
@@ -250,9 +251,110 @@ CHAT = Sample(
     validate=lambda body: ErrorObject.model_validate(body["error"]),
 )
 
+
+
+class GeminiError(Exception):
+    """What Gemini's SDKs raise on an error answer: its status and the error's message."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(f"{status_code} {message}")
+        self.status_code = status_code
+
+
+def gemini_client(url: str) -> object:
+    """``models.generate_content`` as google-genai sends it (its error read as it reads it)."""
+    response = httpx.post(
+        f"{url}/v1beta/models/gemini-2.5-pro:generateContent",
+        json={"contents": [{"role": "user", "parts": [{"text": "hi"}]}]},
+        headers={"x-goog-api-key": "k"},
+    )
+    if response.status_code >= 400:
+        validate_gemini_error(response.json())
+        raise GeminiError(response.status_code, response.json()["error"]["message"])
+    return response.json()
+
+
+def validate_gemini_error(body: Json) -> None:
+    """``{"error": {"code": int, "message": str, "status": str}}``, as Google's APIs write it."""
+    error = body["error"]
+    assert isinstance(error["code"], int) and isinstance(error["message"], str)
+    assert isinstance(error["status"], str) and error["status"].isupper()
+
+
+GEMINI_USAGE = {"promptTokenCount": 2112, "cachedContentTokenCount": 2000,
+                "candidatesTokenCount": 25, "thoughtsTokenCount": 5, "totalTokenCount": 2142}
+
+GEMINI = Sample(
+    path="/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+    body={
+        "contents": [
+            {"role": "user", "parts": [{"text": "fix the bug"}]},
+            {"role": "model", "parts": [
+                {"text": "Reading the file first.", "thought": True, "thoughtSignature": "c2ln"},
+                {"functionCall": {"id": "call-1", "name": "read_file",
+                                  "args": {"absolute_path": "/r/a.py"}}},
+                {"functionCall": {"id": "call-2", "name": "run_shell_command",
+                                  "args": {"command": "ls"}}},
+            ]},
+            {"role": "user", "parts": [
+                {"functionResponse": {"id": "call-1", "name": "read_file",
+                                      "response": {"output": "print(1)\n"}}},
+                {"functionResponse": {"id": "call-2", "name": "run_shell_command",
+                                      "response": {"error": "ls: denied"}}},
+            ]},
+            {"role": "model", "parts": [{"text": "done"}]},
+        ],
+        "systemInstruction": {"role": "user", "parts": [{"text": "You are Gemini CLI."}]},
+        "tools": [{"functionDeclarations": [
+            {"name": "read_file", "description": "Reads a file.", "parameters": {}},
+            {"name": "run_shell_command", "description": "Runs a command.",
+             "parameters": {}, "response": {"type": "OBJECT"}},
+        ]}],
+        "generationConfig": {"temperature": 0, "thinkingConfig": {"includeThoughts": True}},
+    },
+    seen=[
+        ("user", (), None, False),
+        ("assistant", ("call-1", "call-2"), None, False),
+        ("tool", (), "call-1", False),
+        ("tool", (), "call-2", True),
+        ("assistant", (), None, False),
+    ],
+    tool_names=["read_file", "run_shell_command"],
+    headers={"x-goog-api-key": "k"},
+    session="",
+    ttl=300.0,
+    answer={"candidates": [{"content": {"role": "model", "parts": [{"text": "hi"}]},
+                            "finishReason": "STOP", "index": 0}],
+            "usageMetadata": GEMINI_USAGE, "modelVersion": "gemini-2.5-pro"},
+    stream=(
+        b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"h"}]}}],'
+        b'"usageMetadata":{"promptTokenCount":2112,"cachedContentTokenCount":2000,'
+        b'"candidatesTokenCount":1,"totalTokenCount":2113}}\r\n\r\n'
+        b'data: {"candidates":[{"content":{"role":"model","parts":[{"text":"i"}]},'
+        b'"finishReason":"STOP"}],"usageMetadata":' + json.dumps(GEMINI_USAGE).encode()
+        + b"}\r\n\r\n"
+    ),
+    usage={"input_tokens": 2112, "cache_read": 2000, "output_tokens": 30},
+    overflow={"error": {
+        "code": 400,
+        "message": "The input token count (210000) exceeds the maximum number of tokens "
+                   "allowed (200000).",
+        "status": "INVALID_ARGUMENT"}},
+    limits=(200_000, 210_000),
+    other_error={"error": {"code": 429, "message": "Resource has been exhausted (e.g. check "
+                           "quota).", "status": "RESOURCE_EXHAUSTED"}},
+    client=gemini_client,
+    validate=validate_gemini_error,
+)
+
 # fmt: on
 
-SAMPLES: dict[Api, Sample] = {"anthropic": ANTHROPIC, "responses": RESPONSES, "chat": CHAT}
+SAMPLES: dict[Api, Sample] = {
+    "anthropic": ANTHROPIC,
+    "responses": RESPONSES,
+    "chat": CHAT,
+    "gemini": GEMINI,
+}
 NAMES: list[Api] = sorted(DIALECTS)
 
 
@@ -332,10 +434,12 @@ def test_a_stub_spliced_into_one_result_changes_only_its_bytes(name: Api) -> Non
         spliced = splice(request, raw, {k: "[veil: stub]"})
         assert spliced.exact and result.span is not None
         start, end = result.span
-        assert spliced.body == raw[:start] + b'"[veil: stub]"' + raw[end:]
+        # the stub as the API's result holds it (Gemini's: an object, ``{"output": …}``)
+        stub = DIALECTS[name].stub_value(result.value, "[veil: stub]")
+        assert spliced.body == raw[:start] + dumps(stub) + raw[end:]
         again = parse(DIALECTS[name].api, spliced.body, sample.headers, Reader())
         values = [r.value for r in request.results]
-        values[k] = "[veil: stub]"
+        values[k] = stub
         assert [r.value for r in again.results] == values
         # written otherwise (not compact): the body is serialised again, the same values
         loose = json.dumps(sample.body, indent=1).encode()
@@ -388,7 +492,9 @@ def test_the_error_it_answers_is_read_by_its_clients(name: Api) -> None:
     assert found is not None and found[0] == message
     with WireServer() as server:
         server.queue(json_reply(502, body))
-        with pytest.raises((anthropic.APIStatusError, openai.APIStatusError)) as raised:
+        with pytest.raises(
+            (anthropic.APIStatusError, openai.APIStatusError, GeminiError)
+        ) as raised:
             sample.client(server.url)
     error: Any = raised.value
     assert error.status_code == 502 and message in str(error)

@@ -1,7 +1,8 @@
 """The wire dialects model providers speak, one module per API, each owning its facts (see
 :class:`~veil.dialects.base.Dialect`): :mod:`~veil.dialects.anthropic` (Anthropic Messages),
 :mod:`~veil.dialects.responses` (OpenAI Responses), :mod:`~veil.dialects.chat` (OpenAI Chat
-Completions). :data:`DIALECTS` registers them; :func:`route` finds a request path's.
+Completions), :mod:`~veil.dialects.gemini` (Google Gemini ``generateContent``).
+:data:`DIALECTS` registers them; :func:`route` finds a request path's.
 
 Shared by them: :mod:`~veil.dialects.base` (the neutral values a body is read into, the JSON
 helpers), :mod:`~veil.dialects.openai_common` (what OpenAI's two APIs share),
@@ -15,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from veil.dialects import anthropic, chat, responses
+from veil.dialects import anthropic, chat, gemini, responses
 from veil.dialects.base import (
     CACHE_TTL_S,
     JSON,
@@ -28,7 +29,7 @@ from veil.dialects.base import (
 )
 
 DIALECTS: Mapping[Api, Dialect] = MappingProxyType(
-    {d.api: d for d in (anthropic.DIALECT, responses.DIALECT, chat.DIALECT)}
+    {d.api: d for d in (anthropic.DIALECT, responses.DIALECT, chat.DIALECT, gemini.DIALECT)}
 )
 """Every dialect, by its API's name (the order in which paths are matched)."""
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
@@ -21,7 +21,7 @@ import orjson
 
 from veil.dialects.overflow import is_overflow_text
 
-Api = Literal["anthropic", "responses", "chat"]
+Api = Literal["anthropic", "responses", "chat", "gemini"]
 """A wire API's name: the key of :data:`veil.dialects.DIALECTS`."""
 
 Role = Literal["system", "user", "assistant", "tool"]
@@ -169,6 +169,13 @@ class Dialect:
     """A tool result's value once its content is a stub ``text``, from its ``original`` value:
     the text itself, unless the API needs more kept (Anthropic: a cache breakpoint the
     content's blocks carried stays, on the stub's one text block)."""
+    piece_in: Callable[[Sequence[object], int], Piece] | None = None
+    """The item at an index read with its neighbours, for an API that pairs a call and its
+    result by position rather than by id (Gemini); None: :attr:`piece` of the item alone."""
+    model_of: Callable[[Mapping[str, Any], str], str] = field(
+        default=lambda body, _path: str(body.get("model") or "")
+    )
+    """The model a request is for, from its body and its path (Gemini names it in the path)."""
     anchor: bytes = field(init=False, repr=False, compare=False)
     """``"<call_key>":`` as bytes (what the splicer searches for)."""
 

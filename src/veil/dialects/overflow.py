@@ -12,7 +12,8 @@ import re
 # Texts by which servers say "the prompt does not fit". OpenAI and OpenRouter: "maximum context
 # length"; vLLM: the same, or "longer than the maximum model length"; llama.cpp's server:
 # "exceeds the available context size" (type exceed_context_size_error); Anthropic: "prompt is
-# too long" and "input length and `max_tokens` exceed context limit".
+# too long" and "input length and `max_tokens` exceed context limit"; Gemini: "The input token
+# count (M) exceeds the maximum number of tokens allowed (N)."
 OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
     re.compile(p, re.IGNORECASE)
     for p in (
@@ -26,6 +27,7 @@ OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"prompt is too long",
         r"exceed context limit",
         r"too many tokens in (the )?(prompt|input)",
+        r"input token count \(?\d+\)? exceeds the maximum",
     )
 )
 
@@ -43,6 +45,7 @@ _LIMIT = tuple(
         r"n_ctx['\"]?\s*[:=]\s*(\d+)",
         r"context (?:length|window|size) (?:of|is) (\d+)",
         r"maximum (?:model|input) length (?:of|is) (\d+)",
+        r"maximum number of tokens allowed \((\d+)\)",
     )
 )
 _SENT = tuple(
@@ -54,6 +57,7 @@ _SENT = tuple(
         r"n_prompt_tokens['\"]?\s*[:=]\s*(\d+)",
         r"you requested (\d+) tokens",
         r"(\d+) input tokens",
+        r"input token count \((\d+)\)",
     )
 )
 

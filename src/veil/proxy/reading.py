@@ -46,11 +46,16 @@ TAIL_KEY = "\u0000veil-tail"
 
 
 def parse(
-    api: Api, raw: bytes, headers: Mapping[str, str], reader: Reader | None = None
+    api: Api,
+    raw: bytes,
+    headers: Mapping[str, str],
+    reader: Reader | None = None,
+    *,
+    path: str = "",
 ) -> Request:
     """The request's conversation as found (with :class:`Reader`, the process-wide one by
-    default). Raises :class:`~veil.proxy.wire.WireError` for a body that is not the API's
-    request."""
+    default); its model from the body, or the ``path`` where the API names it there (Gemini).
+    Raises :class:`~veil.proxy.wire.WireError` for a body that is not the API's request."""
     body, found, results = (reader or READER).read(api, raw)
     return Request(
         api,
@@ -58,7 +63,7 @@ def parse(
         tuple(found),
         tuple(results),
         conversation_key(api, body, headers, found),
-        str(body.get("model") or ""),
+        DIALECTS[api].model_of(body, path),
         body.get("stream") is True,
     )
 
@@ -128,8 +133,13 @@ class Reader:
             body, k = decoded
             items = cast(list[Any], body[field])
             start, before = state.start, state.before
-        piece_of = dialect.piece
-        new = (_item(piece_of(i)) for i in items[k:])
+        piece_in = dialect.piece_in
+        if piece_in is not None and k > 0:  # the last item kept is read again: what follows
+            k -= 1  # it (its results) may name its calls
+        if piece_in is None:
+            new = (_item(dialect.piece(i)) for i in items[k:])
+        else:
+            new = (_item(piece_in(items, n)) for n in range(k, len(items)))
         pieces = [*(state.pieces[:k] if state else ()), *new]
         ends = list(state.ends[:k]) if state else []
         if start >= 0:

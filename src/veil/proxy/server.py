@@ -272,7 +272,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
         request = None
         if api is not None and self.command == "POST" and self.server.conversations is not None:
             try:
-                request = parse(api, body, _lower(self.headers))
+                request = parse(api, body, _lower(self.headers), path=self.path)
                 conversations = self.server.conversations
                 # a count is of the request as it would be sent: a conversation the proxy
                 # keeps is rendered as it is; a count never starts one
