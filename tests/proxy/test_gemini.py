@@ -236,6 +236,7 @@ def test_the_model_comes_from_the_path_and_usage_from_the_stream(rig: Rig) -> No
         rig.post(conversation(steps))
     rig.post(conversation(4), path="/v1/models/gemini-2.5-flash:generateContent")
     assert [p.model for p in rig.prepared] == ["gemini-2.5-pro"] * 3 + ["gemini-2.5-flash"]
+    assert rig.proxy.wait_idle(10)  # the last answer's usage is read as it is relayed
     assert len(rig.usages) == 4
     prompt = len(rig.seen.bodies[-1]) // 4
     assert rig.usages[-1] == {"input_tokens": prompt, "cache_read": 100, "output_tokens": 7}
