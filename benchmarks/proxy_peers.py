@@ -74,12 +74,13 @@ from benchmarks.replay.harness import budget_for
 from benchmarks.replay.load import Trajectory, load
 from benchmarks.replay.needs import Need, detect_needs, misses
 from benchmarks.replay.policies import REPLAY_START, PrefixTracker, Run, Segment, run_cost
-from benchmarks.replay.proxy_policy import _call, thought_of  # pyright: ignore[reportPrivateUsage]
+from benchmarks.replay.proxy_policy import as_agent_calls
 from veil.embed import default_embedder
 from veil.embed.protocol import Embedder
 from veil.proxy.reading import Reader, parse
 from veil.proxy.server import Log, ProxyServer, Upstream, free_port
 from veil.proxy.session import Conversation, Conversations
+from veil.replay.proxy import call_id
 from veil.tape import open_store
 from veil.testing import FakeClock
 from veil.tokens import estimate_tokens
@@ -162,12 +163,14 @@ def bodies(t: Trajectory, session: str) -> Iterator[bytes]:
     body: Json = {"model": "replay", "max_tokens": 4096, "stream": True, "system": t.system,
                   "messages": messages,
                   "metadata": {"user_id": json.dumps({"session_id": session})}}  # fmt: skip
-    for k, s in enumerate(t.steps):
+    for k, s in enumerate(as_agent_calls(t).steps):
         yield json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-        thought = {"type": "text", "text": thought_of(t, s)}
-        messages.append({"role": "assistant", "content": [thought, _call(k, t)]})
+        use = {"type": "tool_use", "id": call_id(k), "name": s.tool, "input": dict(s.input or {})}
+        messages.append(
+            {"role": "assistant", "content": [{"type": "text", "text": s.thought}, use]}
+        )
         messages.append({"role": "user", "content": [{"type": "tool_result",
-                         "tool_use_id": f"toolu_{k:05d}", "content": s.observation}]})  # fmt: skip
+                         "tool_use_id": call_id(k), "content": s.observation}]})  # fmt: skip
 
 
 class Recorder:

@@ -70,7 +70,6 @@ from __future__ import annotations
 
 from benchmarks.replay.load import Trajectory
 from benchmarks.replay.policies import (
-    OPENCODE_STUB_TOKENS,
     Run,
     Segment,
     compact_at,
@@ -79,19 +78,19 @@ from benchmarks.replay.policies import (
     prompt_of,
     run_of,
 )
-from veil.tokens import estimate_tokens
+from veil.replay import host_rules
+from veil.replay.host_rules import (
+    CLEARED_STUB_TOKENS,
+    CODEX_TOOL_OUTPUT_TOKENS,
+    CONTEXT_EDITING_KEEP,
+)
 
 CLAUDE_WINDOW = 200_000
 CODEX_WINDOW = 272_000
 OPENCODE_WINDOW = 200_000
 PI_WINDOW = 200_000
 
-CONTEXT_EDITING_KEEP = 3
-"""``clear_tool_uses_20250919``'s default ``keep``: 3 tool uses."""
-CLEARED_STUB_TOKENS = OPENCODE_STUB_TOKENS
-"""``[Old tool result content cleared]``."""
 CODEX_COMPACT_FRACTION = 0.9
-CODEX_TOOL_OUTPUT_TOKENS = 10_000
 OPENCODE_PRUNE_PROTECT = 40_000
 OPENCODE_PRUNE_MINIMUM = 20_000
 PI_RESERVE_TOKENS = 16_384
@@ -105,27 +104,9 @@ def scaled(tokens: int, window: int, budget: int) -> int:
 
 
 def claude_context_editing(t: Trajectory, budget: int, keep: int = CONTEXT_EDITING_KEEP) -> Run:
-    """``clear_tool_uses_20250919`` with ``trigger`` = ``budget``: from the first step whose
-    full prompt (what the client sends) exceeds the budget, every observation but the ``keep``
-    newest is a placeholder, and stays one."""
-    steps = t.steps
-    full = t.fixed_tokens
-    triggered = False
-    prompts: list[list[Segment]] = []
-    live: list[frozenset[int]] = []
-    for k in range(len(steps)):
-        if k:
-            full += steps[k - 1].assistant_tokens + steps[k - 1].obs_tokens
-        triggered = triggered or full > budget
-        first_kept = max(0, k - keep) if triggered else 0
-        obs: list[Segment | None] = [
-            (("o", j), steps[j].obs_tokens) if j >= first_kept else (("c", j), CLEARED_STUB_TOKENS)
-            for j in range(k)
-        ]
-        prompts.append(prompt_of(t, k, obs))
-        live.append(frozenset(range(first_kept, k)))
-    cleared = max(0, len(steps) - 1 - keep) if triggered else 0
-    return run_of(t, prompts, live, {"cleared": float(cleared)})
+    """``clear_tool_uses_20250919`` with ``trigger`` = ``budget``
+    (:func:`veil.replay.host_rules.claude_context_editing`)."""
+    return host_rules.claude_context_editing(t, budget, keep)
 
 
 CLEAR_AT_LEAST_SHARE = 1 / 6
@@ -166,34 +147,21 @@ def context_editing_clear_at_least(
 
 def claude_compaction(t: Trajectory, budget: int) -> Run:
     """Auto-compact when the prompt exceeds the budget: every step but the newest becomes the
-    summary."""
-    _, summary = compaction_params(t, budget)
-    return compact_at(t, budget, 0, summary)
-
-
-def _codex_truncated(obs_tokens: int, cap: int) -> int:
-    """Tokens of an output cut to ``cap`` by ``truncate_middle``: head + marker + tail."""
-    if obs_tokens <= cap:
-        return obs_tokens
-    return cap + estimate_tokens(f"…{obs_tokens - cap} tokens truncated…\n")
+    summary (:func:`veil.replay.host_rules.claude_compaction`)."""
+    return host_rules.claude_compaction(t, budget)
 
 
 def codex(t: Trajectory, budget: int, *, scale_cap: bool = True) -> Run:
-    """Codex: every tool output cut to the (scaled) 10,000-token cap, compaction at 90 % of the
-    budget keeping only the newest step and the summary."""
+    """Codex (:func:`veil.replay.host_rules.codex`): every tool output cut to the (scaled)
+    10,000-token cap, compaction at 90 % of the budget keeping only the newest step and the
+    summary."""
     cap = (
         scaled(CODEX_TOOL_OUTPUT_TOKENS, CODEX_WINDOW, budget)
         if scale_cap
         else CODEX_TOOL_OUTPUT_TOKENS
     )
-    shown = [_codex_truncated(s.obs_tokens, cap) for s in t.steps]
-    clipped = frozenset(j for j, s in enumerate(t.steps) if shown[j] != s.obs_tokens)
     _, summary = compaction_params(t, budget)
-    run = compact_at(
-        t, int(CODEX_COMPACT_FRACTION * budget), 0, summary, shown=shown, clipped=clipped
-    )
-    run.info["truncated"] = float(len(clipped))
-    return run
+    return host_rules.codex(t, int(CODEX_COMPACT_FRACTION * budget), cap, summary)
 
 
 def opencode_scaled(t: Trajectory, budget: int) -> Run:

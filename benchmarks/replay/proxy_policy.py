@@ -19,97 +19,34 @@ subtracts the fixed part itself).
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from dataclasses import replace
 
 from benchmarks.replay.load import Trajectory
-from benchmarks.replay.policies import (
-    REPLAY_START,
-    PrefixTracker,
-    Run,
-    Segment,
-    call_for,
-    observations,
-    thought_of,
-)
+from benchmarks.replay.policies import Run, call_for, thought_of
 from veil.context import ContextConfig
 from veil.embed.protocol import Embedder
-from veil.proxy.reading import Reader, parse
-from veil.proxy.session import Conversations
-from veil.tape.sqlite import SQLiteStore
-from veil.testing import FakeClock
-from veil.tokens import estimate_tokens
+from veil.replay import proxy
 
 
-def _call(k: int, t: Trajectory) -> dict[str, Any]:
-    name, arguments = call_for(t.steps[k])
-    if name == "read":
-        return {"type": "tool_use", "id": f"toolu_{k:05d}", "name": "Read",
-                "input": {"file_path": arguments["path"]}}  # fmt: skip
-    return {"type": "tool_use", "id": f"toolu_{k:05d}", "name": "Bash",
-            "input": {"command": arguments["command"]}}  # fmt: skip
+def as_agent_calls(t: Trajectory) -> Trajectory:
+    """``t`` with each step as a Claude Code-like agent sends it: its thought as the text, its
+    action as one ``tool_use`` — ``Read`` with the path for SWE-agent's file-window commands,
+    else ``Bash`` with the command (:func:`~benchmarks.replay.policies.call_for`)."""
+    steps = []
+    for s in t.steps:
+        name, arguments = call_for(s)
+        tool, given = (
+            ("Read", {"file_path": arguments["path"]})
+            if name == "read"
+            else ("Bash", {"command": arguments["command"]})
+        )
+        steps.append(replace(s, tool=tool, input=given, thought=thought_of(t, s)))
+    return replace(t, steps=tuple(steps))
 
 
 def veil_proxy(
     t: Trajectory, budget: int, embedder: Embedder, config: ContextConfig | None = None
 ) -> Run:
-    clock = FakeClock(REPLAY_START)
-    store = SQLiteStore(":memory:", embedder=embedder, clock=clock)
-    conversations = Conversations(
-        store, scope=f"replay:{t.id}", root=None, window=None, clock=clock, embedder=embedder,
-        budget=budget, config=config,
-    )  # fmt: skip
-    reader = Reader()
-    messages: list[dict[str, Any]] = [{"role": "user", "content": t.instance}]
-    body: dict[str, Any] = {"model": "replay", "max_tokens": 4096, "stream": True,
-                            "system": t.system, "messages": messages,
-                            "metadata": {"user_id": json.dumps({"session_id": t.id})}}  # fmt: skip
-    tracker = PrefixTracker()
-    tokens: list[int] = []
-    live: list[frozenset[int]] = []
-    shown: list[dict[int, object]] = []
-    try:
-        for k, s in enumerate(t.steps):
-            raw = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
-            prepared = conversations.prepare(parse("anthropic", raw, {}, reader), raw)
-            sent = json.loads(prepared.body)
-            segments: list[Segment] = [(("system", t.system), estimate_tokens(t.system))]
-            now: set[int] = set()
-            for index, message in enumerate(sent["messages"]):
-                content = message["content"]
-                if isinstance(content, str):
-                    segments.append((("user", content), estimate_tokens(content)))
-                    continue
-                for block in content:
-                    if block["type"] == "tool_result":
-                        j = int(block["tool_use_id"].split("_")[1])
-                        text = block["content"]
-                        if text == t.steps[j].observation:
-                            now.add(j)
-                        segments.append((("tool", j, text), estimate_tokens(text)))
-                    elif block["type"] == "text":
-                        cost = estimate_tokens(block["text"])
-                        segments.append((("text", index, block["text"]), cost))
-                    else:  # the tool call as sent
-                        call = json.dumps(block["input"], ensure_ascii=False)
-                        segments.append(
-                            (("call", block["id"], call), estimate_tokens(block["name"] + call))
-                        )
-            tracker.add(segments)
-            tokens.append(sum(x[1] for x in segments))
-            live.append(frozenset(now))
-            shown.append(observations(segments))
-            messages.append(
-                {"role": "assistant",
-                 "content": [{"type": "text", "text": thought_of(t, s)}, _call(k, t)]}
-            )  # fmt: skip
-            messages.append(
-                {"role": "user", "content": [
-                    {"type": "tool_result", "tool_use_id": f"toolu_{k:05d}",
-                     "content": s.observation}]}
-            )  # fmt: skip
-            clock.advance(seconds=30)
-    finally:
-        conversations.close()
-        store.close()
-    return Run(tokens, live, {}, tracker.cached, shown=shown)
+    """Veil through its proxy (:func:`veil.replay.proxy.veil_proxy`, what ``veil replay``
+    runs) over ``t``'s steps as agent calls."""
+    return proxy.veil_proxy(as_agent_calls(t), budget, embedder, config)
