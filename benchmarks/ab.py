@@ -845,11 +845,18 @@ def run_one(setup: Setup, task: Task, arm: str, index: int, order: int, work: Pa
         stubbed_requests=sum(1 for e in exchanges if e.stubbed),
         veil=None if arm == "off" else veil_stats(setup, repo, env),
         agent_reported=agent_reported(setup.agent, stdout),
-        check_output=output,
-        stderr_tail="" if exit_code == 0 else stderr[-2000:],
+        check_output=_redacted(output),
+        stderr_tail="" if exit_code == 0 else _redacted(stderr[-2000:]),
         proxy_log_tail="" if exit_code == 0 or arm == "off" else _tail(repo / ".veil/proxy.log"),
         per_request=per_request,
     )
+
+
+def _redacted(text: str) -> str:
+    """``text`` as Veil stores anything: credentials replaced (a results file gets shared)."""
+    from veil.redaction import redact
+
+    return redact(text).text
 
 
 def _tail(path: Path, chars: int = 2000) -> str:
