@@ -85,3 +85,29 @@ def test_when_veil_dies_the_agent_ends_instead_of_retrying_a_dead_port(
 def _kill_quietly(pid: int) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL)
+
+
+def test_ctrl_c_goes_to_the_agent_and_veil_ends_with_its_status(tmp_path: Path) -> None:
+    """Ctrl-C at the terminal reaches the whole foreground group: the agent (a stand-in that
+    exits 130 on SIGINT) ends, and ``veil claude`` ends with the agent's status, its summary
+    said and no traceback."""
+    agent = tmp_path / "claude"
+    agent.write_text("#!/bin/sh\ntrap 'exit 130' INT\necho ready\nwhile :; do sleep 1; done\n")
+    agent.chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("VEIL_", "ANTHROPIC_"))}
+    env |= {"VEIL_CLAUDE": str(agent), "ANTHROPIC_BASE_URL": "http://127.0.0.1:9"}
+    with subprocess.Popen(
+        [sys.executable, "-m", "veil.cli.main", "claude", "--", "-p", "x"],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        start_new_session=True,
+    ) as veil_run:  # fmt: skip
+        assert veil_run.stdout is not None
+        assert veil_run.stdout.readline().strip() == "ready"
+        os.killpg(veil_run.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        try:
+            _, err = veil_run.communicate(timeout=30)  # a bound on a failure, not a wait
+        except subprocess.TimeoutExpired:
+            os.killpg(veil_run.pid, signal.SIGKILL)
+            raise AssertionError("veil claude was still running 30 s after Ctrl-C") from None
+    assert veil_run.returncode == 130, err
+    assert "Traceback" not in err and "veil claude: no request reached the model" in err

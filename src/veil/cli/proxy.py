@@ -299,7 +299,9 @@ def _run_child(command: Sequence[str], env: Mapping[str, str], cwd: Path) -> int
     ``veil`` dies (``PR_SET_PDEATHSIG``), so the agent ends as on any SIGTERM — Claude Code and
     Codex keep their session files, and ``veil claude -- --resume ID`` goes on through a new
     proxy. Elsewhere the agent keeps running and fails on its next request."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A handler that does nothing, not SIG_IGN: an ignored signal stays ignored across exec, so
+    # the agent would start deaf to Ctrl-C; a caught one is reset to the default there.
+    previous = signal.signal(signal.SIGINT, lambda _signum, _frame: None)
     try:
         arm = _die_with_parent()  # calls one C function looked up before the fork
         child = subprocess.Popen(list(command), env=dict(env), cwd=cwd, preexec_fn=arm)  # noqa: PLW1509
