@@ -58,6 +58,7 @@ ALLOWED: dict[str, set[str]] = {
     "integrations": LOWEST | {"embed", "tape", "memory", "context", "convergence", "verbs"},
     "proxy": LOWEST | {"embed", "tape", "context", "redaction", "dialects", "llm", "hosts"},
     "replay": LOWEST | {"embed", "tape", "context", "proxy", "hosts"},
+    "launch": LOWEST | {"hosts", "clients", "llm", "context"},
     "cli": LOWEST
     | {
         "config_file",
@@ -76,6 +77,7 @@ ALLOWED: dict[str, set[str]] = {
         "replay",
         "verbs",
         "hosts",
+        "launch",
     },
     "testing": LOWEST | {"embed", "tape", "llm"},
 }

@@ -35,9 +35,15 @@ from pathlib import Path
 from typing import Any, Literal, TextIO, cast
 
 from veil import __version__
-from veil.cli.install import claude_dir, claude_json
 from veil.clients import codex
-from veil.clients.settings import MCP_NAME, SettingsError, is_veil_hook, read_json
+from veil.clients.settings import (
+    MCP_NAME,
+    SettingsError,
+    claude_dir,
+    claude_json,
+    is_veil_hook,
+    read_json,
+)
 from veil.hosts import HOSTS
 
 Severity = Literal["fail", "warn", "note"]

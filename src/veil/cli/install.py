@@ -44,7 +44,7 @@ from typing import Any, Literal, cast
 
 from veil.clients import settings
 from veil.clients.install_record import InstallRecord, Unmerge, apply, read_bytes, undo
-from veil.clients.settings import HOOKS, SettingsError
+from veil.clients.settings import HOOKS, SettingsError, claude_dir, claude_json
 
 Where = Literal["project", "user"]
 EXCLUDE_NOTE = "# added by `veil install claude-code` (personal Claude Code settings)"
@@ -84,24 +84,6 @@ def veil_command(override: str | None = None) -> list[str]:
 def portable(veil: list[str]) -> bool:
     """Whether the command works on another machine (no absolute path in it)."""
     return not any(Path(word).is_absolute() for word in veil)
-
-
-def claude_dir(env: Mapping[str, str]) -> Path:
-    configured = env.get("CLAUDE_CONFIG_DIR")
-    return Path(configured).expanduser() if configured else _home(env) / ".claude"
-
-
-def claude_json(env: Mapping[str, str]) -> Path:
-    configured = env.get("CLAUDE_CONFIG_DIR")
-    return (
-        Path(configured).expanduser() / ".claude.json"
-        if configured
-        else _home(env) / ".claude.json"
-    )
-
-
-def _home(env: Mapping[str, str]) -> Path:
-    return Path(env["HOME"]).expanduser() if env.get("HOME") else Path.home()
 
 
 def run_install(options: InstallOptions, env: Mapping[str, str] = os.environ) -> int:

@@ -273,7 +273,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     proxy.add_argument("--shadow", action="store_true", help=SHADOW_HELP)
     proxy.set_defaults(run="proxy", agent="proxy")
-    for agent, what in (("claude", "Claude Code"), ("codex", "Codex")):
+    from veil.launch import LAUNCHERS
+
+    for agent, what in ((name, launcher.host.title) for name, launcher in LAUNCHERS.items()):
         wrapped = sub.add_parser(
             agent,
             help=f"run {what} with Veil's working memory (a proxy for this run)",

@@ -3,16 +3,11 @@ people use, through a local proxy in front of their model provider (:mod:`veil.p
 
 - ``veil proxy [--port P] [--upstream URL] [--window N]`` serves until interrupted and prints
   the base URL to give the agent.
-- ``veil claude [--window N] [-- CLAUDE_ARGS…]`` starts the proxy on a free port for this run
-  (upstream: ``$ANTHROPIC_BASE_URL``, else Anthropic's API), then the real ``claude`` as a
-  child with ``ANTHROPIC_BASE_URL`` pointing at it — and, unless the project or the user already
-  has them (``veil install claude-code``), Veil's hooks and MCP server passed on its command line
-  (``--settings``, ``--mcp-config``: nothing is written). The terminal is the child's; its exit
+- ``veil claude|codex|… [--window N] [-- AGENT_ARGS…]`` starts the proxy on a free port for
+  this run (upstream: where the agent would go without Veil), then the real agent as a child
+  pointed at it, with Veil's ``expand`` for its model (how, per host: :mod:`veil.launch`;
+  nothing of the user's configuration is written). The terminal is the child's; its exit
   status is ours; the proxy stops with it.
-- ``veil codex [--window N] [-- CODEX_ARGS…]`` does the same for ``codex``: the upstream is the
-  base URL of the model provider its configuration names (``$OPENAI_BASE_URL`` or OpenAI's API
-  for the built-in one), and the provider's ``base_url`` is overridden for this run
-  (``-c model_providers.NAME.base_url=…``; ``OPENAI_BASE_URL`` for the built-in provider).
 
 Every conversation's working memory lives in the project's ``.veil/context.db``; what the
 proxy logs (one line per kind of failure) goes to ``.veil/proxy.log`` under ``veil claude`` and
@@ -22,27 +17,25 @@ proxy logs (one line per kind of failure) goes to ``.veil/proxy.log`` under ``ve
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
-import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TextIO, cast
+from typing import Any, TextIO
 
-Agent = Literal["claude", "codex"]
 ANTHROPIC_API = "https://api.anthropic.com"
-OPENAI_API = "https://api.openai.com/v1"
 
 
 @dataclass(frozen=True)
 class ProxyOptions:
-    agent: Agent | Literal["proxy"]
+    agent: str
+    """A host's command (a key of :data:`veil.launch.LAUNCHERS`) or ``proxy``."""
     window: int | None = None
     port: int = 0
     upstream: str | None = None
@@ -54,18 +47,18 @@ class ProxyOptions:
 
 
 def run_proxy_command(options: ProxyOptions, env: Mapping[str, str] = os.environ) -> int:
+    from veil.cli.install import veil_command
+    from veil.launch import LAUNCHERS, Launch, binary
     from veil.proxy.server import Upstream
 
     cwd = options.cwd or Path.cwd()
+    launcher = LAUNCHERS.get(options.agent)
     try:
-        if options.agent == "claude":
-            binary = _binary("claude", "VEIL_CLAUDE", env)
-            upstream_url = options.upstream or env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_API
-        elif options.agent == "codex":
-            binary = _binary("codex", "VEIL_CODEX", env)
-            upstream_url = options.upstream or codex_upstream(env)
+        if launcher is not None:
+            agent_binary = binary(launcher, env)
+            upstream_url = options.upstream or launcher.upstream(env)
         else:
-            binary = ""
+            agent_binary = ""
             upstream_url = options.upstream or env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_API
         upstream = Upstream.parse(upstream_url)
     except (ValueError, FileNotFoundError) as exc:
@@ -105,12 +98,15 @@ def run_proxy_command(options: ProxyOptions, env: Mapping[str, str] = os.environ
                     pass
             return 0
         print(start_line(options, server.port, upstream_url, log_path, root, env), file=sys.stderr)
-        command, child_env = (
-            _claude(binary, base, root, options.agent_args, env)
-            if options.agent == "claude"
-            else _codex(binary, base, options.agent_args, env)
-        )
-        status = _run_child(command, child_env, cwd)
+        assert launcher is not None
+        scratch = Path(tempfile.mkdtemp(prefix=f"veil-{options.agent}-"))
+        try:
+            veil = tuple(veil_command(None))
+            launch = Launch(agent_binary, base, root, options.agent_args, env, veil, scratch)
+            started = launcher.start(launch)
+            status = _run_child(started.command, started.env, cwd)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
         server.wait_idle(EXIT_GRACE)
         _exit_summary(options.agent, conversations, head, root)
         return status
@@ -136,15 +132,16 @@ def start_line(
     env: Mapping[str, str],
 ) -> str:
     """The one line ``veil claude``/``veil codex`` print before the agent starts."""
-    from veil.hosts import HOSTS
+    from veil.launch import LAUNCHERS
 
-    host = HOSTS[options.agent]
+    launcher = LAUNCHERS[options.agent]
+    host = launcher.host
     if options.window is not None:
         budget = budget_words(options)
     else:
         from veil.llm.catalog import CATALOG
 
-        settings = {**env, **codex_limits(env)} if options.agent == "codex" else dict(env)
+        settings = launcher.settings(env)
         model = host.model_of(options.agent_args, settings)
         info = CATALOG.lookup(model)
         known = info.context_window if info is not None else 200_000
@@ -222,11 +219,12 @@ def budgets(options: ProxyOptions, env: Mapping[str, str]) -> Any:
     where it compacts, never into a long-context price tier) or, for a bare ``veil proxy``, the
     model's window less the reply's reserve."""
     from veil.context.budget import request_budget
-    from veil.hosts import HOSTS
+    from veil.launch import LAUNCHERS
     from veil.llm.catalog import CATALOG, DEFAULT_CONTEXT_WINDOW
 
-    host = HOSTS.get(options.agent)
-    settings = {**env, **codex_limits(env)} if options.agent == "codex" else dict(env)
+    launcher = LAUNCHERS.get(options.agent)
+    host = launcher.host if launcher is not None else None
+    settings = launcher.settings(env) if launcher is not None else dict(env)
 
     def budget(model: str) -> int:
         if host is not None:
@@ -282,15 +280,6 @@ def _start(
     return server, conversations
 
 
-def _binary(name: str, variable: str, env: Mapping[str, str]) -> str:
-    found = env.get(variable) or shutil.which(name, path=env.get("PATH"))
-    if not found:
-        raise FileNotFoundError(
-            f"`{name}` is not on PATH (install it, or set {variable} to its path)"
-        )
-    return found
-
-
 def _run_child(command: Sequence[str], env: Mapping[str, str], cwd: Path) -> int:
     """Run the agent with our terminal; Ctrl-C goes to it (not to us) while it runs.
 
@@ -331,160 +320,3 @@ def _die_with_parent() -> Callable[[], None] | None:
             os._exit(1)
 
     return arm
-
-
-# ---- Claude Code ---------------------------------------------------------------------------
-
-
-def _claude(
-    binary: str, base: str, root: Path, args: Sequence[str], env: Mapping[str, str]
-) -> tuple[list[str], dict[str, str]]:
-    from veil.cli.install import claude_dir, claude_json, veil_command
-    from veil.clients import settings
-
-    child_env = {**env, "ANTHROPIC_BASE_URL": base}
-    extra: list[str] = []
-    veil = veil_command(None)
-    shared = [root / ".claude" / "settings.json", root / ".claude" / "settings.local.json",
-              claude_dir(env) / "settings.json"]  # fmt: skip
-    if not any(_has_veil_hooks(path) for path in shared):
-        hooks = settings.merge_permissions(settings.merge_hooks({}, veil))
-        extra += ["--settings", json.dumps(hooks)]
-    servers = [root / ".mcp.json", claude_json(env)]
-    if not any(_has_veil_server(path, root) for path in servers):
-        entry = settings.mcp_entry(veil, ["--project"])
-        extra += ["--mcp-config", json.dumps({"mcpServers": {settings.MCP_NAME: entry}})]
-    return [binary, *extra, *args], child_env
-
-
-def _has_veil_hooks(path: Path) -> bool:
-    from veil.clients import settings
-
-    try:
-        data = settings.read_json(path)
-    except settings.SettingsError:
-        return False
-    hooks = data.get("hooks")
-    if not isinstance(hooks, dict):
-        return False
-    return any(
-        settings.is_veil_hook(h)
-        for groups in cast(dict[str, Any], hooks).values()
-        if isinstance(groups, list)
-        for g in cast(list[Any], groups)
-        if isinstance(g, dict)
-        for h in cast(list[Any], cast(dict[str, Any], g).get("hooks") or [])
-    )
-
-
-def _has_veil_server(path: Path, root: Path) -> bool:
-    from veil.clients import settings
-
-    try:
-        data = settings.read_json(path)
-    except settings.SettingsError:
-        return False
-    tables = [data.get("mcpServers")]
-    project = cast(dict[str, Any], data.get("projects") or {}).get(str(root))
-    if isinstance(project, dict):
-        tables.append(cast(dict[str, Any], project).get("mcpServers"))
-    return any(
-        isinstance(t, dict) and settings.is_veil_server(cast(dict[str, Any], t).get("veil"))
-        for t in tables
-    )
-
-
-# ---- Codex ---------------------------------------------------------------------------------
-
-
-CODEX_BUILT_IN = "openai"
-"""Codex's built-in provider: its base URL is ``openai_base_url`` in its configuration (a
-``[model_providers.openai]`` table is ignored) or ``$OPENAI_BASE_URL`` — the pinned 0.171 reads
-only the first for API-key logins, so ``veil codex`` sets both."""
-
-
-def codex_provider(env: Mapping[str, str]) -> tuple[str, str | None]:
-    """The model provider Codex's configuration names, and its base URL as configured (for
-    the built-in provider, ``openai_base_url``; None: not configured)."""
-    from veil.clients.codex import config_path
-
-    path = config_path(env)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"{path}: cannot read it ({exc})") from None
-    name = str(data.get("model_provider") or CODEX_BUILT_IN)
-    if name == CODEX_BUILT_IN:
-        base = data.get("openai_base_url")
-        return name, str(base) if isinstance(base, str) and base else None
-    providers = cast(dict[str, Any], data.get("model_providers") or {})
-    provider = providers.get(name)
-    base = cast(dict[str, Any], provider).get("base_url") if isinstance(provider, dict) else None
-    return name, str(base) if base else None
-
-
-def _codex_has_veil_server(env: Mapping[str, str]) -> bool:
-    from veil.clients.codex import config_path
-
-    try:
-        data = tomllib.loads(config_path(env).read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        return False
-    return "veil" in cast(dict[str, Any], data.get("mcp_servers") or {})
-
-
-def codex_limits(env: Mapping[str, str]) -> dict[str, str]:
-    """Codex's own window and compaction settings (``model_context_window``,
-    ``model_auto_compact_token_limit`` in its configuration), for its host's budget rule."""
-    from veil.clients.codex import config_path
-
-    try:
-        data = tomllib.loads(config_path(env).read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError):
-        return {}
-    out: dict[str, str] = {}
-    model = data.get("model")
-    if isinstance(model, str) and model:
-        out["CODEX_CONFIG_MODEL"] = model
-    for key, name in (
-        ("model_context_window", "CODEX_MODEL_CONTEXT_WINDOW"),
-        ("model_auto_compact_token_limit", "CODEX_AUTO_COMPACT_TOKEN_LIMIT"),
-    ):
-        value = data.get(key)
-        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
-            out[name] = str(value)
-    return out
-
-
-def codex_upstream(env: Mapping[str, str]) -> str:
-    _, base = codex_provider(env)
-    return base or env.get("OPENAI_BASE_URL") or OPENAI_API
-
-
-def _codex(
-    binary: str, base: str, args: Sequence[str], env: Mapping[str, str]
-) -> tuple[list[str], dict[str, str]]:
-    name, _ = codex_provider(env)
-    child_env = dict(env)
-    extra: list[str] = []
-    if name == CODEX_BUILT_IN:
-        child_env["OPENAI_BASE_URL"] = base
-        extra += ["-c", f"openai_base_url={json.dumps(base)}"]
-    else:
-        extra += ["-c", f"model_providers.{name}.base_url={json.dumps(base)}"]
-    if not _codex_has_veil_server(env):  # the expand tool for the stubs, for this run only
-        from veil.cli.install import veil_command
-        from veil.clients.codex import FORWARDED
-
-        veil = veil_command(None)
-        argv = [*veil[1:], "mcp", "--project"]
-        extra += [
-            "-c", f"mcp_servers.veil.command={json.dumps(veil[0])}",
-            "-c", f"mcp_servers.veil.args={json.dumps(argv)}",
-            "-c", f"mcp_servers.veil.env_vars={json.dumps(list(FORWARDED))}",
-            "-c", "mcp_servers.veil.startup_timeout_sec=30",
-        ]  # fmt: skip
-    # `codex exec …`: the overrides go after the subcommand's name when there is one
-    if args and not args[0].startswith("-"):
-        return [binary, args[0], *extra, *args[1:]], child_env
-    return [binary, *extra, *args], child_env

@@ -113,23 +113,22 @@ def _read(found: Sequence[tuple[Path, bool]]) -> tuple[list[Transcript], list[st
 def _settings(
     sessions: Sequence[Transcript], window: int | None, env: Mapping[str, str], root: Path
 ) -> list[Setting]:
-    from veil.cli.proxy import codex_limits
     from veil.cli.stats import project_catalog
     from veil.config_file import ConfigError
     from veil.context.budget import request_budget
     from veil.embed import default_embedder
     from veil.hosts import HOSTS
+    from veil.launch import LAUNCHERS
 
     try:
         catalog = project_catalog(root / ".veil")
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
     embedder = default_embedder()
-    codex_env = {**env, **codex_limits(env)}
     out: list[Setting] = []
     for t in sessions:
         host = HOSTS[t.host]
-        settings = codex_env if t.host == "codex" else env
+        settings = LAUNCHERS[t.host].settings(env) if t.host in LAUNCHERS else dict(env)
         model = t.model or host.default_model
         info = catalog.lookup(model)
         known = info.context_window if info is not None else 200_000

@@ -409,3 +409,24 @@ def read_json(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise SettingsError(f"{path}: cannot read it: {exc.strerror or exc}") from None
     return parse_json(data, str(path))
+
+
+def claude_dir(env: Mapping[str, str]) -> Path:
+    """Claude Code's user directory: ``$CLAUDE_CONFIG_DIR``, else ``~/.claude``."""
+    configured = env.get("CLAUDE_CONFIG_DIR")
+    return Path(configured).expanduser() if configured else _home(env) / ".claude"
+
+
+def claude_json(env: Mapping[str, str]) -> Path:
+    """Claude Code's user state file (MCP servers per user and per project):
+    ``$CLAUDE_CONFIG_DIR/.claude.json``, else ``~/.claude.json``."""
+    configured = env.get("CLAUDE_CONFIG_DIR")
+    return (
+        Path(configured).expanduser() / ".claude.json"
+        if configured
+        else _home(env) / ".claude.json"
+    )
+
+
+def _home(env: Mapping[str, str]) -> Path:
+    return Path(env["HOME"]).expanduser() if env.get("HOME") else Path.home()
