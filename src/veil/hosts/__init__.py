@@ -8,7 +8,7 @@ entry here."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +31,33 @@ def describe(name: str, arguments: Mapping[str, Any], root: Path | None = None) 
     return None
 
 
+ADAPTER_EXPAND = "veil_expand"
+"""Veil's expand as its own framework adapters (pydantic-ai, the Agents SDK) name it: the verb
+catalogue's ``veil_`` prefix. An app built on them may run behind a bare ``veil proxy``."""
+
+
 def expand_calls() -> tuple[str, ...]:
-    """Every name a call of Veil's expand arrives under, in any host's requests."""
-    return tuple(dict.fromkeys(n for host in HOSTS.values() for n in host.expand_calls))
+    """Every name a call of Veil's expand arrives under, in any host's requests (and the
+    adapters')."""
+    names = (n for host in HOSTS.values() for n in host.expand_calls)
+    return tuple(dict.fromkeys((*names, ADAPTER_EXPAND)))
 
 
-__all__ = ["HOSTS", "Host", "Use", "describe", "expand_calls"]
+def expand_offered(names: Iterable[str], early: str) -> str | None:
+    """Veil's expand as a request offers it to the model — the name to put in a stub — or
+    None when it offers none. ``names``: the request's tool names; ``early``: the text of its
+    system prompt and first messages, where a host that defers MCP tools behind a tool search
+    names them instead (:attr:`Host.deferred_expand`)."""
+    for name in names:
+        for host in HOSTS.values():
+            if name in host.expand_calls:
+                return host.expand_tool
+        if name == ADAPTER_EXPAND:
+            return name
+    for host in HOSTS.values():
+        if any(marker in early for marker in host.deferred_expand):
+            return host.expand_tool
+    return None
+
+
+__all__ = ["ADAPTER_EXPAND", "HOSTS", "Host", "Use", "describe", "expand_calls", "expand_offered"]

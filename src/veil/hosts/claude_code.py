@@ -132,5 +132,6 @@ HOST = Host(
     model_variable="ANTHROPIC_MODEL",
     describe=describe,
     expand_calls=("mcp__veil__expand",),
+    deferred_expand=("mcp__veil__expand",),
     tested=TESTED,
 )

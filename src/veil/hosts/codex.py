@@ -100,5 +100,6 @@ HOST = Host(
     model_variable="CODEX_CONFIG_MODEL",
     describe=describe,
     expand_calls=("mcp__veil__expand", "mcp__veil.expand"),
+    deferred_expand=("- mcp__veil\n", "- mcp__veil\\n"),
     tested=TESTED,
 )

@@ -110,6 +110,9 @@ class Host:
     """Its tool vocabulary (the host module's ``describe``)."""
     expand_calls: tuple[str, ...] = ()
     """The names a call of Veil's expand arrives under in the host's requests."""
+    deferred_expand: tuple[str, ...] = ()
+    """Texts in a request's first messages that show the host deferred Veil's expand behind
+    its tool search (named there, loaded on demand): the model can still reach it."""
     tested: tuple[str, str] = ("", "")
     """The oldest and the newest version of the host Veil is tested with."""
 

@@ -86,7 +86,6 @@ def binary(launcher: Launcher, env: Env) -> str:
     found = shutil.which(name, path=env.get("PATH"))
     if not found:
         raise FileNotFoundError(
-            f"`{name}` is not on PATH (install {launcher.host.title}, or set {variable} to its "
-            f"path)"
+            f"`{name}` is not on PATH (install it, or set {variable} to its path)"
         )
     return found

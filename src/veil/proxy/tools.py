@@ -5,7 +5,7 @@ Each host's tool vocabulary lives in its module under :mod:`veil.hosts` (Claude 
 ``Edit``, ``Bash``…; Codex's ``exec_command``, ``apply_patch``…), shared with the hooks; this
 module turns its description into the engine's :class:`~veil.context.transcript.Addressed`. A
 tool no host knows: its arguments name it (the engine's generic target). Veil's own ``expand``
-(:data:`EXPAND_TOOLS`: as each host names it, and ``veil_expand``) is an expansion: its result
+(:data:`EXPAND_TOOLS`: as each host and Veil's adapters name it) is an expansion: its result
 is the item it restores.
 """
 
@@ -17,7 +17,7 @@ from pathlib import Path
 from veil import hosts
 from veil.context.transcript import Addressed, Call
 
-EXPAND_TOOLS = (*hosts.expand_calls(), "veil_expand")
+EXPAND_TOOLS = hosts.expand_calls()
 
 
 def describe(call: Call, root: Path | None = None) -> Addressed:

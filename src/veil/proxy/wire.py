@@ -27,6 +27,7 @@ from typing import Any, cast
 
 import orjson
 
+from veil import hosts
 from veil.context.prefix import shared_prefix
 from veil.context.transcript import Found
 from veil.dialects import DIALECTS, Api
@@ -173,28 +174,15 @@ def cache_ttl(api: Api, body: Mapping[str, Any], raw: bytes) -> float:
     return DIALECTS[api].cache_ttl(body, raw)
 
 
-EXPAND_NAMES = ("mcp__veil__expand", "veil_expand")
-
-
 def expand_tool(api: Api, body: Mapping[str, Any]) -> str | None:
-    """Veil's expand tool as this request offers it to the model, or None when it offers none:
-    a tool named ``mcp__veil__expand`` (Veil's MCP server in Claude Code) or ``veil_expand``,
-    ``expand`` inside the ``mcp__veil`` namespace (Codex), or one the host defers behind its
-    tool search and names in its first messages — each is ``mcp__veil__expand`` to the model."""
-    for name in DIALECTS[api].tool_names(body):
-        if name in EXPAND_NAMES:
-            return name
-        if name == "mcp__veil.expand":
-            return "mcp__veil__expand"
-    # A host that defers MCP tools behind a tool search names them in its first messages
-    # (Claude Code's "deferred tools" system message, Codex's "deferred tool namespaces").
+    """Veil's expand tool as this request offers it to the model (the name a stub gives), or
+    None when it offers none: each host's names for it and where a host that defers it behind
+    its tool search names it are the host's (:func:`veil.hosts.expand_offered`)."""
     dialect = DIALECTS[api]
     system = body.get(dialect.system_key) if dialect.system_key else None
     early = [system, *json_array(body.get(dialect.messages_key))[:4]]
     text = dumps(early).decode("utf-8", "replace")
-    if "mcp__veil__expand" in text or "- mcp__veil\\n" in text or "- mcp__veil\n" in text:
-        return "mcp__veil__expand"
-    return None
+    return hosts.expand_offered(dialect.tool_names(body), text)
 
 
 # ---- rewriting -----------------------------------------------------------------------------
@@ -344,7 +332,6 @@ def _reserialised(request: Request, texts: Mapping[int, str]) -> bytes:
 
 __all__ = [
     "CACHE_TTL_S",
-    "EXPAND_NAMES",
     "NEAR",
     "ROUTES",
     "Api",
