@@ -4,8 +4,12 @@ runners are in :mod:`veil.cli.main`, which each parser names by ``run``)."""
 from __future__ import annotations
 
 import argparse
+import difflib
+import re
+import sys
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NoReturn, cast
 
 from veil import __version__
 from veil.cli.argument_types import port, positive, rate
@@ -25,13 +29,64 @@ class HelpFormatter(argparse.HelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
+_NUMBER = re.compile(r"^-\d+$|^-\d*\.\d+$")
+
+
 class Parser(argparse.ArgumentParser):
     """``veil``'s parsers, subcommands' included (they are made with the parent's class):
-    :class:`HelpFormatter` unless told otherwise."""
+    :class:`HelpFormatter` unless told otherwise.
+
+    A usage mistake is one line on stderr and exit 2 (:meth:`error`). An option the parser does
+    not know, given before its subcommand, is named as such (with the closest known option) —
+    not left to argparse, which would take the option's value for the subcommand and complain
+    of an invalid COMMAND instead."""
 
     def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("formatter_class", HelpFormatter)
         super().__init__(**kwargs)
+
+    def error(self, message: str) -> NoReturn:
+        """The mistake in one line and where the usage is, on stderr; exit 2."""
+        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: Any = None
+    ) -> tuple[Any, list[str]]:
+        given = list(sys.argv[1:] if args is None else args)
+        unknown = self.unknown_option(given)
+        if unknown is not None:
+            self.error(unknown)
+        return super().parse_known_args(given, namespace)
+
+    def unknown_option(self, args: Sequence[str]) -> str | None:
+        """What is wrong with the first option this parser does not know among ``args`` before
+        its subcommand (None: each is known, or the parser has no subcommands). Known: an
+        option string, a unique prefix of a long one (argparse's abbreviations), a short option
+        with its value attached (``-pTASK``); a negative number or a word with a space is a
+        value, ``--`` ends the options."""
+        commands = {
+            name
+            for action in self._actions
+            if action.nargs == argparse.PARSER
+            for name in cast(Mapping[str, object], action.choices or {})
+        }
+        if not commands:
+            return None
+        known = list(self._option_string_actions)
+        for arg in args:
+            if arg == "--" or arg in commands:
+                return None
+            if not arg.startswith("-") or arg == "-" or " " in arg or _NUMBER.match(arg):
+                continue
+            name = arg.split("=", 1)[0] if arg.startswith("--") else arg
+            if name in known or (name.startswith("--") and any(o.startswith(name) for o in known)):
+                continue
+            if not name.startswith("--") and name[:2] in known:
+                continue
+            close = difflib.get_close_matches(name, [o for o in known if o.startswith("--")], n=1)
+            hint = f"; did you mean {close[0]}?" if close else ""
+            return f"unknown option {name}{hint}"
+        return None
 
 
 def build_parser() -> argparse.ArgumentParser:
