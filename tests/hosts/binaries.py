@@ -53,6 +53,7 @@ CLAUDE_VERSIONS = (CLAUDE_CODE.version, CLAUDE_CODE_OLDEST.version)
 """The Claude Code versions a test parametrized over ``run_claude`` runs on: the newest and the
 oldest supported (``@pytest.mark.parametrize("run_claude", CLAUDE_VERSIONS, indirect=True)``)."""
 CODEX = NpmAgent("@openai/codex", "0.171.0", "codex")
+GEMINI_CLI = NpmAgent("@google/gemini-cli", "0.61.0", "gemini")
 
 INSTALL_TIMEOUT = 900
 """Seconds one ``npm install`` may take (each package is a ~400 MB native binary)."""
@@ -208,9 +209,10 @@ def _version(agent: NpmAgent, prefix: Path) -> str:
         )
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise AgentUnavailable(f"{agent.spec}: `{binary.name} --version` failed: {exc}") from None
-    if done.returncode != 0 or agent.version not in done.stdout:
+    answer = done.stdout.strip() or done.stderr.strip()  # pi prints its version on stderr
+    if done.returncode != 0 or agent.version not in answer:
         raise AgentUnavailable(
             f"{agent.spec}: `{binary.name} --version` answered {done.stdout.strip()!r} "
             f"(exit {done.returncode}): {done.stderr.strip()[-500:]}"
         )
-    return done.stdout.strip()
+    return answer

@@ -56,7 +56,7 @@ def run_proxy_command(options: ProxyOptions, env: Mapping[str, str] = os.environ
     try:
         if launcher is not None:
             agent_binary = binary(launcher, env)
-            upstream_url = options.upstream or launcher.upstream(env)
+            upstream_url = options.upstream or launcher.upstream_for(env, options.agent_args)
         else:
             agent_binary = ""
             upstream_url = options.upstream or env.get("ANTHROPIC_BASE_URL") or ANTHROPIC_API
@@ -103,7 +103,11 @@ def run_proxy_command(options: ProxyOptions, env: Mapping[str, str] = os.environ
         try:
             veil = tuple(veil_command(None))
             launch = Launch(agent_binary, base, root, options.agent_args, env, veil, scratch)
-            started = launcher.start(launch)
+            try:
+                started = launcher.start(launch)
+            except (ValueError, OSError) as exc:  # the agent's own settings cannot be read
+                print(f"veil {options.agent}: {exc}", file=sys.stderr)
+                return 2
             status = _run_child(started.command, started.env, cwd)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)

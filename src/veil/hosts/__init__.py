@@ -12,10 +12,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from veil.hosts import claude_code, codex
+from veil.hosts import claude_code, codex, gemini_cli, pi
 from veil.hosts.host import Host, Use
 
-HOSTS: Mapping[str, Host] = {"claude": claude_code.HOST, "codex": codex.HOST}
+HOSTS: Mapping[str, Host] = {
+    "claude": claude_code.HOST,
+    "codex": codex.HOST,
+    "gemini": gemini_cli.HOST,
+    "pi": pi.HOST,
+}
 
 
 def describe(name: str, arguments: Mapping[str, Any], root: Path | None = None) -> Use | None:

@@ -12,9 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from veil.launch import claude_code, codex
+from veil.launch import claude_code, codex, gemini_cli, pi
 from veil.launch.launcher import Launch, Launcher, Started, binary
 
-LAUNCHERS: Mapping[str, Launcher] = {"claude": claude_code.LAUNCHER, "codex": codex.LAUNCHER}
+LAUNCHERS: Mapping[str, Launcher] = {
+    "claude": claude_code.LAUNCHER,
+    "codex": codex.LAUNCHER,
+    "gemini": gemini_cli.LAUNCHER,
+    "pi": pi.LAUNCHER,
+}
 
 __all__ = ["LAUNCHERS", "Launch", "Launcher", "Started", "binary"]
