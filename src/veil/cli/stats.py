@@ -23,11 +23,13 @@ from typing import TextIO
 from veil.llm.catalog import Catalog
 from veil.proxy.ledger import Conversation, Figures, saved_share, total
 
-HOST_TITLES = {"claude": "Claude Code", "codex": "Codex"}
-
 
 def host_title(host: str | None) -> str:
-    return HOST_TITLES.get(host or "", "the agent")
+    """The host's name as people call it (``veil.hosts``), "the agent" for a bare proxy."""
+    from veil.hosts import HOSTS
+
+    found = HOSTS.get(host or "")
+    return found.title if found is not None else "the agent"
 
 
 def summary(found: Sequence[Conversation], *, command: str, prices_date: str) -> list[str]:

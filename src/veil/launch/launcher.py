@@ -10,7 +10,7 @@ removes after the run; nothing of the user's configuration is written.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -66,6 +66,15 @@ class Launcher:
     settings: Callable[[Env], dict[str, str]] = field(default=_settings)
     """The environment with the host's own settings that move its window or compaction point
     folded in as variables (Codex: its ``config.toml`` limits), for :meth:`Host.budget`."""
+    upstream_of_args: Callable[[Env, Sequence[str]], str] | None = None
+    """The upstream when the agent's arguments choose it (pi's ``--provider``); None:
+    :attr:`upstream`."""
+
+    def upstream_for(self, env: Env, args: Sequence[str]) -> str:
+        """The proxy's upstream for a run of the agent with ``args``."""
+        if self.upstream_of_args is not None:
+            return self.upstream_of_args(env, args)
+        return self.upstream(env)
 
 
 def binary(launcher: Launcher, env: Env) -> str:
