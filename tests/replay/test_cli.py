@@ -117,4 +117,4 @@ def test_plot_without_matplotlib_names_the_extra(
         root=tmp_path,
     )
     assert code == 2 and err.getvalue() == PLOT_MISSING + "\n"
-    assert "veil[plot]" in PLOT_MISSING and not (tmp_path / "p.png").exists()
+    assert "-m pip install 'matplotlib>=" in PLOT_MISSING and not (tmp_path / "p.png").exists()

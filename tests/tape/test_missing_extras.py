@@ -25,7 +25,7 @@ def test_postgresql_without_the_extra_names_the_package_and_the_install(
         open_store("postgresql://veil@127.0.0.1:1/veil")
     message = str(raised.value)
     assert f"{package} is not installed" in message
-    assert "pip install 'veil[postgres]'" in message
+    assert "-m pip install 'psycopg[binary]>=" in message
     assert "\n" not in message
     assert isinstance(raised.value, ImportError) and isinstance(raised.value, TapeError)
     assert raised.value.name == module

@@ -84,11 +84,10 @@ def _run_tui(args: argparse.Namespace) -> int:
     try:
         from veil.tui.app import run_tui
     except ImportError as exc:
-        print(
-            f"veil: the interactive TUI needs Textual ({exc.name} is missing): "
-            "pip install 'veil[tui]' — or run one task with `veil -p TASK`.",
-            file=sys.stderr,
-        )
+        from veil.extras import missing
+
+        print(f"veil: {missing('tui', 'the interactive TUI', exc)} — or run one task with "
+              "`veil -p TASK`", file=sys.stderr)  # fmt: skip
         return 1
 
     status = run_tui(_run_options(args))
@@ -363,17 +362,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as exc:
         if args.debug:
             raise
-        print(f"veil: {_explain(exc)} (--debug shows the traceback)", file=sys.stderr)
+        print(f"veil: {_explain(exc)}", file=sys.stderr)
         return 1
 
 
 def _explain(exc: BaseException) -> str:
-    """One line for an unexpected failure: what went wrong, in the words of the error."""
+    """One line for a failure: an unreadable store's own message (it names the file and the
+    fix); else what went wrong, in the words of the error, and that ``--debug`` shows more."""
+    from veil.tape import StoreUnreadable
+
     text = str(exc).strip().splitlines()
     message = text[0] if text else ""
+    if isinstance(exc, StoreUnreadable):
+        return message
     if isinstance(exc, OSError) and exc.filename:
-        return f"{exc.strerror or message}: {exc.filename}"
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+        message = f"{exc.strerror or message}: {exc.filename}"
+    elif message:
+        message = f"{type(exc).__name__}: {message}"
+    else:
+        message = type(exc).__name__
+    return f"{message} (--debug shows the traceback)"
 
 
 if __name__ == "__main__":

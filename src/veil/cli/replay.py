@@ -21,6 +21,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
+from veil.extras import install_command
 from veil.replay.compare import (
     RELATIVE,
     USD,
@@ -36,7 +37,7 @@ from veil.replay.compare import (
 from veil.replay.transcripts import Transcript, TranscriptError, find_transcripts, read_transcript
 
 PLOT_MISSING = (
-    "veil replay: --plot needs matplotlib, which is not installed: pip install 'veil[plot]'"
+    f"veil replay: --plot needs matplotlib, which is not installed: {install_command('plot')}"
 )
 PLOTTED_SESSIONS = 12
 """At most this many sessions get a panel in ``--plot``'s figure."""

