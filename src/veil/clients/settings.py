@@ -24,6 +24,11 @@ asking) and denies the ``hook`` tool to the model (hooks still call it); ``merge
 ``remove_mcp`` do the same for the ``veil`` entry of ``mcpServers`` (in a project's
 ``.mcp.json`` or ``~/.claude.json``); an entry named ``veil`` that runs something else is
 refused, not replaced.
+
+The Claude Code plugin of this repository (``plugins/veil``) carries the same hooks and server
+(:func:`plugin_hooks`, :func:`plugin_mcp`; ``tests/hosts/test_claude_code_plugin.py`` keeps
+its files equal to them), its ``mcp_tool`` hooks naming the server as Claude Code names a
+plugin's (:data:`PLUGIN_SERVER`).
 """
 
 from __future__ import annotations
@@ -36,6 +41,13 @@ from pathlib import Path
 from typing import Any, Literal, cast
 
 MCP_NAME = "veil"
+PLUGIN = "veil"
+"""The Claude Code plugin's name (``plugins/veil`` of this repository, in its marketplace
+``veil``: ``claude plugin install veil@veil``); its MCP server is ``veil`` too."""
+PLUGIN_SERVER = f"plugin:{PLUGIN}:{MCP_NAME}"
+"""The plugin's MCP server as Claude Code names it (observed on 2.1.332): what its
+``mcp_tool`` hooks call (``veil`` names no server there) and, as ``mcp__plugin_veil_veil__``,
+the prefix of its tools' names."""
 _HOOK = re.compile(
     r"(^|[\s/\\\"'])veil(\.exe)?[\"']?\s+hook\s+claude-code\b|veil\.cli\.main\s+hook\s+claude-code\b"
 )
@@ -132,7 +144,7 @@ def is_veil_hook(handler: object) -> bool:
         return False
     h = cast(dict[str, Any], handler)
     if h.get("type") == "mcp_tool":
-        return h.get("server") == MCP_NAME and h.get("tool") == HOOK_TOOL
+        return h.get("server") in (MCP_NAME, PLUGIN_SERVER) and h.get("tool") == HOOK_TOOL
     command = h.get("command")
     return h.get("type") == "command" and isinstance(command, str) and bool(_HOOK.search(command))
 
@@ -144,12 +156,15 @@ def hook_command(veil: Sequence[str], event: str) -> str:
     return shlex.join([*veil, "hook", "claude-code", event])
 
 
-def handler(spec: HookSpec, veil: Sequence[str], agent: Agent = "claude-code") -> dict[str, Any]:
-    """The handler of one hook, as the agent's settings hold it."""
+def handler(
+    spec: HookSpec, veil: Sequence[str], agent: Agent = "claude-code", server: str = MCP_NAME
+) -> dict[str, Any]:
+    """The handler of one hook, as the agent's settings hold it; an ``mcp_tool`` handler calls
+    the MCP server named ``server`` (the plugin's: :data:`PLUGIN_SERVER`)."""
     if spec.kind == "mcp_tool":
         return {
             "type": "mcp_tool",
-            "server": MCP_NAME,
+            "server": server,
             "tool": HOOK_TOOL,
             "input": hook_input(agent, spec.event),
             "timeout": spec.timeout,
@@ -203,9 +218,10 @@ def merge_hooks(
     veil: Sequence[str],
     where: str = "settings",
     agent: Agent = "claude-code",
+    server: str = MCP_NAME,
 ) -> dict[str, Any]:
     """``settings`` with Veil's hooks for ``agent`` (:data:`HOOKS`, :data:`CODEX_HOOKS`) run
-    by the ``veil`` invocation."""
+    by the ``veil`` invocation, the ``mcp_tool`` ones calling the MCP server ``server``."""
     out = remove_hooks(settings, where)
     hooks = dict(_hooks_table(out, where))
     for spec in HOOKS if agent == "claude-code" else CODEX_HOOKS:
@@ -217,7 +233,7 @@ def merge_hooks(
         group: dict[str, Any] = {}
         if spec.matcher is not None:
             group["matcher"] = spec.matcher
-        group["hooks"] = [handler(spec, veil, agent)]
+        group["hooks"] = [handler(spec, veil, agent, server)]
         hooks[spec.event] = [*cast(list[Any], existing), group]
     out["hooks"] = hooks
     return out
@@ -318,6 +334,23 @@ def is_veil_server(entry: object) -> bool:
 def mcp_entry(veil: Sequence[str], args: Sequence[str]) -> dict[str, Any]:
     """A stdio ``mcpServers`` entry running ``veil mcp ARGS``."""
     return {"type": "stdio", "command": veil[0], "args": [*veil[1:], "mcp", *args], "env": {}}
+
+
+MCP_ARGS = ("--project", "--authority", "user")
+"""``veil mcp``'s arguments as ``veil install claude-code`` gives them by default and the
+plugin always: the project's stores, writes counted as the person's."""
+
+
+def plugin_hooks() -> dict[str, Any]:
+    """The plugin's ``hooks/hooks.json``: the hooks ``veil install claude-code`` writes with
+    ``veil`` on PATH, calling the plugin's server (:data:`PLUGIN_SERVER`)."""
+    return merge_hooks({}, ["veil"], "plugins/veil/hooks/hooks.json", server=PLUGIN_SERVER)
+
+
+def plugin_mcp() -> dict[str, Any]:
+    """The plugin's ``.mcp.json``: the server ``veil install claude-code`` writes into a
+    project's ``.mcp.json`` with ``veil`` on PATH."""
+    return {"mcpServers": {MCP_NAME: mcp_entry(["veil"], MCP_ARGS)}}
 
 
 def merge_mcp(config: Mapping[str, Any], entry: Mapping[str, Any], where: str) -> dict[str, Any]:

@@ -4,7 +4,9 @@ Facts observed on the pinned 2.1.332 (``../shared/notes``, the binaries report o
 
 - **Expand.** Veil's MCP server ``veil`` gives the model ``mcp__veil__expand``; by default the
   tool is deferred behind Claude Code's tool search (named in a system message, loaded by a
-  ``ToolSearch`` call), and sent directly with ``ENABLE_TOOL_SEARCH=false``.
+  ``ToolSearch`` call), and sent directly with ``ENABLE_TOOL_SEARCH=false``. Veil's Claude
+  Code plugin (``plugins/veil``) runs the same server as ``plugin:veil:veil``: its expand is
+  ``mcp__plugin_veil_veil__expand`` (:data:`PLUGIN_EXPAND`).
 - **Fixed part.** About 12,000 tokens before any message (system prompt, 12 tools, a system
   message of the environment and the deferred tools); about 19,000 with tool search off.
 - **Its own compaction.** At ``(W − min(max output, 20,000)) − 13,000`` input tokens, ``W`` the
@@ -37,6 +39,10 @@ from typing import Any
 
 from veil.hosts.host import Env, Host, Use, command, relative, text, whole
 
+PLUGIN_EXPAND = "mcp__plugin_veil_veil__expand"
+"""Veil's expand as the plugin gives it (observed on 2.1.332, ``tests/hosts/
+test_claude_code_plugin.py``); ``veil claude`` adds the server ``veil`` beside the plugin's,
+so a stub names ``mcp__veil__expand`` and the model may call either."""
 TESTED = ("2.1.197", "2.1.332")
 """The oldest and the newest Claude Code Veil is tested with (``veil doctor`` warns outside)."""
 WRITES = frozenset({"Write", "Edit", "MultiEdit", "NotebookEdit"})
@@ -131,7 +137,7 @@ HOST = Host(
     compaction_markers=("CRITICAL: Respond with TEXT ONLY",),
     model_variable="ANTHROPIC_MODEL",
     describe=describe,
-    expand_calls=("mcp__veil__expand",),
+    expand_calls=("mcp__veil__expand", PLUGIN_EXPAND),
     deferred_expand=("mcp__veil__expand",),
     tested=TESTED,
 )
