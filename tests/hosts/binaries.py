@@ -54,6 +54,7 @@ CLAUDE_VERSIONS = (CLAUDE_CODE.version, CLAUDE_CODE_OLDEST.version)
 oldest supported (``@pytest.mark.parametrize("run_claude", CLAUDE_VERSIONS, indirect=True)``)."""
 CODEX = NpmAgent("@openai/codex", "0.171.0", "codex")
 GEMINI_CLI = NpmAgent("@google/gemini-cli", "0.61.0", "gemini")
+PI = NpmAgent("@mariozechner/pi-coding-agent", "0.73.1", "pi")
 
 INSTALL_TIMEOUT = 900
 """Seconds one ``npm install`` may take (each package is a ~400 MB native binary)."""

@@ -25,6 +25,7 @@ from tests.hosts.binaries import (
     CLAUDE_CODE,
     CLAUDE_CODE_OLDEST,
     CODEX,
+    PI,
     AgentUnavailable,
     NpmAgent,
     install,
@@ -65,6 +66,12 @@ CLAUDES = {CLAUDE_CODE.version: "claude", CLAUDE_CODE_OLDEST.version: "claude_ol
 def codex() -> Path:
     """The pinned Codex executable (installed on first use)."""
     return _binary(CODEX)
+
+
+@pytest.fixture(scope="session")
+def pi() -> Path:
+    """The pinned pi executable (installed on first use)."""
+    return _binary(PI)
 
 
 @pytest.fixture

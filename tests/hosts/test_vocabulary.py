@@ -194,6 +194,29 @@ ROWS = [
         None,
         model=("mcp__veil.attempts", {}),
     ),
+    # pi 0.73.1 (no hooks): the calls tests/hosts/test_pi_veil.py scripts and its tool schemas
+    Row("pi read", Use("read", "calc.py", ("calc.py",)), model=("read", {"path": "calc.py"})),
+    Row(
+        "pi read, absolute with @, a range",
+        Use("read", "src/calc.py#10+20", ("src/calc.py",), partial=True),
+        model=("read", {"path": "@{root}/src/calc.py", "offset": 10, "limit": 20}),
+    ),
+    Row(
+        "pi write",
+        Use("write", "calc.py", ("calc.py",)),
+        model=("write", {"path": "calc.py", "content": "x = 1\n"}),
+    ),
+    Row(
+        "pi edit",
+        Use("write", "calc.py", ("calc.py",)),
+        model=("edit", {"path": "calc.py", "edits": [{"oldText": "a", "newText": "b"}]}),
+    ),
+    Row("pi bash", Use("run", "make test"), model=("bash", {"command": " make test "})),
+    Row(
+        "pi grep",
+        Use("look", "grep def\\s+add src"),
+        model=("grep", {"pattern": "def\\s+add", "path": "src"}),
+    ),
 ]
 
 
