@@ -94,7 +94,8 @@ def tool_names(body: Mapping[str, Any]) -> list[str]:
 
 def session_of(body: Mapping[str, Any], headers: Mapping[str, str]) -> str:
     """``metadata.user_id``'s ``session_id`` when it is a JSON object (as Claude Code sends),
-    else ``user_id`` itself, else the ``x-claude-code-session-id`` header."""
+    else ``user_id`` itself, else the ``x-claude-code-session-id`` header, else opencode's
+    ``x-session-id``."""
     user_id = json_object(body.get("metadata")).get("user_id")
     session = ""
     if isinstance(user_id, str) and user_id:
@@ -103,7 +104,7 @@ def session_of(body: Mapping[str, Any], headers: Mapping[str, str]) -> str:
         except ValueError:
             parsed = None
         session = str(json_object(parsed).get("session_id") or user_id)
-    return session or headers.get("x-claude-code-session-id", "")
+    return session or headers.get("x-claude-code-session-id") or headers.get("x-session-id", "")
 
 
 CACHE_MARKER = '"cache_control"'

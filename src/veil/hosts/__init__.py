@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from veil.hosts import claude_code, codex, gemini_cli, pi
+from veil.hosts import claude_code, codex, gemini_cli, opencode, pi
 from veil.hosts.host import Host, Use
 
 HOSTS: Mapping[str, Host] = {
@@ -20,6 +20,7 @@ HOSTS: Mapping[str, Host] = {
     "codex": codex.HOST,
     "gemini": gemini_cli.HOST,
     "pi": pi.HOST,
+    "opencode": opencode.HOST,
 }
 
 

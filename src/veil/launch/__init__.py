@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from veil.launch import claude_code, codex, gemini_cli, pi
+from veil.launch import claude_code, codex, gemini_cli, opencode, pi
 from veil.launch.launcher import Launch, Launcher, Started, binary
 
 LAUNCHERS: Mapping[str, Launcher] = {
@@ -20,6 +20,7 @@ LAUNCHERS: Mapping[str, Launcher] = {
     "codex": codex.LAUNCHER,
     "gemini": gemini_cli.LAUNCHER,
     "pi": pi.LAUNCHER,
+    "opencode": opencode.LAUNCHER,
 }
 
 __all__ = ["LAUNCHERS", "Launch", "Launcher", "Started", "binary"]
