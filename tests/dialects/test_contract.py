@@ -286,6 +286,7 @@ GEMINI_USAGE = {"promptTokenCount": 2112, "cachedContentTokenCount": 2000,
 
 GEMINI = Sample(
     path="/v1beta/models/gemini-2.5-pro:streamGenerateContent?alt=sse",
+    counts=["/v1beta/models/gemini-2.5-pro:countTokens"],
     body={
         "contents": [
             {"role": "user", "parts": [{"text": "fix the bug"}]},

@@ -38,8 +38,13 @@ def route(path: str) -> tuple[Dialect | None, bool]:
     """The dialect a request path is for (None: none of them), by the path's last segments
     (query string and fragment aside, a trailing slash too), and whether it is a token count:
     a path ending in a dialect's :attr:`~veil.dialects.base.Dialect.count_suffix` is a count,
-    whichever dialect's path precedes it."""
+    whichever dialect's path precedes it; a suffix that is a method (``:countTokens``) is its
+    own dialect's count whatever precedes it."""
     where = path.split("?", 1)[0].split("#", 1)[0].rstrip("/")
+    for dialect in DIALECTS.values():  # a count that is a method of its own (Gemini's)
+        method = dialect.count_suffix or ""
+        if method.startswith(":") and where.endswith(method):
+            return dialect, True
     counting = False
     for suffix in _COUNT_SUFFIXES:
         if where.endswith(suffix):
@@ -51,7 +56,13 @@ def route(path: str) -> tuple[Dialect | None, bool]:
     return None, counting
 
 
-_COUNT_SUFFIXES = tuple(dict.fromkeys(d.count_suffix for d in DIALECTS.values() if d.count_suffix))
+_COUNT_SUFFIXES = tuple(
+    dict.fromkeys(
+        d.count_suffix
+        for d in DIALECTS.values()
+        if d.count_suffix and not d.count_suffix.startswith(":")
+    )
+)
 
 
 def dialect_for_path(path: str) -> Dialect | None:

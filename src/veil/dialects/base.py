@@ -113,7 +113,8 @@ class Dialect:
     paths: tuple[str, ...]
     """The path endings it is served on (query string aside): ``/v1/messages``."""
     count_suffix: str | None
-    """What a token-count request adds to a path (``/count_tokens``), when the API has one."""
+    """What a token-count request adds to a path (``/count_tokens``), when the API has one; a
+    method (``:countTokens``, Gemini's) ends the count's path in place of the generate one."""
     client_headers: tuple[str, ...]
     """Request headers (lower case) only this API's clients send: an unrouted request carrying
     one is answered in this API's error shape."""

@@ -39,6 +39,33 @@ from veil.dialects.base import (
 
 _RESPONSE_KEYS = frozenset({"id", "name", "response", "willContinue", "scheduling", "parts"})
 
+STREAM_METHOD = ":streamGenerateContent"
+"""The streamed method (``?alt=sse``: one ``data:`` event per chunk, each a whole response)."""
+COUNT_METHOD = ":countTokens"
+"""A token count is a method of the model (``…/models/M:countTokens``), not a suffix of the
+generate path; its body is ``{"contents": [...]}`` (Gemini CLI counts only a new message
+holding media), its answer ``{"totalTokens": N}`` (:func:`count_answer`)."""
+
+
+def streams(path: str) -> bool:
+    """A request on this path is answered as a stream of SSE chunks."""
+    return STREAM_METHOD in path.split("?", 1)[0]
+
+
+def count_answer(tokens: int) -> JSON:
+    """The answer to ``:countTokens``."""
+    return {"totalTokens": tokens}
+
+
+def response_schema(body: Mapping[str, Any]) -> object | None:
+    """The JSON schema a request asks the answer's text to follow
+    (``generationConfig.responseJsonSchema``, or the older ``responseSchema``; types may be
+    upper case: ``OBJECT``, ``STRING``), None when it asks for free text. Gemini CLI's side
+    calls (its model router, its loop detector) ask for one."""
+    config = json_object(body.get("generationConfig"))
+    found: object = config.get("responseJsonSchema") or config.get("responseSchema")
+    return json_object(found) or None
+
 
 def _parts(item: object) -> list[JSON]:
     return [json_object(p) for p in json_array(json_object(item).get("parts"))]
@@ -243,7 +270,7 @@ DIALECT = Dialect(
     model_of=model_of,
     api="gemini",
     paths=(":generateContent", ":streamGenerateContent"),
-    count_suffix=None,
+    count_suffix=COUNT_METHOD,
     client_headers=("x-goog-api-key", "x-goog-api-client"),
     messages_key="contents",
     text_input=False,

@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-from veil.dialects import DIALECTS
+from veil.dialects import DIALECTS, Piece
+from veil.dialects import gemini as google
 from veil.dialects import openai_common as openai
 from veil.dialects.encoding import Unsupported, decode
 from veil.llm.scripted_wire import (
@@ -104,13 +105,22 @@ def tool_calls_in(api: Api, body: Mapping[str, Any]) -> list[ToolCallSeen]:
     """Every tool call in the history, in order, as the dialect reads it
     (:attr:`~veil.dialects.base.Dialect.piece`): a Responses call in a ``namespace`` is named
     ``NAMESPACE.NAME``."""
-    piece_of = DIALECTS[api].piece
     out: list[ToolCallSeen] = []
-    for i, item in enumerate(messages_of(api, body)):
-        piece = piece_of(item)
+    items = messages_of(api, body)
+    for i in range(len(items)):
+        piece = _piece(api, items, i)
         for call in (*piece.calls, *(c for m in piece.messages for c in m.calls)):
             out.append(ToolCallSeen(call.id, call.name, i))
     return out
+
+
+def _piece(api: Api, items: list[Any], index: int) -> Piece:
+    """Item ``index`` read as its dialect reads it: with its neighbours where calls and
+    results pair by position (Gemini), else alone."""
+    dialect = DIALECTS[api]
+    if dialect.piece_in is not None:
+        return dialect.piece_in(items, index)
+    return dialect.piece(items[index])
 
 
 _RESPONSES_CALLS = {"function_call": "function", "custom_tool_call": "custom tool"}
@@ -121,10 +131,10 @@ def tool_results_in(api: Api, body: Mapping[str, Any]) -> list[ToolResultSeen]:
     """Every tool result in the history, in order, as the dialect reads it
     (:attr:`~veil.dialects.base.Dialect.piece`; its text as the model reads it, an image as
     ``[image]``)."""
-    piece_of = DIALECTS[api].piece
     out: list[ToolResultSeen] = []
-    for i, item in enumerate(messages_of(api, body)):
-        piece = piece_of(item)
+    items = messages_of(api, body)
+    for i in range(len(items)):
+        piece = _piece(api, items, i)
         texts = [m for m in piece.messages if m.role == "tool"]
         for at, message in zip(piece.results, texts, strict=True):
             part = at.block if at.block >= 0 else None
@@ -231,7 +241,71 @@ def pairing_error(api: Api, body: Mapping[str, Any], *, request_id: str) -> Repl
         return _anthropic_pairing(messages, request_id)
     if api == "chat":
         return _chat_pairing(messages, request_id)
+    if api == "gemini":
+        return _gemini_pairing(messages, request_id)
     return _responses_pairing(messages, request_id)
+
+
+def _gemini_pairing(contents: list[Any], request_id: str) -> Reply | None:
+    """Gemini: a turn of ``functionResponse`` parts must come right after a model turn of
+    ``functionCall`` parts, with as many parts."""
+
+    def count(item: object, kind: str) -> int:
+        return sum(1 for p in map(as_dict, as_list(as_dict(item).get("parts"))) if kind in p)
+
+    for i, item in enumerate(contents):
+        calls = count(item, "functionCall") if as_dict(item).get("role") == "model" else 0
+        answers = count(contents[i + 1], "functionResponse") if i + 1 < len(contents) else 0
+        before = count(contents[i - 1], "functionCall") if i > 0 else 0
+        text = None
+        if count(item, "functionResponse") and not before:
+            text = (
+                "Please ensure that function response turn comes immediately after a function "
+                "call turn."
+            )
+        elif calls and i + 1 < len(contents) and answers != calls:
+            text = (
+                "Please ensure that the number of function response parts is equal to the "
+                "number of function call parts of the function call turn."
+            )
+        if text is not None:
+            body = DIALECTS["gemini"].error_body(text, "INVALID_ARGUMENT")
+            return error_reply("gemini", 400, body, request_id=request_id)
+    return None
+
+
+def schema_instance(schema: object) -> object:
+    """A small JSON value that satisfies ``schema`` (a JSON schema; types in any case, as
+    Gemini's ``OBJECT``/``STRING``): an object of its required properties (all when none is
+    required), the first of an ``enum``, a number's ``minimum`` (else 1), ``"scripted"`` for a
+    string, an array of one item. What a side call asking for structured output (Gemini CLI's
+    model router) is answered, so that its client can read the answer."""
+    fields = as_dict(schema)
+    if isinstance(fields.get("enum"), list) and fields["enum"]:
+        return cast(list[Any], fields["enum"])[0]
+    kind = str(fields.get("type") or ("object" if "properties" in fields else "string")).lower()
+    if kind == "object":
+        properties = as_dict(fields.get("properties"))
+        required = [str(r) for r in as_list(fields.get("required"))] or list(properties)
+        return {name: schema_instance(properties.get(name)) for name in required}
+    if kind == "array":
+        return [schema_instance(fields.get("items"))]
+    if kind in ("integer", "number"):
+        low = fields.get("minimum")
+        return low if isinstance(low, int | float) and not isinstance(low, bool) else 1
+    if kind == "boolean":
+        return True
+    return "scripted"
+
+
+def side_answer(api: Api, body: Mapping[str, Any]) -> str | None:
+    """The text a side call must be answered with when it asks for structured output: an
+    instance of its schema as JSON (Gemini's ``responseJsonSchema``); None when it asks for
+    free text."""
+    if api != "gemini":
+        return None
+    schema = google.response_schema(body)
+    return None if schema is None else dumps(schema_instance(schema))
 
 
 def _anthropic_pairing(messages: list[Any], request_id: str) -> Reply | None:

@@ -2,8 +2,9 @@
 ``openai`` and ``anthropic`` SDKs, Claude Code, Codex — talk to over HTTP as to the real APIs.
 
 It speaks Anthropic Messages (``POST /v1/messages``, streamed or not, and
-``POST /v1/messages/count_tokens``), OpenAI Responses (``POST /v1/responses``) and OpenAI Chat
-Completions (``POST /v1/chat/completions``); how replies are written is in
+``POST /v1/messages/count_tokens``), OpenAI Responses (``POST /v1/responses``), OpenAI Chat
+Completions (``POST /v1/chat/completions``) and Gemini (``POST /v1beta/models/M:generateContent``,
+``:streamGenerateContent?alt=sse``, ``:countTokens``); how replies are written is in
 :mod:`veil.llm.scripted_wire`, what requests hold and why one is refused in
 :mod:`veil.llm.scripted_requests`, what a script holds in :mod:`veil.llm.scripted_turns`, how
 bytes cross HTTP in :mod:`veil.llm.scripted_http`; here, what each request is answered.
@@ -18,9 +19,11 @@ Contract:
   A script entry may instead be a callable ``(ModelRequest) -> Turn | dict`` that sees what the
   client sent. When the script is exhausted every further request gets a plain text turn
   (``final_text``, default ``"done"``), so a client never hangs.
-- Side calls — by default a request that offers no tools (Claude Code's titles and summaries) —
-  get ``side_reply`` without consuming the script (``side_call=`` changes the rule; ``None``
-  makes every request a script turn).
+- Side calls — by default a request that offers no tools (Claude Code's titles and summaries,
+  Gemini CLI's model router) — get ``side_reply`` without consuming the script (``side_call=``
+  changes the rule; ``None`` makes every request a script turn); one that asks for structured
+  output (Gemini's ``responseJsonSchema``) gets, unless ``side_reply`` is a callable, a small
+  instance of its schema as JSON, which its client can read.
 - Every request is recorded in :attr:`ScriptedServer.requests` (path, lower-cased headers,
   parsed JSON body, what was answered and the usage reported); headers are never logged.
 - Usage: input tokens are ``counter(text)`` of the request's tools, system prompt and
@@ -51,6 +54,7 @@ from pathlib import Path
 from typing import Any, Literal, Self, cast
 
 from veil.dialects import DIALECTS, route
+from veil.dialects import gemini as google
 from veil.llm.scripted import ScriptError
 from veil.llm.scripted_http import OpenConnections, handler_class
 from veil.llm.scripted_requests import (
@@ -69,6 +73,7 @@ from veil.llm.scripted_requests import (
     parse_json,
     prompt_parts,
     shared_prefix,
+    side_answer,
     tool_calls_in,
     tool_names,
     tool_results_in,
@@ -154,15 +159,18 @@ class RecordedRequest:
         return tool_names(self.api, self.body) if self.api else []
 
 
-def _route(path: str) -> Api | Literal["count_tokens"] | None:
-    """The API a path is for (:func:`veil.dialects.route`), ``count_tokens`` for a token count
-    (an API with a count endpoint: Anthropic's)."""
+def _route(path: str) -> tuple[Api | None, bool]:
+    """The API a path is for (:func:`veil.dialects.route`; None: no route) and whether it is a
+    token count (an API with a count endpoint: Anthropic's, Gemini's)."""
     dialect, counting = route(path)
-    if dialect is None:
-        return None
-    if counting:
-        return "count_tokens" if dialect.count_suffix else None
-    return dialect.api
+    if dialect is None or (counting and not dialect.count_suffix):
+        return None, False
+    return dialect.api, counting
+
+
+def _count_answer(api: Api, tokens: int) -> dict[str, Any]:
+    """A token count's answer in its API's shape."""
+    return google.count_answer(tokens) if api == "gemini" else {"input_tokens": tokens}
 
 
 class ScriptedServer:
@@ -296,16 +304,14 @@ class ScriptedServer:
         self, method: str, path: str, headers: dict[str, str], raw: bytes
     ) -> tuple[Reply, RecordedRequest]:
         encoding = headers.get("content-encoding")
-        route = _route(path)
+        routed, counting = _route(path)
         base = RecordedRequest(-1, method, path, None, "not_found", headers, {}, 404, encoding)
-        api: Api = "anthropic" if route in {"anthropic", "count_tokens"} else "chat"
-        if route in {"responses", "chat"}:
-            api = cast(Api, route)
+        api: Api = routed or "chat"
         with self._lock:
             self._numbered += 1
             n = self._numbered
         request_id = f"req_scripted_{n:04d}"
-        if method != "POST" or route is None:
+        if method != "POST" or routed is None:
             reply = json_reply(
                 404,
                 {"error": {"message": f"no route for {method} {path}", "type": "not_found_error"}},
@@ -320,10 +326,10 @@ class ScriptedServer:
             rejected = replace(base, api=api, kind="rejected", status=exc.status, error=str(exc))
             return reply, self._record(rejected)
         base = replace(base, api=api, body=body, status=200)
-        if route == "count_tokens":
-            counted = self.counter("".join(prompt_parts("anthropic", body)))
+        if counting:
+            counted = self.counter("".join(prompt_parts(api, body)))
             record = replace(base, kind="count_tokens", usage=Usage(counted, 0))
-            return json_reply(200, {"input_tokens": counted}), self._record(record)
+            return json_reply(200, _count_answer(api, counted)), self._record(record)
         return self._answer_model(api, path, headers, body, base, n)
 
     def _answer_model(
@@ -336,8 +342,8 @@ class ScriptedServer:
         n: int,
     ) -> tuple[Reply, RecordedRequest]:
         request_id = f"req_scripted_{n:04d}"
-        model = str(body.get("model") or "scripted")
-        stream = bool(body.get("stream"))
+        model = DIALECTS[api].model_of(body, path) or "scripted"
+        stream = google.streams(path) if api == "gemini" else bool(body.get("stream"))
         if self.pairing and (refusal := pairing_error(api, body, request_id=request_id)):
             message = _error_message(api, refusal)
             rejected = replace(base, kind="rejected", status=refusal.status, error=message)
@@ -365,7 +371,11 @@ class ScriptedServer:
         kind: RequestKind
         if side:
             kind, turn_number = "side", None
-            reply_text = self.side_reply(view) if callable(self.side_reply) else self.side_reply
+            reply_text = (
+                self.side_reply(view)
+                if callable(self.side_reply)
+                else side_answer(api, body) or self.side_reply
+            )
             source: TurnSource = Turn(reply_text)
         else:
             with self._lock:
@@ -451,7 +461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m veil.llm.scripted_server",
         description="Serve a scripted model (Anthropic Messages, OpenAI Responses and Chat "
-        "Completions) on 127.0.0.1.",
+        "Completions, Gemini generateContent) on 127.0.0.1.",
     )
     parser.add_argument("--script", required=True, help='a JSON file {"turns": [...]}')
     parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (0: a free one)")

@@ -2,15 +2,18 @@
 a usage block and an error. What a request holds, costs and may be refused for is in
 :mod:`veil.llm.scripted_requests`.
 
-Three APIs, named by :data:`Api`:
+Four APIs, named by :data:`Api`:
 
 - ``"anthropic"``: Anthropic Messages (``POST /v1/messages``, ``/v1/messages/count_tokens``);
 - ``"responses"``: OpenAI Responses (``POST /v1/responses``);
-- ``"chat"``: OpenAI Chat Completions (``POST /v1/chat/completions``).
+- ``"chat"``: OpenAI Chat Completions (``POST /v1/chat/completions``);
+- ``"gemini"``: Gemini ``POST /v1beta/models/M:generateContent``, ``:streamGenerateContent``
+  (``?alt=sse``) and ``:countTokens``.
 
 Everything here is a pure function of a scripted :class:`Turn` and a :class:`ReplyContext`. The
 shapes follow the public SDK types (``anthropic.types``, ``openai.types.responses``,
-``openai.types.chat``) and what Claude Code 2.1.332 and Codex 0.171.0 accept.
+``openai.types.chat``, ``@google/genai``) and what Claude Code 2.1.332, Codex 0.171.0 and Gemini
+CLI 0.61.0 accept.
 """
 
 from __future__ import annotations
@@ -524,12 +527,46 @@ def chat_reply(turn: Turn, ctx: ReplyContext) -> Reply:
     return Reply(200, SSE, tuple(out), True, headers)
 
 
+def gemini_reply(turn: Turn, ctx: ReplyContext) -> Reply:
+    """A ``generateContent`` reply: one response ``{"candidates": [{"content": {"role":
+    "model", "parts"}, "finishReason", "index"}], "usageMetadata", "modelVersion",
+    "responseId"}`` — its parts the text, then a ``functionCall`` (``name``, ``args``; no
+    ``id``, as the API gives none) per call — or, streamed (``?alt=sse``), the text in pieces
+    then the calls, one response per ``data:`` event, ``finishReason`` on the last; every event
+    carries ``usageMetadata``, as the API's do."""
+    finish = {"stop": "STOP", "tool_calls": "STOP", "length": "MAX_TOKENS"}.get(
+        turn.stop, turn.stop
+    )
+    calls: list[JSON] = [{"functionCall": {"name": c.name, "args": c.arguments}}
+                         for c in turn.tool_calls]  # fmt: skip
+    usage = ctx.usage.block("gemini")
+    headers = (("x-request-id", f"req_scripted_{ctx.n:04d}"),)
+
+    def response(parts: list[JSON], last: bool) -> JSON:
+        candidate: JSON = {"content": {"role": "model", "parts": parts}, "index": 0}
+        if last:
+            candidate["finishReason"] = finish
+        return {"candidates": [candidate], "usageMetadata": usage, "modelVersion": ctx.model,
+                "responseId": f"scripted-{ctx.n:04d}"}  # fmt: skip
+
+    texts: list[JSON] = [{"text": turn.content}] if turn.content or not calls else []
+    if not ctx.stream:
+        return json_reply(200, response(texts + calls, True), headers)
+    chunks = [[{"text": p}] for p in pieces(turn.content)] + ([calls] if calls else [])
+    chunks = chunks or [[{"text": ""}]]
+    out = [f"data: {dumps(response(c, i == len(chunks) - 1))}\r\n\r\n".encode()
+           for i, c in enumerate(chunks)]  # fmt: skip
+    return Reply(200, SSE, tuple(out), True, headers)
+
+
 def render(api: Api, turn: Turn, ctx: ReplyContext) -> Reply:
     """The reply to a model request of ``api``."""
     if api == "anthropic":
         return anthropic_reply(turn, ctx)
     if api == "responses":
         return responses_reply(turn, ctx)
+    if api == "gemini":
+        return gemini_reply(turn, ctx)
     return chat_reply(turn, ctx)
 
 
