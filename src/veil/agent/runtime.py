@@ -45,7 +45,7 @@ from veil.agent.loop import INTERRUPTED, AgentLoopConfig, run_agent
 from veil.agent.memory_tools import EXPAND_TOOL
 from veil.agent.permissions import Approval, AskCallback, PermissionPolicy
 from veil.agent.project import project_root, project_scope, veil_dir
-from veil.agent.sessions import Sessions
+from veil.agent.sessions import SessionInfo, Sessions
 from veil.agent.tool import Tool, ToolContext, ToolResult, Touches, touches_of
 from veil.agent.tools import coding_tools
 from veil.agent.transcript import repair, trace_record
@@ -182,6 +182,40 @@ class Setup:
     profile: ProfileSettings = dataclasses.field(
         default_factory=lambda: PROFILE_SETTINGS["default"]
     )
+    recorded_model: bool = False
+    """The model is the one the continued session recorded (neither ``--model`` nor
+    ``$VEIL_MODEL`` named one)."""
+
+
+def model_spec(options: RunOptions, previous: SessionInfo | None) -> tuple[str | None, bool]:
+    """The model spec a run uses and whether it is the continued session's: ``--model``, else
+    ``$VEIL_MODEL``, else the spec ``previous`` (the session continued) recorded. A session
+    recorded with a bare model name (before sessions kept the spec) is not guessed at: None,
+    and the run asks for a model as it does without a session."""
+    spec = options.model or os.environ.get("VEIL_MODEL") or None
+    if spec is None and previous is not None and ":" in previous.model:
+        return previous.model, True
+    return spec, False
+
+
+def continued_session(options: RunOptions) -> SessionInfo | None:
+    """The session ``-c``/``--session`` names, read without creating anything (None: neither
+    option, no store yet, or no such session) — for a caller that needs :func:`model_spec`
+    before :func:`assemble`."""
+    from veil.tape import open_store
+
+    if not (options.resume or options.session):
+        return None
+    root = project_root(options.cwd)
+    db = root / ".veil" / "context.db"
+    if not db.exists():
+        return None
+    store = open_store(f"sqlite:///{db}")
+    try:
+        sessions = Sessions(store, scope=project_scope(root))
+        return sessions.get(options.session) if options.session else sessions.latest()
+    finally:
+        store.close()
 
 
 def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) -> Setup:
@@ -196,14 +230,9 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
     if options.fork and not (options.resume or options.session):
         raise UsageProblem("--fork needs -c/--continue or --session ID to branch from")
     profile = options.settings()
-    try:
-        provider = provider_from_spec(options.model, timeout=profile.timeout_s)
-    except (ModelNotConfigured, ScriptError) as exc:
-        raise SetupFailed(str(exc)) from None
     root = project_root(options.cwd)
     scope = project_scope(root)
     home = veil_dir(root)
-    window = options.window or provider.context_window
     embedder = default_embedder()
     store = open_store(f"sqlite:///{home / 'context.db'}?synchronous=normal", embedder=embedder)
     sessions = Sessions(store, scope=scope)
@@ -217,6 +246,13 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
         previous = sessions.latest()
         if previous is None:
             raise SetupFailed("-c: there is no earlier session in this project to continue")
+    spec, recorded = model_spec(options, previous)
+    try:
+        provider = provider_from_spec(spec, timeout=profile.timeout_s)
+    except (ModelNotConfigured, ScriptError) as exc:
+        store.close()
+        raise SetupFailed(str(exc)) from None
+    window = options.window or provider.context_window
     resumed = previous is not None and not options.fork
     if previous is not None:
         messages = sessions.messages(previous.id)
@@ -263,11 +299,11 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
             f"tokens and the reply's reserve {reserve}; use at least {needed}"
         )
     if previous is None:
-        sessions.start(title=task, model=provider.model, session_id=session_id)
+        sessions.start(title=task, model=spec or provider.model, session_id=session_id)
     elif not resumed:
         sessions.start(
             title=task,
-            model=provider.model,
+            model=spec or provider.model,
             parent_id=previous.id,
             copy_messages=messages,
             session_id=session_id,
@@ -284,7 +320,16 @@ def assemble(options: RunOptions, task: str, *, ask: AskCallback | None = None) 
         **harness.hooks(),
     )
     return Setup(
-        harness, sessions, session_id, messages, config, provider, policy, memory_on, profile
+        harness,
+        sessions,
+        session_id,
+        messages,
+        config,
+        provider,
+        policy,
+        memory_on,
+        profile,
+        recorded_model=recorded,
     )
 
 

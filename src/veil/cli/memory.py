@@ -214,15 +214,34 @@ def _run_verb(args: argparse.Namespace, target: Target, out: TextIO) -> int:
 
 
 def _remembered_status(result: object) -> int:
+    """``remember``'s status: 1 when nothing was extracted, or when every item extracted was
+    refused (one line on stderr: how many and the first reason); 0 otherwise — with a line
+    on stderr when some items were not stored."""
     from veil.memory import WriteReport
 
-    if isinstance(result, WriteReport) and result.error is not None:
+    if not isinstance(result, WriteReport):
+        return 0
+    if result.error is not None:
         print(
             f"veil memory remember: nothing extracted ({result.error}); the evidence is kept "
             f"on the tape as {result.evidence_id}",
             file=sys.stderr,
         )
         return 1
+    if not result.invalid:
+        return 0
+    refused = (
+        f"{len(result.invalid)} extracted item(s) not stored (first: {result.invalid[0].reason})"
+    )
+    counts = result.counts()
+    if not any(n for key, n in counts.items() if key != "invalid"):
+        print(
+            f"veil memory remember: nothing stored: {refused}; the evidence is kept on the tape "
+            f"as {result.evidence_id}",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"veil memory remember: {refused}", file=sys.stderr)
     return 0
 
 

@@ -80,6 +80,8 @@ class PrintMode:
 
     def ready(self, setup: Setup, earlier: list[Any]) -> None:
         self.setup = setup
+        if setup.recorded_model:
+            self._say(f"continuing with the session's model {setup.provider.model}")
         if not setup.memory_on:
             self._say(
                 "long-term memory is off with a scripted model (no facts are extracted); "

@@ -537,14 +537,18 @@ def run_tui(options: RunOptions) -> int:
 
     The model is checked before the screen is taken over: when it is not configured (no
     ``--model``/``$VEIL_MODEL``, a missing key, a broken script) the how-to message goes to
-    stderr and the status is 1, as in print mode. Otherwise 0 when the user quits.
+    stderr and the status is 1, as in print mode. ``-c``/``--session`` without a model
+    continues with the model the session recorded (:func:`~veil.agent.runtime.model_spec`).
+    Otherwise 0 when the user quits.
     """
+    from veil.agent.runtime import continued_session, model_spec
     from veil.llm import ModelNotConfigured
     from veil.llm.registry import provider_from_spec
     from veil.llm.scripted import ScriptError
 
     try:
-        provider = provider_from_spec(options.model)
+        spec, _ = model_spec(options, continued_session(options))
+        provider = provider_from_spec(spec)
     except (ModelNotConfigured, ScriptError) as exc:
         print(f"veil: {exc}", file=sys.stderr)
         return 1
