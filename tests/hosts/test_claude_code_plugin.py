@@ -81,6 +81,14 @@ def test_the_installed_plugin_briefs_records_answers_and_offers_expand(
     listed = claude_command(claude, runner.home, "plugin", "list")
     assert "veil@veil" in listed and "enabled" in listed, listed
 
+    # a plugin cannot set permissions: those docs/claude-code.md gives for ~/.claude/settings.json
+    user_settings = runner.home / ".claude" / "settings.json"
+    config = json.loads(user_settings.read_text())
+    config["permissions"] = {
+        "allow": [f"{TOOLS}{tool}" for tool in settings.READ_ONLY_TOOLS],
+        "deny": [f"{TOOLS}hook"],
+    }
+    user_settings.write_text(json.dumps(config))
     seed_memory(agent_repo, [("project", "runs tests with", "pytest -q")])
     attempts = f"{TOOLS}attempts"
     script = [
@@ -95,7 +103,7 @@ def test_the_installed_plugin_briefs_records_answers_and_offers_expand(
             cwd=agent_repo,
             base_url=server.url,
             env={"PATH": path, "ENABLE_TOOL_SEARCH": "false"},
-            allowed_tools=("Bash", attempts),  # a plugin cannot allow its tools itself
+            allowed_tools=("Bash",),  # Veil's tools are allowed by the settings above
         )
     assert run.returncode == 0, run.describe()
     requests = server.model_requests
@@ -107,6 +115,7 @@ def test_the_installed_plugin_briefs_records_answers_and_offers_expand(
     names = requests[0].tool_names
     assert f"{TOOLS}expand" in names and f"{TOOLS}recall" in names, names
     assert not any(n.startswith("mcp__veil__") for n in names), names
+    assert f"{TOOLS}hook" not in names  # denied to the model; the hooks still call it
     # PostToolUseFailure recorded the failed command; the attempts tool answers with it
     answered = requests[2].tool_results[-1]
     assert not answered.is_error and '"attempts":1' in answered.text, answered
