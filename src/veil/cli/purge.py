@@ -112,15 +112,15 @@ def run_purge(
         return 2
     try:
         if not yes:
+            found = matching_words(store.purge_counts(selection), selection)
             if not _isatty(stdin):
                 print(
-                    "veil admin purge: deleting is final; pass --yes to confirm (stdin is not a "
-                    "terminal to ask on)",
+                    f"veil admin purge: {found}; deleting is final: pass --yes to confirm (stdin "
+                    "is not a terminal to ask on)",
                     file=err,
                 )
                 return 2
-            print(f"store: {target}\ndelete what {selection_words(selection)} names? [y/N] ",
-                  end="", file=err)  # fmt: skip
+            print(f"store: {target}\n{found}; delete them? [y/N] ", end="", file=err)
             err.flush()
             if stdin.readline().strip().lower() not in ("y", "yes"):
                 print("nothing deleted", file=err)
@@ -177,6 +177,17 @@ def retain(root: Path, *, keep: str | None = None) -> ErasureReceipt | None:
         return apply_retention(store, sessions, policy=policy, now=_now(), keep=keep)
     finally:
         store.close()
+
+
+def matching_words(counts: dict[str, int], selection: PurgeSelection) -> str:
+    """``7 event(s) selected by session s_1: 4 session.message, 3 context.item`` — what a purge
+    would remove, before it is asked for (the most frequent kinds first, five named at most)."""
+    total = sum(counts.values())
+    kinds = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    named = ", ".join(f"{n} {kind}" for kind, n in kinds[:5])
+    more = f", {len(kinds) - 5} more kind(s)" if len(kinds) > 5 else ""
+    what = f": {named}{more}" if kinds else ""
+    return f"{total} event(s) selected by {selection_words(selection)}{what}"
 
 
 def selection_words(selection: PurgeSelection) -> str:

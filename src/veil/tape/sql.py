@@ -213,6 +213,14 @@ class SqlStore(SqlSchema):
         self._after_erase(full=True)
         return ErasureReceipt(receipt_id, digest, at, len(doomed), rows)
 
+    def purge_counts(self, selection: PurgeSelection) -> dict[str, int]:
+        """How many events of each kind :meth:`purge` would remove (reads only)."""
+        self._ensure_open()
+        counts: dict[str, int] = {}
+        for event in self._purge_scan(selection):
+            counts[event.kind] = counts.get(event.kind, 0) + 1
+        return counts
+
     def _purge_scan(self, selection: PurgeSelection) -> Iterator[Event]:
         """The events ``selection`` names, read in pages of the tape."""
         after = 0

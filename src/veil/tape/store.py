@@ -360,6 +360,11 @@ class Store(Protocol):
         a receipt (0 events)."""
         ...
 
+    def purge_counts(self, selection: PurgeSelection) -> dict[str, int]:
+        """How many events of each kind :meth:`purge` would remove for ``selection`` (the
+        same rule, :meth:`PurgeSelection.matches`); reads only."""
+        ...
+
     def sizes(self, scope: str, *, field: str) -> dict[str | None, int]:
         """Administrative: bytes of ``scope``'s events (payload and provenance JSON) grouped
         by the top-level ``field`` of their provenance, else of their payload; ``None`` groups
