@@ -149,12 +149,15 @@ def check_veil_on_path(env: Mapping[str, str]) -> Check:
 
 
 def _path_fix() -> str:
-    """Ways that exist here to put this veil on PATH (the Makefile has no install target)."""
+    """Ways that exist here to put this veil on PATH: ``make install`` in the clone it runs
+    from (its own virtualenv, linked into ``~/.local/bin``), or its directory on PATH."""
     ways: list[str] = []
+    tree = Path(__file__).resolve().parents[3]
+    if (tree / "Makefile").exists() and (tree / "pyproject.toml").exists():
+        ways.append(f"make -C {shlex.quote(str(tree))} install")
     here = Path(sys.executable).parent
     if (here / "veil").exists():
         ways.append(f'export PATH="{here}:$PATH" (in your shell profile, to keep it)')
-    tree = Path(__file__).resolve().parents[3]
     if (tree / "pyproject.toml").exists():
         if shutil.which("pipx"):
             ways.append(f"pipx install {shlex.quote(str(tree))}")
