@@ -55,6 +55,7 @@ oldest supported (``@pytest.mark.parametrize("run_claude", CLAUDE_VERSIONS, indi
 CODEX = NpmAgent("@openai/codex", "0.171.0", "codex")
 GEMINI_CLI = NpmAgent("@google/gemini-cli", "0.61.0", "gemini")
 PI = NpmAgent("@mariozechner/pi-coding-agent", "0.73.1", "pi")
+OPENCODE = NpmAgent("opencode-ai", "1.18.33", "opencode")
 
 INSTALL_TIMEOUT = 900
 """Seconds one ``npm install`` may take (each package is a ~400 MB native binary)."""
