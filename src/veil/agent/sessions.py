@@ -13,7 +13,7 @@ from typing import Literal, cast
 
 from veil.agent.transcript import message_from_dict, message_to_dict
 from veil.clock import Clock, SystemClock, format_time, parse_time
-from veil.llm.messages import Message
+from veil.llm.messages import AssistantMessage, Message, ToolResultMessage
 from veil.tape import Column, Event, JSONObject, Op, Patch, Put, Store, Table, new_id
 from veil.tape.codec import Ident
 from veil.tape.kinds import EventKind, catalogue
@@ -159,6 +159,44 @@ class SessionInfo:
     messages: int
 
 
+PURGED_RESULT = "[veil: this call's result was purged from Veil's store (veil admin purge)]"
+"""What a tool result removed by a purge comes back as."""
+
+
+def _with_purged_results(slots: list[Message | None]) -> list[Message]:
+    """``slots`` by index, ``None`` where a purge removed a message: each gap within a step (an
+    assistant message with tool calls and the results after it) answers the first of its calls
+    left without a result; a gap elsewhere is dropped."""
+    out: list[Message] = []
+    step: AssistantMessage | None = None
+    for i, slot in enumerate(slots):
+        if isinstance(slot, AssistantMessage):
+            step = slot
+        elif slot is not None and not isinstance(slot, ToolResultMessage):
+            step = None
+        if slot is not None:
+            out.append(slot)
+            continue
+        if step is None:
+            continue
+        later = slots[i + 1 :]
+        end = next(
+            (
+                j
+                for j, s in enumerate(later)
+                if s is not None and not isinstance(s, ToolResultMessage)
+            ),
+            len(later),
+        )
+        answered = {m.tool_call_id for m in out if isinstance(m, ToolResultMessage)}
+        answered |= {s.tool_call_id for s in later[:end] if isinstance(s, ToolResultMessage)}
+        free = [c for c in step.tool_calls if c.id not in answered]
+        if free:
+            call = free[0]
+            out.append(ToolResultMessage(call.id, call.name, PURGED_RESULT, is_error=True))
+    return out
+
+
 class Sessions:
     def __init__(
         self, store: Store, *, scope: str, clock: Clock | None = None, register: bool = True
@@ -203,10 +241,18 @@ class Sessions:
         self._recorder.record(ENDED, Ended(session_id, status, summary[:4000]))
 
     def messages(self, session_id: str) -> list[Message]:
+        """The session's transcript in order. A message a purge removed (``veil admin purge``)
+        leaves its index missing: a purged tool result comes back as :data:`PURGED_RESULT` for
+        its call (so the model is told the truth, not that the run was interrupted); another
+        purged message leaves nothing in its place."""
         rows = self.store.fetch(
             MESSAGES, scope=self.scope, where={"session_id": session_id}, order_by=["idx"]
         )
-        return [message_from_dict(cast(dict[str, object], r["message"])) for r in rows]  # type: ignore[arg-type]
+        by_idx: dict[int, Message] = {
+            int(cast(int, r["idx"])): message_from_dict(cast(dict[str, object], r["message"]))  # type: ignore[arg-type]
+            for r in rows
+        }
+        return _with_purged_results([by_idx.get(i) for i in range(max(by_idx, default=-1) + 1)])
 
     def list(self, limit: int = 50) -> list[SessionInfo]:
         rows = self.store.fetch(SESSIONS, scope=self.scope, order_by=["-updated_at"], limit=limit)
