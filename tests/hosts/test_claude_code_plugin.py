@@ -131,8 +131,8 @@ def test_the_installed_plugin_briefs_records_answers_and_offers_expand(
     events = {h["hookEvent"] for h in hooks if h["type"] == "hook_success"}
     assert {"PreToolUse", "PostToolUseFailure", "PostToolBatch"} <= events, events
 
-    # through `veil claude`, which adds its own server `veil` (the plugin's is not in the files
-    # it checks): both expands are offered; a stub names `mcp__veil__expand`
+    # through `veil claude`: the plugin is enabled, so veil claude adds neither its own server
+    # nor its hooks (one `veil mcp`, not two); a stub names the plugin's expand
     with ScriptedServer([Turn("Done.")]) as server:
         wrapped = runner(
             "make test_total pass",
@@ -143,4 +143,4 @@ def test_the_installed_plugin_briefs_records_answers_and_offers_expand(
         )
     assert wrapped.returncode == 0, wrapped.describe()
     names = server.model_requests[0].tool_names
-    assert "mcp__veil__expand" in names and f"{TOOLS}expand" in names, names
+    assert "mcp__veil__expand" not in names and f"{TOOLS}expand" in names, names

@@ -53,14 +53,19 @@ def expand_offered(names: Iterable[str], early: str) -> str | None:
     """Veil's expand as a request offers it to the model — the name to put in a stub — or
     None when it offers none. ``names``: the request's tool names; ``early``: the text of its
     system prompt and first messages, where a host that defers MCP tools behind a tool search
-    names them instead (:attr:`Host.deferred_expand`)."""
+    names them instead. The name is the one offered (Claude Code's ``mcp__veil__expand`` or its
+    plugin's ``mcp__plugin_veil_veil__expand``); a tool inside a namespace (Codex's
+    ``mcp__veil.expand``) is named as its host's model calls it (:attr:`Host.expand_tool`)."""
     for name in names:
         for host in HOSTS.values():
             if name in host.expand_calls:
-                return host.expand_tool
+                return name if "." not in name else host.expand_tool
         if name == ADAPTER_EXPAND:
             return name
     for host in HOSTS.values():
+        for name in host.expand_calls:
+            if "." not in name and name in early:
+                return name
         if any(marker in early for marker in host.deferred_expand):
             return host.expand_tool
     return None

@@ -138,6 +138,5 @@ HOST = Host(
     model_variable="ANTHROPIC_MODEL",
     describe=describe,
     expand_calls=("mcp__veil__expand", PLUGIN_EXPAND),
-    deferred_expand=("mcp__veil__expand",),
     tested=TESTED,
 )

@@ -112,7 +112,9 @@ class Host:
     """The names a call of Veil's expand arrives under in the host's requests."""
     deferred_expand: tuple[str, ...] = ()
     """Texts in a request's first messages that show the host deferred Veil's expand behind
-    its tool search (named there, loaded on demand): the model can still reach it."""
+    its tool search under another name than its calls' (Codex names the ``mcp__veil``
+    namespace): the model can still reach it. A deferred tool named as its calls are needs
+    none."""
     tested: tuple[str, str] = ("", "")
     """The oldest and the newest version of the host Veil is tested with."""
 

@@ -2,8 +2,8 @@
 
 The upstream is ``$ANTHROPIC_BASE_URL``, else Anthropic's API; the agent gets
 ``ANTHROPIC_BASE_URL`` pointing at the proxy and — unless the project or the user already has
-them (``veil install claude-code``, or the plugin) — Veil's hooks and MCP server on its
-command line (``--settings``, ``--mcp-config``): nothing is written.
+them (``veil install claude-code``, or Veil's plugin enabled: it brings both) — Veil's hooks and
+MCP server on its command line (``--settings``, ``--mcp-config``): nothing is written.
 """
 
 from __future__ import annotations
@@ -27,10 +27,12 @@ def start(launch: Launch) -> Started:
     env = {**launch.env, "ANTHROPIC_BASE_URL": launch.base}
     extra: list[str] = []
     shared = [
+        settings.claude_dir(launch.env) / "settings.json",
         launch.root / ".claude" / "settings.json",
         launch.root / ".claude" / "settings.local.json",
-        settings.claude_dir(launch.env) / "settings.json",
     ]
+    if plugin_enabled(shared):  # the plugin brings the hooks and the server
+        return Started([launch.binary, *launch.args], env)
     if not any(has_veil_hooks(path) for path in shared):
         hooks = settings.merge_permissions(settings.merge_hooks({}, list(launch.veil)))
         extra += ["--settings", json.dumps(hooks)]
@@ -39,6 +41,24 @@ def start(launch: Launch) -> Started:
         entry = settings.mcp_entry(list(launch.veil), ["--project"])
         extra += ["--mcp-config", json.dumps({"mcpServers": {settings.MCP_NAME: entry}})]
     return Started([launch.binary, *extra, *launch.args], env)
+
+
+def plugin_enabled(paths: list[Path]) -> bool:
+    """Whether Veil's Claude Code plugin (``veil@<marketplace>``) is enabled by the settings
+    files ``paths``, in Claude Code's order of precedence (user, project, local: a later file's
+    ``enabledPlugins`` entry overrides an earlier one's)."""
+    enabled = False
+    for path in paths:
+        try:
+            table = settings.read_json(path).get("enabledPlugins")
+        except settings.SettingsError:
+            continue
+        if not isinstance(table, dict):
+            continue
+        for key, value in cast(dict[str, Any], table).items():
+            if key.split("@", 1)[0] == settings.MCP_NAME and isinstance(value, bool):
+                enabled = value
+    return enabled
 
 
 def has_veil_hooks(path: Path) -> bool:
