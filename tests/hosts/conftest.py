@@ -25,11 +25,13 @@ from tests.hosts.binaries import (
     CLAUDE_CODE,
     CLAUDE_CODE_OLDEST,
     CODEX,
+    GEMINI_CLI,
     PI,
     AgentUnavailable,
     NpmAgent,
     install,
 )
+from tests.hosts.gemini_runner import GeminiRunner
 from tests.hosts.runners import TIMINGS, ClaudeRunner, CodexRunner
 
 _STATUS: dict[str, str] = {}
@@ -89,6 +91,19 @@ def run_codex(codex: Path, tmp_path: Path) -> CodexRunner:
     """``run_codex(task, *, cwd, base_url, args=(), env=None, timeout=180, model="gpt-5.5",
     config="") -> CodexRun``."""
     return CodexRunner(codex, tmp_path / "codex-home")
+
+
+@pytest.fixture(scope="session")
+def gemini() -> Path:
+    """The pinned Gemini CLI executable (installed on first use)."""
+    return _binary(GEMINI_CLI)
+
+
+@pytest.fixture
+def run_gemini(gemini: Path, tmp_path: Path) -> GeminiRunner:
+    """``run_gemini(task, *, cwd, base_url, args=(), env=None, timeout=180, wrapper=(),
+    settings=None) -> GeminiRun`` (:mod:`tests.hosts.gemini_runner`)."""
+    return GeminiRunner(gemini, tmp_path / "gemini-home")
 
 
 @pytest.fixture

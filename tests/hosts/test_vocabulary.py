@@ -322,7 +322,7 @@ def test_the_expand_tool_names_are_recognised_as_before() -> None:
 
 
 def test_the_tested_versions_come_from_the_host_modules() -> None:
-    assert doctor.TESTED == {name: host.tested for name, host in HOSTS.items()}
+    assert {name: host.tested for name, host in HOSTS.items()} == doctor.TESTED
     assert (doctor.TESTED["claude"], doctor.TESTED["codex"]) == (claude_code.TESTED, codex.TESTED)
     # the newest tested is what the real-binary suites pin
     assert (claude_code.TESTED[1], codex.TESTED[1]) == (CLAUDE_CODE.version, CODEX.version)

@@ -248,7 +248,9 @@ def pairing_error(api: Api, body: Mapping[str, Any], *, request_id: str) -> Repl
 
 def _gemini_pairing(contents: list[Any], request_id: str) -> Reply | None:
     """Gemini: a turn of ``functionResponse`` parts must come right after a model turn of
-    ``functionCall`` parts, with as many parts."""
+    ``functionCall`` parts, with as many parts (the texts as quoted in Gemini CLI's bug
+    reports). A call turn followed by a plain user turn is let through: Gemini CLI's loop
+    detector sends its recent history that way, ending in a call, then its own question."""
 
     def count(item: object, kind: str) -> int:
         return sum(1 for p in map(as_dict, as_list(as_dict(item).get("parts"))) if kind in p)
@@ -263,7 +265,7 @@ def _gemini_pairing(contents: list[Any], request_id: str) -> Reply | None:
                 "Please ensure that function response turn comes immediately after a function "
                 "call turn."
             )
-        elif calls and i + 1 < len(contents) and answers != calls:
+        elif calls and answers and answers != calls:
             text = (
                 "Please ensure that the number of function response parts is equal to the "
                 "number of function call parts of the function call turn."
@@ -277,9 +279,11 @@ def _gemini_pairing(contents: list[Any], request_id: str) -> Reply | None:
 def schema_instance(schema: object) -> object:
     """A small JSON value that satisfies ``schema`` (a JSON schema; types in any case, as
     Gemini's ``OBJECT``/``STRING``): an object of its required properties (all when none is
-    required), the first of an ``enum``, a number's ``minimum`` (else 1), ``"scripted"`` for a
+    required), the first of an ``enum``, a number's ``minimum`` (else 0), ``"scripted"`` for a
     string, an array of one item. What a side call asking for structured output (Gemini CLI's
-    model router) is answered, so that its client can read the answer."""
+    model router, its loop detector) is answered, so that its client can read the answer — 0
+    for a number, so that the loop detector's ``unproductive_state_confidence`` never ends a
+    scripted session."""
     fields = as_dict(schema)
     if isinstance(fields.get("enum"), list) and fields["enum"]:
         return cast(list[Any], fields["enum"])[0]
@@ -292,7 +296,7 @@ def schema_instance(schema: object) -> object:
         return [schema_instance(fields.get("items"))]
     if kind in ("integer", "number"):
         low = fields.get("minimum")
-        return low if isinstance(low, int | float) and not isinstance(low, bool) else 1
+        return low if isinstance(low, int | float) and not isinstance(low, bool) else 0
     if kind == "boolean":
         return True
     return "scripted"
