@@ -136,7 +136,7 @@ def test_manifest_lists_loaded_items_threshold_fill_and_conflicts(
     read(engine, 2, "src/a.py", "a = 2\n")  # the file changed under us: a contradiction
     manifest = engine.manifest()
     assert manifest.startswith(MANIFEST_OPEN) and manifest.endswith(MANIFEST_CLOSE)
-    assert "threshold T=" in manifest and "window:" in manifest
+    assert "threshold T=" in manifest and "tokens of the conversation's budget" in manifest
     assert "read src/a.py" in manifest
     (conflict,) = engine.conflicts()
     assert conflict.id in manifest and "call1" in manifest and "call2" in manifest

@@ -142,9 +142,12 @@ def test_status_line_context_pin_memory_and_quit(repo: Path, tmp_path: Path) -> 
             assert "memory off" in status  # a scripted model has no extraction model
 
             await submit(pilot, "/context")
-            manifest = texts(app)[-1]
+            figure, manifest = texts(app)[-2:]
             assert manifest.startswith("<veil-manifest>")
             assert manifest == s.harness.engine.manifest()
+            # one window figure: /context shows the status line's, and the manifest no other
+            assert figure.startswith("window ") and figure in status
+            assert "window" not in manifest.splitlines()[1]
 
             assert is_dim(app, "call_1_1")
             await submit(pilot, "/pin call_1_1")

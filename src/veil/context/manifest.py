@@ -61,7 +61,8 @@ def render_manifest(
     how = f"{expand} restores a pointer" if expand else "no expand tool: run a call again"
     head = [
         MANIFEST_OPEN,
-        f"window: {live_tokens:,}/{budget:,} tokens ({fill:.0%}); threshold T={threshold:.3f}; "
+        f"loaded: {live_tokens:,}/{budget:,} tokens of the conversation's budget ({fill:.0%}); "
+        f"threshold T={threshold:.3f}; "
         f"{len(rows)} items loaded, warm {warm}, cold {cold} ({how})",
     ]
     tail: list[str] = []

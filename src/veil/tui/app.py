@@ -81,6 +81,7 @@ from veil.tui.render import (
     goodbye_line,
     status_line,
     welcome_line,
+    window_words,
 )
 from veil.tui.transcript import UNFOLD_LINES, Transcript
 from veil.tui.widgets import AssistantText, OpenOutput, ToggleFold, ToolLine
@@ -317,6 +318,8 @@ class VeilApp(App[int]):
         elif command in ("/context", "/pin", "/memory") and s is None:
             self.add_line(f"{command}: no session yet; send a message first.", "info")
         elif command == "/context" and s is not None:
+            # the window figure of the status line, then the manifest as the model gets it
+            self.add_line(window_words(self.status_info()), "info")
             self.add_line(s.harness.engine.manifest(), "manifest")
         elif command == "/pin" and s is not None:
             self._pin(s, argument)

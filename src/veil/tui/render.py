@@ -72,16 +72,21 @@ def count(tokens: int) -> str:
     return f"{tokens / 1_000_000:.1f}".removesuffix(".0") + "M"
 
 
+def window_words(info: StatusInfo) -> str:
+    """The window figure, the one the TUI shows (the status line and ``/context``): the last
+    request as sent against the model's window, ``window sent/window (pct%)``."""
+    if info.sent_tokens is not None and info.window:
+        pct = round(100 * info.sent_tokens / info.window)
+        return f"window {count(info.sent_tokens)}/{count(info.window)} ({pct}%)"
+    if info.window:
+        return f"window —/{count(info.window)}"
+    return "window —"
+
+
 def status_line(info: StatusInfo) -> str:
     """``model │ window sent/window (pct%) │ N in / M out │ T 0.15 │ level 0 │ memory on │
     session s_…id [│ running (esc stops)]``."""
-    if info.sent_tokens is not None and info.window:
-        pct = round(100 * info.sent_tokens / info.window)
-        window = f"window {count(info.sent_tokens)}/{count(info.window)} ({pct}%)"
-    elif info.window:
-        window = f"window —/{count(info.window)}"
-    else:
-        window = "window —"
+    window = window_words(info)
     tokens = f"{count(info.tokens_in)} in / {count(info.tokens_out)} out"
     threshold = f"T {info.threshold:.2f}" if info.threshold is not None else "T —"
     level = f"level {info.level}" if info.level is not None else "level —"
