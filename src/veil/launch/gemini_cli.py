@@ -10,13 +10,19 @@ skipped unless it and every directory above it are owned by root and writable by
 (``isFileAndDirectorySecureSync``): no use to a user's run. So for one run Gemini CLI gets a
 home of its own in ``scratch`` (``GEMINI_CLI_HOME``, read by its ``homedir()`` only — the
 shells it runs keep ``HOME``): ``.gemini/settings.json`` there is the user's settings plus, for
-this run,
+this run, Veil's MCP server ``veil`` (``veil mcp --project``, trusted: ``expand`` only reads),
+unless the user's settings already name a server ``veil``.
 
-- Veil's MCP server ``veil`` (``veil mcp --project``, trusted: ``expand`` only reads), unless
-  the user's settings already name a server ``veil``;
-- its own tool-output masking switched off (``contextManagement.tools.outputMasking``
-  thresholds out of reach): Veil's stubs do that job, restorable with ``mcp_veil_expand``,
-  and two policies rewriting the same results would fight over the prompt cache.
+Its own tool-output masking is switched off for the run: Veil's stubs do that job, restorable
+with ``mcp_veil_expand``, and two policies rewriting the same results would fight (Veil would
+store and restore the masked preview, and every masking pass changes the cached prefix). The
+settings that name its thresholds (``contextManagement.tools.outputMasking``) are not read by
+0.61 — its configuration passes only ``contextManagement.enabled`` on — so the switch is its
+experiment flags, which it reads from the file ``$GEMINI_EXP`` names before asking Google's
+server (``getExperiments``): ``scratch/experiments.json`` sets both masking thresholds
+(``MASKING_PROTECTION_THRESHOLD``, ``MASKING_PRUNABLE_THRESHOLD``) out of reach, keeping any
+other flag of a ``$GEMINI_EXP`` the user set. A Google-login user's run therefore gets no
+experiment flags from Google's server (an API-key login gets none anyway).
 
 Every other entry of the user's ``~/.gemini`` (credentials, chats under ``tmp``, history,
 extensions, commands, policies…) is a symbolic link to the original, so what the run writes
@@ -28,7 +34,11 @@ configuration is written.
 
 Its chat compression is left as it is, as the bound Veil's budget stays under (like Claude
 Code's compaction): at half its 1,048,576-token limit it is far above where Veil keeps a
-conversation, and 0.61 has no switch to turn it off (a threshold of 0 means the default).
+conversation, it reads the conversation's size from the provider's answer (what Veil sent), and
+0.61 has no switch to turn it off (a threshold of 0 means the default). It compresses only what
+came before the latest user prompt, and a resumed session (``--resume``) is measured by its own
+estimate of the whole history, not by what Veil sent: such a session over the threshold is
+compressed at its first turn (docs/gemini-cli.md).
 """
 
 from __future__ import annotations
@@ -46,10 +56,9 @@ GEMINI_API = "https://generativelanguage.googleapis.com"
 SETTINGS = "settings.json"
 UNMASKABLE = 1_000_000_000
 """A masking threshold no conversation reaches: masking is off."""
-MASKING_OFF = {
-    "protectionThresholdTokens": UNMASKABLE,
-    "minPrunableThresholdTokens": UNMASKABLE,
-}
+MASKING_FLAGS = (45758817, 45758818)
+"""Gemini CLI 0.61's ``ExperimentFlags.MASKING_PROTECTION_THRESHOLD`` and
+``MASKING_PRUNABLE_THRESHOLD`` (``intValue``: tokens, as a string)."""
 RUNTIME_DIRS = ("tmp", "history")
 """What Gemini CLI writes under ``~/.gemini`` on every run: made in the user's directory first
 so the run's links reach them."""
@@ -88,8 +97,7 @@ def read_settings(path: Path) -> dict[str, Any]:
 
 
 def run_settings(user: dict[str, Any], veil: tuple[str, ...], root: Path) -> dict[str, Any]:
-    """The user's settings with Veil's MCP server (unless one named ``veil`` is there) and
-    Gemini CLI's tool-output masking off, for one run."""
+    """The user's settings with Veil's MCP server, unless one named ``veil`` is there."""
     out = dict(user)
     servers = dict(cast(dict[str, Any], out.get("mcpServers") or {}))
     if settings.MCP_NAME not in servers:
@@ -101,15 +109,26 @@ def run_settings(user: dict[str, Any], veil: tuple[str, ...], root: Path) -> dic
             "trust": True,
         }
     out["mcpServers"] = servers
-    context = dict(cast(dict[str, Any], out.get("contextManagement") or {}))
-    tools = dict(cast(dict[str, Any], context.get("tools") or {}))
-    tools["outputMasking"] = {
-        **cast(dict[str, Any], tools.get("outputMasking") or {}),
-        **MASKING_OFF,
-    }
-    context["tools"] = tools
-    out["contextManagement"] = context
     return out
+
+
+def experiments(env: Env) -> dict[str, Any]:
+    """Gemini CLI's experiment flags for one run: the user's ``$GEMINI_EXP`` file's (if any),
+    with the masking thresholds out of reach."""
+    given = env.get("GEMINI_EXP")
+    try:
+        data: object = json.loads(Path(given).read_text(encoding="utf-8")) if given else {}
+    except (OSError, ValueError):
+        data = {}
+    found = cast(dict[str, Any], data) if isinstance(data, dict) else {}
+    given_flags = cast(list[object], found.get("flags") or [])
+    flags: list[dict[str, Any]] = [
+        cast(dict[str, Any], f)
+        for f in given_flags
+        if isinstance(f, dict) and cast(dict[str, Any], f).get("flagId") not in MASKING_FLAGS
+    ]
+    flags += [{"flagId": flag, "intValue": str(UNMASKABLE)} for flag in MASKING_FLAGS]
+    return {**found, "flags": flags}
 
 
 def _home_for_run(real: Path, scratch: Path, merged: dict[str, Any]) -> Path:
@@ -134,10 +153,13 @@ def start(launch: Launch) -> Started:
     real = gemini_home(launch.env)
     user = read_settings(real / ".gemini" / SETTINGS)
     home = _home_for_run(real, launch.scratch, run_settings(user, launch.veil, launch.root))
+    flags = launch.scratch / "experiments.json"
+    flags.write_text(json.dumps(experiments(launch.env)), encoding="utf-8")
     env = {
         **launch.env,
         "GOOGLE_GEMINI_BASE_URL": launch.base,
         "GEMINI_CLI_HOME": str(home),
+        "GEMINI_EXP": str(flags),
         "GEMINI_CLI_TRUSTED_FOLDERS_PATH": launch.env.get("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
         or str(real / ".gemini" / "trustedFolders.json"),
     }
