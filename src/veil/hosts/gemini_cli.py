@@ -16,14 +16,20 @@ scripted server on 127.0.0.1):
   ~8,100 and 15 tool declarations of ~3,800, plus a first user part of session context (date,
   directory tree) of a few hundred; Veil's MCP server adds 10 tools, ~2,700 more: 15,000 in
   all under ``veil gemini``.
-- **Its own compaction.** It compresses the chat (a summariser call, ``<state_snapshot>``)
-  when the last request's prompt tokens (the answer's ``usageMetadata.promptTokenCount``)
-  reach ``model.compressionThreshold`` (default 0.5; 0 means the default) of its token limit:
-  1,048,576 for every Gemini model (``tokenLimit``), 256,000 for Gemma 4. It also masks old
-  tool outputs on its own (``contextManagement.tools.outputMasking``: once more than
-  ``protectionThresholdTokens`` (50,000) of newer outputs are kept and ``minPrunableThreshold
-  Tokens`` (30,000) could go, each older output becomes a ``<tool_output_masked>`` preview and a
-  file path) — ``veil gemini`` switches that off for its run (:mod:`veil.launch.gemini_cli`).
+- **Its own compaction.** It compresses the chat (a summariser call and a check of it, asking
+  for a ``<state_snapshot>``) when the last answer's ``usageMetadata.promptTokenCount`` — on
+  ``--resume``, its own estimate of the whole history — reaches ``model.compressionThreshold``
+  (default 0.5; 0 means the default) of its token limit: 1,048,576 for every Gemini model
+  (``tokenLimit``), 256,000 for Gemma 4. Only what came before the latest user prompt is
+  compressed: a headless run of one prompt never is. It also masks old tool outputs on its
+  own: once more than 50,000 tokens of newer outputs are kept and 30,000 could go, each older
+  output becomes a ``<tool_output_masked>`` preview and a file path; 0.61 takes the thresholds
+  only from its experiment flags (``contextManagement.tools.outputMasking`` in the settings is
+  not read), which is how ``veil gemini`` switches it off (:mod:`veil.launch.gemini_cli`).
+- **MCP answers** reach the model wrapped: ``<untrusted_context>\nTEXT\n</untrusted_context>``.
+- **Resume.** ``--resume`` sends every ``functionResponse`` of the earlier run twice (the same
+  ``id``, back to back): the proxy can stub the first; the second it forwards whole, noted as
+  answering no pending call — a resumed session goes over its budget by those copies.
 - **Model.** ``auto`` unless ``-m``/``--model`` or ``GEMINI_MODEL`` say otherwise: with an API
   key the loop asks ``gemini-3.1-pro-preview`` (the router asks ``gemini-3.5-flash-lite``).
 - **Tools** (:func:`describe`): ``read_file`` (``file_path``, ``start_line``/``end_line``:
