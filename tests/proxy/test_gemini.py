@@ -272,3 +272,18 @@ def test_a_splice_is_byte_exact_with_ids_and_reserialised_without(ids: bool) -> 
     expected = conversation(3, ids=ids)
     expected["contents"][4]["parts"][0]["functionResponse"]["response"] = {"output": "[veil: stub]"}
     assert spliced.body == json.dumps(expected, separators=(",", ":")).encode()
+
+
+def test_a_token_count_is_forwarded_as_sent_and_starts_no_conversation(rig: Rig) -> None:
+    """``…/models/M:countTokens`` (Gemini CLI counts a new message holding media) is a count:
+    forwarded byte for byte, never a conversation of its own, never stubbed."""
+    rig.post(conversation(20))
+    known = len(rig.conversations._by_key)  # pyright: ignore[reportPrivateUsage]
+    prepared = len(rig.prepared)
+    count = {"contents": [{"role": "user", "parts": [{"text": "x" * 4000}]}]}
+    path = "/v1beta/models/gemini-2.5-pro:countTokens"
+    status, _ = rig.post(count, path)
+    assert status == 200 and rig.seen.paths[-1] == path
+    assert rig.seen.bodies[-1] == json.dumps(count, separators=(",", ":")).encode()
+    assert len(rig.conversations._by_key) == known  # pyright: ignore[reportPrivateUsage]
+    assert len(rig.prepared) == prepared  # not read as a request to rewrite
