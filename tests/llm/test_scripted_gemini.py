@@ -25,10 +25,11 @@ ROUTER_SCHEMA = {
     "type": "OBJECT",
     "properties": {
         "complexity_reasoning": {"type": "STRING"},
-        "complexity_score": {"type": "INTEGER", "minimum": 1},
+        "complexity_score": {"type": "INTEGER"},
+        "confidence": {"type": "NUMBER"},
         "model_choice": {"type": "STRING", "enum": ["flash", "pro"]},
     },
-    "required": ["complexity_reasoning", "complexity_score", "model_choice"],
+    "required": ["complexity_reasoning", "complexity_score", "confidence", "model_choice"],
 }
 
 
@@ -104,6 +105,7 @@ def test_a_side_call_asking_for_a_schema_gets_an_instance_of_it() -> None:
     assert json.loads(text) == {
         "complexity_reasoning": "scripted",
         "complexity_score": 1,
+        "confidence": 0,
         "model_choice": "flash",
     }
     assert server.side_calls[0].body == body

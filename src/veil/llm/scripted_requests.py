@@ -279,11 +279,12 @@ def _gemini_pairing(contents: list[Any], request_id: str) -> Reply | None:
 def schema_instance(schema: object) -> object:
     """A small JSON value that satisfies ``schema`` (a JSON schema; types in any case, as
     Gemini's ``OBJECT``/``STRING``): an object of its required properties (all when none is
-    required), the first of an ``enum``, a number's ``minimum`` (else 0), ``"scripted"`` for a
-    string, an array of one item. What a side call asking for structured output (Gemini CLI's
-    model router, its loop detector) is answered, so that its client can read the answer — 0
-    for a number, so that the loop detector's ``unproductive_state_confidence`` never ends a
-    scripted session."""
+    required), the first of an ``enum``, a number's ``minimum`` (else 1 for an integer, 0 for
+    a number), ``"scripted"`` for a string, an array of one item. What a side call asking for
+    structured output (Gemini CLI's model router, its loop detector) is answered, so that its
+    client can read the answer: the router's ``complexity_score`` (an integer its client wants
+    from 1) is 1, the loop detector's ``unproductive_state_confidence`` (a number) 0, which
+    never ends a scripted session."""
     fields = as_dict(schema)
     if isinstance(fields.get("enum"), list) and fields["enum"]:
         return cast(list[Any], fields["enum"])[0]
@@ -296,7 +297,9 @@ def schema_instance(schema: object) -> object:
         return [schema_instance(fields.get("items"))]
     if kind in ("integer", "number"):
         low = fields.get("minimum")
-        return low if isinstance(low, int | float) and not isinstance(low, bool) else 0
+        if isinstance(low, int | float) and not isinstance(low, bool):
+            return low
+        return 1 if kind == "integer" else 0
     if kind == "boolean":
         return True
     return "scripted"
