@@ -115,9 +115,7 @@ def test_veil_gemini_keeps_a_long_session_within_its_window(
     assert max(r["tokens_before"] for r in records) > LIMIT
     assert all(r["exact"] for r in records)  # every byte but the stubs as Gemini CLI sent it
     batches = sum(1 for r in records if r["evicted"])
-    # not rare here, unlike under Claude Code and Codex: once ~10 results are live at the
-    # budget, each request evicts one (26 batches in 53 requests; docs/gemini-cli.md, Limits)
-    assert batches > 0
+    assert 0 < batches < len(records) // 4  # evictions in batches, not on every request
 
     # old results arrive as stubs naming mcp_veil_expand; the expand gives the original back
     last = requests[-1]
