@@ -3,12 +3,12 @@
 
 Run from the repository root::
 
-    python -m benchmarks.proxy_fuzz          # 3 seeds x 3 dialects x 300 requests; 16 x 60 at once
-    python -m benchmarks.proxy_fuzz --quick  # 1 seed x 3 dialects x 30 requests, 16 x 8 at once
+    python -m benchmarks.proxy_fuzz          # 3 seeds x 4 dialects x 300 requests; 16 x 60 at once
+    python -m benchmarks.proxy_fuzz --quick  # 1 seed x 4 dialects x 30 requests, 16 x 8 at once
 
 ``veil proxy --window 12000`` (a window small enough that it evicts all along) runs as a
 subprocess in front of a recording upstream on 127.0.0.1. Random valid conversations in each
-wire dialect — Anthropic Messages, OpenAI Responses, Chat Completions; parallel tool calls,
+wire dialect — Anthropic Messages, OpenAI Responses, Chat Completions, Gemini; parallel tool calls,
 errors, images and documents in results, thinking and redacted thinking, server tools,
 ``cache_control`` markers, results of 10–60 KB, emoji and lone surrogates, gzip and zstd bodies,
 token counts, retries and rewinds — grow request by request through it, one conversation per

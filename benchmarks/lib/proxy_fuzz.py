@@ -30,6 +30,11 @@ the proxy may re-serialise when it stubs (by design: :class:`veil.proxy.wire.Spl
   ``prompt_cache_key``.
 - OpenAI Chat Completions (``/v1/chat/completions``): assistant ``tool_calls`` and ``tool``
   messages (content as text or parts).
+- Gemini ``generateContent`` (``…/models/M:streamGenerateContent?alt=sse`` and
+  ``:generateContent``), as Gemini CLI sends it: model turns of thought parts with a
+  ``thoughtSignature``, text and parallel ``functionCall`` parts, each with the CLI's call id;
+  user turns of ``functionResponse`` parts (``{"output": …}`` or ``{"error": …}``) with the same
+  ids, now and then a text part beside them; ``systemInstruction``, ``functionDeclarations``.
 
 In every dialect: bodies gzip- or zstd-compressed now and then (zstd when ``zstandard`` is
 installed: :data:`ZSTD`); a request sent twice now and then (a retry); the user rewinding the
@@ -82,8 +87,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any, Literal, cast
 
-Dialect = Literal["anthropic", "responses", "chat"]
-DIALECTS: tuple[Dialect, ...] = ("anthropic", "responses", "chat")
+Dialect = Literal["anthropic", "responses", "chat", "gemini"]
+DIALECTS: tuple[Dialect, ...] = ("anthropic", "responses", "chat", "gemini")
 Layout = Literal["compact", "spaced-ascii"]
 Json = dict[str, Any]
 
@@ -1004,10 +1009,96 @@ class ChatConversation(Conversation):
         return {"authorization": "Bearer sk-fuzz"}
 
 
+# ---- Gemini generateContent --------------------------------------------------------------
+
+
+class GeminiConversation(Conversation):
+    dialect: Dialect = "gemini"
+    clears = 0.0
+    """Gemini CLI never clears a result itself (a ``response`` must stay an object)."""
+
+    def __init__(self, seed: int, name: str) -> None:
+        super().__init__(seed, name)
+        r = self.rnd
+        self.style.surrogate = 0.03
+        self.stream = r.random() < 0.8
+        method = "streamGenerateContent?alt=sse" if self.stream else "generateContent"
+        self.path = f"/v1beta/models/gemini-3.1-pro-preview:{method}"
+        self.encodings = ()  # Gemini CLI's requests are never compressed
+        self.tools = [
+            {"functionDeclarations": [
+                {"name": n, "description": f"The {n} tool.", "parametersJsonSchema": _schema(n)}
+                for n in dict.fromkeys(TOOL_NAMES)
+            ]}
+        ]  # fmt: skip
+        self.system = {"parts": [{"text": f"You are Gemini CLI. {_line(r, self.style)}"}]}
+        self.contents: list[Json] = []
+
+    def items(self) -> list[Json]:
+        return self.contents
+
+    def results(self) -> list[tuple[Json, str]]:
+        return [
+            (cast(Json, part["functionResponse"]), "response")
+            for content in self.contents
+            for part in cast(list[Json], content["parts"])
+            if "functionResponse" in part
+        ]
+
+    def grow(self) -> None:
+        r = self.rnd
+        if not self.contents:
+            self.contents.append({"role": "user", "parts": [{"text": self.task()}]})
+            return
+        final, calls = self.turns()
+        parts: list[Json] = []
+        if r.random() < 0.5:
+            signature = _b64(r, r.randint(24, 96))
+            parts.append({"text": _line(r, self.style), "thought": True,
+                          "thoughtSignature": signature})  # fmt: skip
+        if final or r.random() < 0.6:
+            parts.append({"text": " ".join(_line(r, self.style) for _ in range(2))})
+        if final:
+            self.contents += [
+                {"role": "model", "parts": parts or [{"text": "ok"}]},
+                {"role": "user", "parts": [{"text": _line(r, self.style)}]},
+            ]
+            return
+        answers: list[Json] = []
+        for k in range(calls):
+            tool = r.choice(TOOL_NAMES)
+            args = _arguments(r, tool, self.style)
+            call_id = f"{tool}_{r.randint(10**12, 10**13)}_{k}"
+            parts.append({"functionCall": {"id": call_id, "args": args, "name": tool}})
+            response: Json = (
+                {"error": _error(r, self.style)}
+                if r.random() < 0.08
+                else {"output": _output(r, tool, args, self.style)}
+            )
+            answers.append({"functionResponse": {"name": tool, "response": response,
+                                                 "id": call_id}})  # fmt: skip
+        if r.random() < 0.05:
+            answers.append({"text": _line(r, self.style)})
+        self.contents += [{"role": "model", "parts": parts}, {"role": "user", "parts": answers}]
+
+    def body(self) -> Json:
+        return {
+            "contents": self.contents,
+            "systemInstruction": self.system,
+            "tools": self.tools,
+            "generationConfig": {"temperature": 1, "topP": 0.95,
+                                 "thinkingConfig": {"includeThoughts": True}},
+        }  # fmt: skip
+
+    def headers(self) -> dict[str, str]:
+        return {"x-goog-api-key": "AIza-fuzz", "x-goog-api-client": "google-genai-sdk/1.30.0"}
+
+
 CONVERSATIONS: Mapping[Dialect, Callable[[int, str], Conversation]] = {
     "anthropic": AnthropicConversation,
     "responses": ResponsesConversation,
     "chat": ChatConversation,
+    "gemini": GeminiConversation,
 }
 
 
@@ -1062,7 +1153,7 @@ def _what(where: str) -> str:
     """What a path is about, for a violation's message."""
     if "cache_control" in where:
         return "a cache_control marker changed or moved"
-    if "signature" in where or "thinking" in where or "encrypted_content" in where:
+    if "signature" in where.lower() or "thinking" in where or "encrypted_content" in where:
         return "a thinking block / signature / encrypted reasoning changed"
     return "a part that is not a tool result's content changed"
 
@@ -1114,7 +1205,7 @@ class Checker:
 
     def _compare(self, client: Json, body: Json) -> int:
         """The number of stubs in ``body``; raises unless it is ``client`` but for them."""
-        field = "input" if self.dialect == "responses" else "messages"
+        field = {"responses": "input", "gemini": "contents"}.get(self.dialect, "messages")
         if list(client) != list(body):
             raise Violation(f"top-level keys {list(client)} became {list(body)}")
         for key in client:
@@ -1134,6 +1225,9 @@ class Checker:
         stubs = 0
         for i, (a, b) in enumerate(zip(items, sent, strict=True)):
             where = f"{field}[{i}]"
+            if self.dialect == "gemini":
+                stubs += self._gemini(a, b, i > last_turn, where, names)
+                continue
             if self.dialect == "anthropic" and isinstance(a, dict) and isinstance(b, dict):
                 ma, mb = cast(Json, a), cast(Json, b)
                 content_a, content_b = ma.get("content"), mb.get("content")
@@ -1176,6 +1270,46 @@ class Checker:
                 stubs += self._result(ad, b, key, call, i > last_turn, where, names)
             else:
                 self._same_or_raise(a, b, where)
+        return stubs
+
+    def _gemini(self, a: Any, b: Any, unread: bool, where: str, names: Mapping[str, str]) -> int:
+        """A Gemini content: its parts as sent but for ``functionResponse`` parts whose
+        ``response`` may be ``{"output": STUB}``."""
+        if not isinstance(a, dict) or not isinstance(b, dict):
+            return self._same_or_raise(a, b, where)
+        ca, cb = cast(Json, a), cast(Json, b)
+        if list(ca) != list(cb) or not isinstance(ca.get("parts"), list):
+            return self._same_or_raise(a, b, where)
+        for k in ca:
+            if k != "parts":
+                self._same_or_raise(ca[k], cb[k], f"{where}.{k}")
+        parts_a, parts_b = cast(list[Any], ca["parts"]), cast(list[Any], cb.get("parts"))
+        if not isinstance(parts_b, list) or len(parts_a) != len(parts_b):
+            raise Violation(f"{where}.parts: {len(parts_a)} parts became {str(parts_b)[:80]}")
+        stubs = 0
+        for j, (x, y) in enumerate(zip(parts_a, parts_b, strict=True)):
+            place = f"{where}.parts[{j}]"
+            response = cast(Json, x).get("functionResponse") if isinstance(x, dict) else None
+            if not isinstance(response, dict) or not isinstance(y, dict):
+                self._same_or_raise(x, y, place)
+                continue
+            if list(cast(Json, x)) != list(cast(Json, y)):
+                raise Violation(f"{place}: keys {list(cast(Json, x))} became {list(y)}")
+            ra, rb = cast(Json, response), cast(Json, y).get("functionResponse")
+            if not isinstance(rb, dict):
+                raise Violation(f"{place}: a functionResponse became {str(rb)[:80]!r}")
+            rbd = cast(Json, rb)
+            if not _same(ra.get("response"), rbd.get("response")):
+                stub = cast(Json, rbd.get("response"))
+                if not isinstance(stub, dict) or list(stub) != ["output"]:
+                    raise Violation(f"{place}: a stubbed response is {str(stub)[:120]!r}")
+            # compared as the other dialects' results: the content, here the response's text
+            flat_a = {**ra, "response": _response_text(ra.get("response"))}
+            flat_b = {**rbd, "response": _response_text(rbd.get("response"))}
+            if _same(ra.get("response"), rbd.get("response")):
+                flat_b["response"] = flat_a["response"]
+            call = str(ra.get("id"))
+            stubs += self._result(flat_a, flat_b, "response", call, unread, place, names)
         return stubs
 
     def _same_or_raise(self, a: Any, b: Any, where: str) -> int:
@@ -1248,6 +1382,26 @@ class Checker:
         return 1
 
 
+def _response_text(response: object) -> object:
+    """A Gemini ``response``'s ``output`` when it is the stub's shape, else the object."""
+    if isinstance(response, dict) and list(cast(Json, response)) == ["output"]:
+        return cast(Json, response)["output"]
+    return response
+
+
+def _gemini_parts(body: Json, kind: str) -> list[list[Json]]:
+    """Each content's ``kind`` parts (``functionCall``, ``functionResponse``), in order."""
+    return [
+        [
+            cast(Json, p[kind])
+            for p in cast(list[Any], cast(Json, c).get("parts") or [])
+            if isinstance(p, dict) and isinstance(cast(Json, p).get(kind), dict)
+        ]
+        for c in cast(list[Any], body.get("contents") or [])
+        if isinstance(c, dict)
+    ]
+
+
 def _last_marker(content: object) -> object:
     """The last ``cache_control`` among a result's content blocks (None: none carries one)."""
     found: object = None
@@ -1273,6 +1427,9 @@ def _tool_names(dialect: Dialect, items: Sequence[Any]) -> dict[str, str]:
             for call in cast(list[Any], it.get("tool_calls") or []):
                 c = cast(Json, call)
                 out[str(c.get("id"))] = str(cast(Json, c.get("function") or {}).get("name"))
+        elif dialect == "gemini":
+            for calls in _gemini_parts({"contents": [it]}, "functionCall"):
+                out.update({str(c.get("id")): str(c.get("name")) for c in calls})
     return out
 
 
@@ -1292,11 +1449,24 @@ def _is_model_turn(dialect: Dialect, item: Any) -> bool:
             or it.get("type") == "reasoning"
             or it.get("role") == "assistant"
         )
-    return it.get("role") == "assistant"
+    return it.get("role") == ("model" if dialect == "gemini" else "assistant")
 
 
 def _pairs(dialect: Dialect, body: Json) -> None:
     """Every tool call is paired with its result: the same ids, in the same order."""
+    if dialect == "gemini":
+        calls, answers = (
+            _gemini_parts(body, "functionCall"),
+            _gemini_parts(body, "functionResponse"),
+        )
+        for i, turn in enumerate(calls):
+            after = [str(r.get("id")) for r in answers[i + 1]] if i + 1 < len(answers) else None
+            ids = [str(c.get("id")) for c in turn]
+            if ids and after is not None and ids != after:
+                raise Violation(f"contents[{i}]: calls {ids} are answered by {after}")
+            if answers[i] and (i == 0 or not calls[i - 1]):
+                raise Violation(f"contents[{i}]: results answer no call")
+        return
     if dialect == "responses":
         items = [
             cast(Json, x) for x in cast(list[Any], body.get("input") or []) if isinstance(x, dict)
@@ -1394,7 +1564,7 @@ class _Upstream(BaseHTTPRequestHandler):
         except (ValueError, UnicodeDecodeError):
             request = {}
         dialect = _dialect_of(self.path)
-        stream = request.get("stream") is True
+        stream = request.get("stream") is True or ":streamGenerateContent" in self.path
         tokens = max(1, len(body) // 4)
         counting = self.path.split("?", 1)[0].endswith("/count_tokens")
         events = [json.dumps({"input_tokens": tokens}).encode()] if counting else None
@@ -1424,6 +1594,8 @@ def _dialect_of(path: str) -> Dialect:
     where = path.split("?", 1)[0]
     if where.endswith("/messages"):
         return "anthropic"
+    if where.endswith(("GenerateContent", ":generateContent")):
+        return "gemini"
     return "responses" if where.endswith("/responses") else "chat"
 
 
@@ -1434,6 +1606,13 @@ def _sse(event: str | None, data: Json) -> bytes:
 
 def _answer(dialect: Dialect, stream: bool, tokens: int) -> list[bytes]:
     """A minimal valid reply with usage: its pieces (SSE events, or one JSON body)."""
+    if dialect == "gemini":
+        usage = {"promptTokenCount": tokens, "candidatesTokenCount": 3,
+                 "totalTokenCount": tokens + 3}  # fmt: skip
+        answer = {"candidates": [{"content": {"role": "model", "parts": [{"text": "ok"}]},
+                                  "finishReason": "STOP", "index": 0}],
+                  "usageMetadata": usage, "modelVersion": "gemini-3.1-pro-preview"}  # fmt: skip
+        return [(b"data: %s\r\n\r\n" if stream else b"%s") % json.dumps(answer).encode()]
     if dialect == "anthropic":
         usage = {
             "input_tokens": tokens,
@@ -1874,8 +2053,10 @@ def run_concurrently(
     session = f"{random.Random(seed).getrandbits(128):032x}"
     chosen = [
         AnthropicConversation(seed, f"together-anthropic-{seed}-{i}", session=session)
-        if DIALECTS[i % 3] == "anthropic"
-        else CONVERSATIONS[DIALECTS[i % 3]](seed, f"together-{DIALECTS[i % 3]}-{seed}-{i}")
+        if DIALECTS[i % len(DIALECTS)] == "anthropic"
+        else CONVERSATIONS[DIALECTS[i % len(DIALECTS)]](
+            seed, f"together-{DIALECTS[i % len(DIALECTS)]}-{seed}-{i}"
+        )
         for i in range(count)
     ]
     with ThreadPoolExecutor(max_workers=count) as pool:

@@ -155,6 +155,12 @@ def test_the_fuzz_holds_what_it_claims() -> None:
     chat = b"\n".join(sent["chat"])
     for needle in (b'"tool_calls":[', b'"role":"tool"', b'"tool_call_id":"'):
         assert needle in chat, needle
+    gemini = b"\n".join(sent["gemini"])
+    for needle in (
+        b'"functionCall":{"id":"', b'"functionResponse":{"name":"', b'"response":{"error":',
+        b'"thought":true,"thoughtSignature":"', b'"systemInstruction":', b"\\ud83d",
+    ):  # fmt: skip
+        assert needle in gemini, needle
     # parallel calls (an assistant message with two tool_use blocks), long results
     assert _parallel(parse(sent["anthropic"][-1]))
     assert max(len(r) for d in DIALECTS for r in _results(d, parse(sent[d][-1]))) >= 10_000
@@ -186,6 +192,13 @@ def _results(dialect: Dialect, body: Json) -> list[str]:
         found = [i.get("output") for i in body["input"] if i.get("type", "").endswith("_output")]
     elif dialect == "chat":
         found = [m["content"] for m in body["messages"] if m["role"] == "tool"]
+    elif dialect == "gemini":
+        found = [
+            p["functionResponse"]["response"].get("output")
+            for c in body["contents"]
+            for p in c["parts"]
+            if "functionResponse" in p
+        ]
     else:
         found = [b.get("content") for b in _blocks(body, "tool_result")]
     return [r for r in found if isinstance(r, str)]
@@ -206,6 +219,13 @@ def stubbed(dialect: Dialect, body: Json, stubs: dict[str, str]) -> Json:
         for item in out["input"]:
             if item.get("call_id") in stubs and item.get("type", "").endswith("_output"):
                 item["output"] = stubs[item["call_id"]]
+    elif dialect == "gemini":
+        for c in out["contents"]:
+            for p in c["parts"]:
+                if "functionResponse" in p and p["functionResponse"]["id"] in stubs:
+                    p["functionResponse"]["response"] = {
+                        "output": stubs[p["functionResponse"]["id"]]
+                    }
     else:
         for m in out["messages"]:
             if m["role"] == "tool" and m["tool_call_id"] in stubs:
@@ -226,6 +246,14 @@ def calls(dialect: Dialect, body: Json) -> list[tuple[str, str]]:
     if dialect == "responses":
         return [
             (i["call_id"], i["name"]) for i in body["input"] if i.get("type", "").endswith("_call")
+        ]
+    if dialect == "gemini":
+        return [
+            (p["functionCall"]["id"], p["functionCall"]["name"])
+            for c in body["contents"]
+            if c["role"] == "model"
+            for p in c["parts"]
+            if "functionCall" in p
         ]
     return [
         (c["id"], c["function"]["name"])
@@ -376,6 +404,59 @@ def test_the_checker_catches_a_broken_anthropic_splice(name: str) -> None:
     brake(body)
     with pytest.raises(Violation, match=re.escape(says)):
         Checker("anthropic").check(c.first, stringify(body))
+
+
+def _gemini_parts(body: Json, kind: str) -> list[Json]:
+    return [p for c in body["contents"] for p in c["parts"] if kind in p]
+
+
+def _gemini_unpair(body: Json) -> None:
+    for c in body["contents"]:
+        answers = [p for p in c["parts"] if "functionResponse" in p]
+        if answers:
+            c["parts"].remove(answers[0])
+            return
+
+
+def _gemini_signature(body: Json) -> None:
+    part = next(p for c in body["contents"] for p in c["parts"] if p.get("thought"))
+    part["thoughtSignature"] = part["thoughtSignature"][::-1]
+
+
+def _gemini_stub_object(body: Json) -> None:
+    stubbed = next(p for p in _gemini_parts(body, "functionResponse")
+                   if "veil:" in json.dumps(p["functionResponse"]["response"]))  # fmt: skip
+    stubbed["functionResponse"]["response"] = "[veil: a string, not an object]"
+
+
+def _gemini_unread(body: Json) -> None:
+    last = body["contents"][-1]
+    for p in last["parts"]:
+        if "functionResponse" in p:
+            name = p["functionResponse"]["name"]
+            p["functionResponse"]["response"] = {"output": f"[veil: {name} — 1 tokens; x]"}
+            return
+    raise AssertionError("the last content holds no result")
+
+
+GEMINI_BREAKS: dict[str, tuple[Callable[[Json], None], str]] = {
+    "a functionResponse dropped": (_gemini_unpair, "parts became"),
+    "a thought signature altered": (_gemini_signature, "thinking block / signature"),
+    "a stub that is no object": (_gemini_stub_object, "a stubbed response is"),
+    "an unread result stubbed": (_gemini_unread, "has not read yet"),
+}
+"""A Gemini splice broken on purpose, and what the checker says of it."""
+
+
+@pytest.mark.parametrize("name", GEMINI_BREAKS)
+def test_the_checker_catches_a_broken_gemini_splice(name: str) -> None:
+    c = case("gemini", seed=13, steps=24)
+    body = c.forwarded(c.first)
+    assert Checker("gemini").check(c.first, stringify(body)).stubs == len(c.stubs)
+    brake, says = GEMINI_BREAKS[name]
+    brake(body)
+    with pytest.raises(Violation, match=re.escape(says)):
+        Checker("gemini").check(c.first, stringify(body))
 
 
 def test_the_checker_catches_a_stub_changed_between_requests() -> None:
