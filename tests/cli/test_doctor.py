@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.hosts.binaries import CLAUDE_CODE, CODEX, installed
+from tests.hosts.binaries import CLAUDE_CODE, CODEX, GEMINI_CLI, installed
 from veil.cli.doctor import ClaudeSetup, check_claude_trust
 
 VEIL_BIN = Path(sys.executable).with_name("veil")
@@ -175,6 +175,7 @@ def test_everything_fine_but_the_optional_parts(place: Place) -> None:
         "claude-code integration": "note",
         "codex": "note",
         "codex integration": "note",
+        "gemini": "note",
     }
 
 
@@ -194,6 +195,7 @@ def test_everything_installed_with_the_real_agents(place: Place) -> None:
     place.put("veil", VEIL_BIN)
     place.put("claude", _agent(CLAUDE_CODE))
     place.put("codex", _agent(CODEX))
+    place.put("gemini", _agent(GEMINI_CLI))
     node = shutil.which("node")  # npm's codex is a node script
     if node is None:
         pytest.skip("REAL AGENT NOT RUN: node is not on PATH, and npm's codex runs on it")
@@ -209,6 +211,7 @@ def test_everything_installed_with_the_real_agents(place: Place) -> None:
     assert "✓ claude-code MCP server — `veil mcp --project --authority user` answers" in out
     assert f"✓ claude-code workspace trust — {place.repo} is trusted" in out
     assert "✓ codex hooks — 3 in" in out and "trusted by Codex" in out
+    assert f"✓ gemini — {place.bin / 'gemini'} 0.61.0 (tested 0.61.0)" in out
     assert lines[-1] == "nothing to fix"
 
 
