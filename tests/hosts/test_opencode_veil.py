@@ -147,6 +147,9 @@ def test_veil_opencode_keeps_a_long_session_within_its_window(
     received = sum(r.usage.prompt_tokens for r in server.requests if r.usage is not None)
     assert abs(int(summary.group(2).replace(",", "")) - received) <= 0.02 * received
     assert "0 compactions by opencode" in run.stderr and "1 expanded by the model" in run.stderr
+    # the session opencode names in its x-session-id header resumes through Veil
+    session = requests[-1].headers.get("x-session-id")
+    assert session and f"  resume  veil opencode -- --session {session}" in run.stderr
     stats = veil_stats(agent_repo)
     assert stats["total"]["batches"] == batches and stats["total"]["expands"] == 1
     assert {c["host"] for c in stats["conversations"]} == {"opencode"}

@@ -62,11 +62,12 @@ def summary(found: Sequence[Conversation], *, command: str, prices_date: str) ->
     )
     lines.append(f"  veil    {_did(sums, title, shadow)}")
     lines.append(f"  cost    {_cost(found, sums, shadow, prices_date)}")
+    from veil.hosts import HOSTS
+
     resume = next((c.agent_session for c in reversed(found) if c.agent_session), None)
-    if resume and command == "claude":
-        lines.append(f"  resume  veil claude -- --resume {resume}")
-    elif resume and command == "codex":
-        lines.append(f"  resume  veil codex -- resume {resume}")
+    host = HOSTS.get(command)
+    if resume and host is not None and host.resume:
+        lines.append(f"  resume  veil {command} -- {host.resume.format(session=resume)}")
     return lines
 
 

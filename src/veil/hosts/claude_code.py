@@ -138,5 +138,6 @@ HOST = Host(
     model_variable="ANTHROPIC_MODEL",
     describe=describe,
     expand_calls=("mcp__veil__expand", PLUGIN_EXPAND),
+    resume="--resume {session}",
     tested=TESTED,
 )

@@ -101,5 +101,6 @@ HOST = Host(
     describe=describe,
     expand_calls=("mcp__veil__expand", "mcp__veil.expand"),
     deferred_expand=("- mcp__veil\n", "- mcp__veil\\n"),
+    resume="resume {session}",
     tested=TESTED,
 )

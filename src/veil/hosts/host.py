@@ -115,6 +115,9 @@ class Host:
     its tool search under another name than its calls' (Codex names the ``mcp__veil``
     namespace): the model can still reach it. A deferred tool named as its calls are needs
     none."""
+    resume: str = ""
+    """The host's arguments that resume a session, ``{session}`` standing for its id (the exit
+    summary's ``resume`` line; "": no id reaches Veil)."""
     tested: tuple[str, str] = ("", "")
     """The oldest and the newest version of the host Veil is tested with."""
 

@@ -167,5 +167,6 @@ HOST = Host(
     model_variable="VEIL_OPENCODE_MODEL",
     describe=describe,
     expand_calls=(EXPAND,),
+    resume="--session {session}",
     tested=TESTED,
 )

@@ -65,6 +65,7 @@ def parse(
         conversation_key(api, body, headers, found),
         DIALECTS[api].model_of(body, path),
         body.get("stream") is True,
+        DIALECTS[api].session_of(body, headers),
     )
 
 

@@ -345,7 +345,7 @@ class Conversations:
             compaction=self._is_compaction(request),
             shadow=self.shadow,
             ttl="1h" if ttl >= 3600 else "5m",
-            agent_session=DIALECTS[request.api].session_of(request.body, {}),
+            agent_session=request.session,
         )
 
     def _is_compaction(self, request: Request) -> bool:

@@ -82,6 +82,8 @@ class Request:
     key: str
     model: str
     stream: bool
+    session: str = ""
+    """The agent's own session id, from the body or the headers (what resumes it)."""
 
 
 def loads(raw: bytes) -> dict[str, Any]:
