@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.hosts.binaries import CLAUDE_CODE, CODEX, GEMINI_CLI, installed
+from tests.hosts.binaries import CLAUDE_CODE, CODEX, GEMINI_CLI, OPENCODE, PI, installed
 from veil.cli.doctor import ClaudeSetup, check_claude_trust
 
 VEIL_BIN = Path(sys.executable).with_name("veil")
@@ -176,6 +176,8 @@ def test_everything_fine_but_the_optional_parts(place: Place) -> None:
         "codex": "note",
         "codex integration": "note",
         "gemini": "note",
+        "opencode": "note",
+        "pi": "note",
     }
 
 
@@ -196,6 +198,8 @@ def test_everything_installed_with_the_real_agents(place: Place) -> None:
     place.put("claude", _agent(CLAUDE_CODE))
     place.put("codex", _agent(CODEX))
     place.put("gemini", _agent(GEMINI_CLI))
+    place.put("opencode", _agent(OPENCODE))
+    place.put("pi", _agent(PI))
     node = shutil.which("node")  # npm's codex is a node script
     if node is None:
         pytest.skip("REAL AGENT NOT RUN: node is not on PATH, and npm's codex runs on it")
@@ -212,6 +216,8 @@ def test_everything_installed_with_the_real_agents(place: Place) -> None:
     assert f"✓ claude-code workspace trust — {place.repo} is trusted" in out
     assert "✓ codex hooks — 3 in" in out and "trusted by Codex" in out
     assert f"✓ gemini — {place.bin / 'gemini'} 0.61.0 (tested 0.61.0)" in out
+    assert f"✓ opencode — {place.bin / 'opencode'} 1.18.33 (tested 1.18.33)" in out
+    assert f"✓ pi — {place.bin / 'pi'} 0.73.1 (tested 0.73.1)" in out
     assert lines[-1] == "nothing to fix"
 
 

@@ -2,9 +2,10 @@
 
 One function per check, each returning a :class:`Check`. Nothing is changed, except what an agent
 would do anyway: starting ``veil mcp --project`` opens (creates) the project's stores. The checks:
-``veil`` on ``PATH``; ``claude``, ``codex`` and ``gemini`` found and inside :data:`TESTED`; Claude
-Code's hooks, MCP server and workspace trust, and Codex's MCP server and hook trust, when ``veil
-install`` put them there; the store ``.veil/context.db``. Claude Code (2.1.332) ignores a project's
+``veil`` on ``PATH``; every host agent (``claude``, ``codex``, ``opencode``, ``pi``,
+``gemini``) found and inside :data:`TESTED`; Claude Code's hooks, MCP server and workspace
+trust, and Codex's MCP server and hook trust, when ``veil install`` put them there; the store
+``.veil/context.db``. Claude Code (2.1.332) ignores a project's
 own settings files (``.claude/settings*.json``, ``.mcp.json``) until the workspace is trusted
 (``~/.claude.json`` ``projects[<dir>].hasTrustDialogAccepted``, on the root or a directory between
 the current one and it): interactive sessions ask first; ``claude -p`` skips the check (seen with
@@ -45,19 +46,17 @@ from veil.clients.settings import (
     read_json,
 )
 from veil.hosts import HOSTS
+from veil.launch import LAUNCHERS
 
 Severity = Literal["fail", "warn", "note"]
-Agent = Literal["claude", "codex", "gemini"]
+Agent = str
+"""A host's command (a key of :data:`veil.hosts.HOSTS`)."""
 TIMEOUT_S = 10.0
 """How long any program doctor runs may take, an MCP server's first answer included."""
 TESTED = {name: host.tested for name, host in HOSTS.items()}
 """Agent → the oldest and newest version Veil is tested with (each host module's ``TESTED``)."""
-PACKAGES = {
-    "claude": "@anthropic-ai/claude-code",
-    "codex": "@openai/codex",
-    "gemini": "@google/gemini-cli",
-}
-VARIABLES = {"claude": "VEIL_CLAUDE", "codex": "VEIL_CODEX", "gemini": "VEIL_GEMINI"}
+PACKAGES = {name: host.package for name, host in HOSTS.items()}
+VARIABLES = {name: launcher.binary_variable for name, launcher in LAUNCHERS.items()}
 CODEX_ENV = ("HOME", "LOGNAME", "PATH", "SHELL", "USER", "LANG", "LC_ALL", "TERM", "TMPDIR", "TZ")
 """What Codex passes an MCP server of its own environment (besides the entry's ``env_vars``)."""
 MARKS = {"fail": "✗", "warn": "⚠"}
@@ -487,7 +486,11 @@ def run_checks(cwd: Path, env: Mapping[str, str] = os.environ) -> list[Check]:
         ("claude-code", lambda: claude_checks(root, cwd, env)),
         ("codex", lambda: [check_agent("codex", env)]),
         ("codex integration", lambda: codex_checks(root, env)),
-        ("gemini", lambda: [check_agent("gemini", env)]),
+        *(
+            (name, lambda name=name: [check_agent(name, env)])
+            for name in HOSTS
+            if name not in ("claude", "codex")
+        ),
         ("store", lambda: [check_store(root)]),
     ]
     checks: list[Check] = []

@@ -139,5 +139,6 @@ HOST = Host(
     describe=describe,
     expand_calls=("mcp__veil__expand", PLUGIN_EXPAND),
     resume="--resume {session}",
+    package="@anthropic-ai/claude-code",
     tested=TESTED,
 )

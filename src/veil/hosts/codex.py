@@ -102,5 +102,6 @@ HOST = Host(
     expand_calls=("mcp__veil__expand", "mcp__veil.expand"),
     deferred_expand=("- mcp__veil\n", "- mcp__veil\\n"),
     resume="resume {session}",
+    package="@openai/codex",
     tested=TESTED,
 )

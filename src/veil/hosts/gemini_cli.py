@@ -142,5 +142,6 @@ HOST = Host(
     model_variable="GEMINI_MODEL",
     describe=describe,
     expand_calls=("mcp_veil_expand",),
+    package="@google/gemini-cli",
     tested=TESTED,
 )

@@ -115,6 +115,8 @@ class Host:
     its tool search under another name than its calls' (Codex names the ``mcp__veil``
     namespace): the model can still reach it. A deferred tool named as its calls are needs
     none."""
+    package: str = ""
+    """The npm package that installs it (``veil doctor``'s fix names it)."""
     resume: str = ""
     """The host's arguments that resume a session, ``{session}`` standing for its id (the exit
     summary's ``resume`` line; "": no id reaches Veil)."""

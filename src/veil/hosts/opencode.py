@@ -168,5 +168,6 @@ HOST = Host(
     describe=describe,
     expand_calls=(EXPAND,),
     resume="--session {session}",
+    package="opencode-ai",
     tested=TESTED,
 )

@@ -123,5 +123,6 @@ HOST = Host(
     ),
     describe=describe,
     expand_calls=(EXPAND,),
+    package="@mariozechner/pi-coding-agent",
     tested=TESTED,
 )
