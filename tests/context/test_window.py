@@ -151,6 +151,22 @@ def test_every_call_gets_one_result_and_a_stray_result_becomes_a_note() -> None:
     assert out.parts[3].text.endswith("one again") and out.parts[5].text.endswith("late")
 
 
+def test_a_result_sent_twice_word_for_word_is_a_short_note_the_second_time() -> None:
+    """Gemini CLI 0.61 on ``--resume`` sends each earlier result twice (same id, same text):
+    the copy is a note without the text, which the first result shows (or its stub restores);
+    a second result that differs keeps its text (the test above)."""
+    live = item("r1", "the whole file " * 50, call="c1")
+    entries = [*step("t1", ["c1"], {"c1": "r1"})]
+    entries.append(replace(entries[-1]))  # the same result again, right after
+    out = rendered(entries, [live])
+    assert [p.kind for p in out.parts][-2:] == ["shown", "orphan"]
+    note = out.parts[-1].text
+    assert note.endswith("the same as its result above") and "next line" not in note
+    gone = rendered(entries, [replace(live, tier="warm")])
+    assert [p.kind for p in gone.parts][-2:] == ["stub", "orphan"]
+    assert gone.parts[-1].text == note
+
+
 def test_the_tail_goes_last_and_is_counted() -> None:
     out = rendered([Entry("user", "task")], [], tail="<veil-manifest>…</veil-manifest>")
     assert out.parts[-1].kind == "tail" and out.tail_tokens == out.parts[-1].tokens > 0

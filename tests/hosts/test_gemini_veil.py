@@ -172,6 +172,38 @@ def test_without_veil_the_same_session_overflows_and_gemini_cli_masks_its_output
     assert masked(server), "Gemini CLI masked nothing: the check under Veil would mean nothing"
 
 
+def test_veil_gemini_resumes_a_session_within_its_window(
+    run_gemini: GeminiRunner, agent_repo: Path
+) -> None:
+    """Half the files, then ``veil gemini -- --resume latest`` and the other half: the run's own
+    home links ``~/.gemini/tmp``, so Gemini CLI finds its session; it sends every earlier
+    ``functionResponse`` twice (0.61), and the copy goes as a short note, not in full, so the
+    resumed session stays within the window too."""
+    files = modules(agent_repo, READS)
+    half = READS // 2
+    runs: list[GeminiRun] = []
+    servers: list[ScriptedServer] = []
+    for task, part, args in (("read the first half", files[:half], ()),
+                             ("read the rest", files[half:], ("--resume", "latest"))):  # fmt: skip
+        reads = [Turn(f"Reading {p.name}.", (ToolUse("read_file", {"file_path": p.name}),))
+                 for p in part] + [Turn("Done.")]  # fmt: skip
+        with ScriptedServer(reads, context_limit=LIMIT, cache=True) as server:
+            runs.append(run_gemini(task, cwd=agent_repo, base_url=server.url, args=args,
+                                   wrapper=veil_gemini(), timeout=300))  # fmt: skip
+        servers.append(server)
+        assert runs[-1].returncode == 0, runs[-1].describe()
+    assert runs[1].session_id == runs[0].session_id
+    resumed = loop_requests(servers[1])
+    assert len(resumed) == half + 1 and len(resumed[0].body["contents"]) > READS
+    sizes = [r.usage.prompt_tokens for s in servers for r in loop_requests(s) if r.usage]
+    assert max(sizes) < WINDOW, sizes
+    last = json.dumps(resumed[-1].body)
+    assert "the same as its result above" in last
+    # no earlier result twice in full: each marker of the first half at most once
+    assert all(last.count(f"module-{i}-marker") <= 1 for i in range(half))
+    assert any(r.text.startswith("[veil: read_file") for r in resumed[-1].tool_results)
+
+
 def posted(relay: Relay) -> list[bytes]:
     """The model requests' bodies a relay saw."""
     return [body for path, body in relay.bodies if "GenerateContent" in path]

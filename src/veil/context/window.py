@@ -22,7 +22,8 @@ format. Every rule of what the model sees is here:
   full above.
 - **A valid conversation.** Every tool call gets exactly one result, right after the
   assistant entry that made it; a call without one gets a ``[veil: no result …]`` result, a
-  result whose call is not pending becomes a note. No provider rejects what this returns,
+  result whose call is not pending becomes a note (without its text when it repeats an
+  earlier result of the call word for word). No provider rejects what this returns,
   whatever was evicted, collapsed, expanded or interrupted.
 - **Collapsed runs** (``collapse=True``): steps whose turn and every result are out of the
   prompt render as one note per run of consecutive such steps, naming their pointers — the
@@ -294,6 +295,17 @@ class Renderer:
         end_run()
 
 
+def _repeated(entries: Sequence[Entry], index: int) -> bool:
+    """The result at ``index`` repeats, word for word, an earlier result of the same call (a
+    client that sends a call's result twice: Gemini CLI 0.61 on ``--resume``): its note need
+    not carry the text again, which the first result shows — or its stub restores."""
+    entry = entries[index]
+    return bool(entry.call_id) and any(
+        e.role == "tool" and e.call_id == entry.call_id and e.text == entry.text
+        for e in entries[:index]
+    )
+
+
 def _pieces(
     entries: Sequence[Entry], start: int, look: _Look
 ) -> tuple[list[Part | _Step], list[int]]:
@@ -311,7 +323,12 @@ def _pieces(
             step = _close(step, count)
             text = (
                 f"[veil: a result of tool call {entry.call_id or '?'}, which is not pending "
-                f"in this conversation]\n{entry.text}"
+                f"in this conversation]"
+            )
+            text += (
+                " — the same as its result above"
+                if _repeated(entries, index)
+                else (f"\n{entry.text}")
             )
             out.append(Part("orphan", "system", text, count(text), index))
             starts.append(index)

@@ -28,8 +28,8 @@ scripted server on 127.0.0.1):
   not read), which is how ``veil gemini`` switches it off (:mod:`veil.launch.gemini_cli`).
 - **MCP answers** reach the model wrapped: ``<untrusted_context>\nTEXT\n</untrusted_context>``.
 - **Resume.** ``--resume`` sends every ``functionResponse`` of the earlier run twice (the same
-  ``id``, back to back): the proxy can stub the first; the second it forwards whole, noted as
-  answering no pending call — a resumed session goes over its budget by those copies.
+  ``id``, back to back): the first is the result (stubbed or not), the copy a short note
+  (:mod:`veil.context.window`: a result repeated word for word).
 - **Model.** ``auto`` unless ``-m``/``--model`` or ``GEMINI_MODEL`` say otherwise: with an API
   key the loop asks ``gemini-3.1-pro-preview`` (the router asks ``gemini-3.5-flash-lite``).
 - **Tools** (:func:`describe`): ``read_file`` (``file_path``, ``start_line``/``end_line``:
