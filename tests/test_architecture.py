@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SRC = ROOT / "src" / "veil"
 DOC = ROOT / "docs" / "architecture.md"
 
-LOWEST = {"clock", "tokens"}
+LOWEST = {"clock", "tokens", "extras"}
 ALLOWED: dict[str, set[str]] = {
     "veil": {"memory"},  # the package root re-exports Memory lazily
     "clock": set(),
@@ -31,8 +31,9 @@ ALLOWED: dict[str, set[str]] = {
     "config_file": set(),
     "dialects": set(),
     "hosts": LOWEST | {"llm", "context"},
-    "embed": set(),
-    "tape": {"clock", "embed", "redaction", "config_file"},
+    "extras": set(),
+    "embed": {"extras"},
+    "tape": {"clock", "embed", "redaction", "config_file", "extras"},
     "memory": LOWEST | {"embed", "tape", "redaction"},
     "context": LOWEST | {"embed", "tape"},
     "convergence": LOWEST | {"tape"},
