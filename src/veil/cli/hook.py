@@ -1,5 +1,10 @@
 """``veil hook CLIENT EVENT``: a coding agent's hook, stdin to stdout (``veil.clients``).
 
+``CLIENT`` is ``claude-code`` (its events and answers) or ``gemini`` (Gemini CLI's events —
+BeforeAgent, BeforeTool, AfterTool, SessionStart — mapped onto the same handlers by
+:mod:`veil.clients.gemini_hooks`; ``veil gemini`` installs them for its run). Gemini CLI reads
+stderr as the answer when stdout is empty, so for it "no opinion" is ``{}`` on stdout.
+
 A hook must never break the session it runs in. Claude Code reads exit status 2 as "block
 this" and any other non-zero status as a hook error shown in the transcript, so this command
 exits 0 whatever happens: a bad payload, an unknown event, a broken store or a bug end with
@@ -24,9 +29,11 @@ import traceback
 from collections.abc import Mapping
 from typing import TextIO
 
-CLIENTS = ("claude-code",)
+CLIENTS = ("claude-code", "gemini")
 DEADLINE_S = 0.9
 PRECOMPACT_DEADLINE_S = 30.0
+PROMPT_DEADLINE_S = 4.0
+"""Gemini CLI's BeforeAgent and SessionStart (a 10 s timeout): a briefing on a cold start."""
 
 
 def run_hook(
@@ -55,8 +62,13 @@ def run_hook(
 
     worker = threading.Thread(target=work, name="veil-hook", daemon=True)
     worker.start()
-    limit = deadline_s or (PRECOMPACT_DEADLINE_S if event == "PreCompact" else DEADLINE_S)
+    limit = deadline_s or _deadline(client, event)
     worker.join(limit)
+    # Gemini CLI reads stderr as the answer when stdout is empty: "no opinion" is said
+    nothing = "{}\n" if client == "gemini" else ""
+    if worker.is_alive() or failed or not found or found[0] is None:
+        sink.write(nothing)
+        sink.flush()
     if worker.is_alive():
         print(
             f"veil hook: no answer within {limit:g} s (a locked store or a slow disk?); "
@@ -86,6 +98,14 @@ def run_hook(
     return 0
 
 
+def _deadline(client: str | None, event: str | None) -> float:
+    if event == "PreCompact":
+        return PRECOMPACT_DEADLINE_S
+    if client == "gemini" and event in ("BeforeAgent", "SessionStart"):
+        return PROMPT_DEADLINE_S
+    return DEADLINE_S
+
+
 def _answer(client: str | None, event: str | None, stdin: TextIO) -> Mapping[str, object] | None:
     from veil.clients.claude_code_input import HookInputError, needs_store, parse_input
 
@@ -94,18 +114,28 @@ def _answer(client: str | None, event: str | None, stdin: TextIO) -> Mapping[str
             f"unknown client {client!r} (Veil has hooks for: {', '.join(CLIENTS)})"
         )
     if not event:
-        raise HookInputError("no event given: veil hook claude-code EVENT")
+        raise HookInputError(f"no event given: veil hook {client} EVENT")
     if _isatty(stdin):
         raise HookInputError(
-            "the hook reads Claude Code's JSON from stdin; it is run by Claude Code "
-            "(see `veil install claude-code`)"
+            "the hook reads its agent's JSON from stdin; it is run by Claude Code "
+            "(see `veil install claude-code`) or Gemini CLI (under `veil gemini`)"
         )
-    hook = parse_input(stdin.read(), event)
+    if client == "gemini":
+        from veil.clients import gemini_hooks
+
+        hook = gemini_hooks.parse_input(stdin.read(), event)
+    else:
+        hook = parse_input(stdin.read(), event)
     if not needs_store(hook):
         return None
     from veil.clients.claude_code import handle
 
-    return handle(hook)
+    answer = handle(hook)
+    if client == "gemini":
+        from veil.clients import gemini_hooks
+
+        return gemini_hooks.answer(event, answer) or None
+    return answer
 
 
 def _isatty(stream: TextIO) -> bool:

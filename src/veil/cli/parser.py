@@ -249,9 +249,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="run a coding agent's hook: its JSON on stdin, the answer on stdout (always exits 0)",
         description="Run by Claude Code (see `veil install claude-code`): reads the hook's JSON "
         "on stdin and answers in Claude Code's hook format. Events: SessionStart, "
-        "UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure, PostToolBatch, PreCompact.",
+        "UserPromptSubmit, PreToolUse, PostToolUse, PostToolUseFailure, PostToolBatch, PreCompact. "
+        "`veil hook gemini EVENT` is Gemini CLI's (installed by `veil gemini` for its run): "
+        "BeforeAgent, BeforeTool, AfterTool, SessionStart.",
     )
-    hook.add_argument("client", nargs="?", metavar="CLIENT", help="claude-code")
+    hook.add_argument("client", nargs="?", metavar="CLIENT", help="claude-code or gemini")
     hook.add_argument("event", nargs="?", metavar="EVENT", help="the hook event's name")
     hook.set_defaults(run="hook")
     install = sub.add_parser(

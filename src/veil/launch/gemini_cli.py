@@ -11,7 +11,11 @@ skipped unless it and every directory above it are owned by root and writable by
 home of its own in ``scratch`` (``GEMINI_CLI_HOME``, read by its ``homedir()`` only — the
 shells it runs keep ``HOME``): ``.gemini/settings.json`` there is the user's settings plus, for
 this run, Veil's MCP server ``veil`` (``veil mcp --project``, trusted: ``expand`` only reads),
-unless the user's settings already name a server ``veil``.
+unless the user's settings already name a server ``veil``, and Veil's hooks (``veil hook gemini
+EVENT``, :mod:`veil.clients.gemini_hooks`): the memory briefing with the first prompt, every
+shell command, edit and read recorded as an attempt or a step, a repeated failed edit refused,
+the level-3 stop. Gemini CLI runs a settings file's hooks only in a folder it trusts, as it
+runs its MCP servers; ``hooksConfig.enabled: false`` turns them off with the user's own.
 
 Its own tool-output masking is switched off for the run: Veil's stubs do that job, restorable
 with ``mcp_veil_expand``, and two policies rewriting the same results would fight (Veil would
@@ -48,7 +52,7 @@ import re
 from pathlib import Path
 from typing import Any, cast
 
-from veil.clients import settings
+from veil.clients import gemini_hooks, settings
 from veil.hosts import gemini_cli
 from veil.launch.launcher import Env, Launch, Launcher, Started
 
@@ -97,8 +101,9 @@ def read_settings(path: Path) -> dict[str, Any]:
 
 
 def run_settings(user: dict[str, Any], veil: tuple[str, ...], root: Path) -> dict[str, Any]:
-    """The user's settings with Veil's MCP server, unless one named ``veil`` is there."""
-    out = dict(user)
+    """The user's settings with Veil's MCP server, unless one named ``veil`` is there, and
+    Veil's hooks after the user's own (:func:`veil.clients.gemini_hooks.hooks`)."""
+    out = gemini_hooks.with_hooks(user, veil)
     servers = dict(cast(dict[str, Any], out.get("mcpServers") or {}))
     if settings.MCP_NAME not in servers:
         entry = settings.mcp_entry(list(veil), ["--project"])
