@@ -135,6 +135,10 @@ def test_pi_starts_with_veils_extension_and_nothing_is_written(
         "--project",
         str(tmp_path),
     ]
+    # the hooks wait as long as Claude Code waits for Veil's: 5 s for a prompt, 1 s for a call
+    timeouts = json.loads(started.env["VEIL_HOOK_TIMEOUTS"])
+    assert timeouts["UserPromptSubmit"] == 5 and timeouts["PreToolUse"] == 1
+    assert extension.with_name("veil_mcp.ts").is_file()  # the MCP client it imports
     assert {p: p.read_bytes() for p in agent.rglob("*") if p.is_file()} == before
 
 

@@ -4,7 +4,8 @@ pi takes no base URL from its command line or environment: its providers' URLs a
 table's, or ``baseUrl`` in ``models.json`` (``~/.pi/agent``, or ``$PI_CODING_AGENT_DIR``). So
 ``veil pi`` starts pi with Veil's extension (``-e pi_extension.ts``, shipped in this package),
 which overrides the URL of the provider pi will use for this process only and gives the model
-Veil's ``expand`` as ``veil_expand``. Nothing is written.
+Veil's ``expand`` as ``veil_expand`` and Veil's hooks (:mod:`veil.launch.hooks`). Nothing is
+written.
 
 The provider is the one pi will use: ``--provider NAME``, else the ``PROVIDER/`` of
 ``--model PROVIDER/ID``, else ``defaultProvider`` in its settings (the project's
@@ -23,6 +24,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from veil.hosts import pi
+from veil.launch import hooks
 from veil.launch.launcher import Env, Launch, Launcher, Started
 
 EXTENSION = Path(__file__).with_name("pi_extension.ts")
@@ -200,14 +202,16 @@ def limits(env: Env) -> dict[str, str]:
 
 
 def start(launch: Launch) -> Started:
-    """``pi -e <Veil's extension> ARGS``, told by three variables where the proxy is, which
-    provider to point at it, and how to start Veil's MCP server for ``veil_expand``."""
+    """``pi -e <Veil's extension> ARGS``, told by variables where the proxy is, which provider
+    to point at it, how to start Veil's MCP server (for ``veil_expand`` and the hooks) and how
+    long to wait for a hook's answer."""
     mcp = [*launch.veil, "mcp", "--project", str(launch.root)]
     env = {
         **launch.env,
         "VEIL_PI_PROVIDER": provider(launch.env, launch.args),
         "VEIL_PI_BASE_URL": launch.base,
         "VEIL_PI_MCP": json.dumps(mcp),
+        hooks.TIMEOUTS_VARIABLE: hooks.timeouts(),
     }
     return Started([launch.binary, "-e", os.fspath(EXTENSION), *launch.args], env)
 

@@ -15,116 +15,26 @@
  *    the verb catalogue defines them once for every surface — and answers each call with what
  *    the server's `expand` answers, the restored result byte for byte.
  *
+ * 3. gives pi Veil's hooks, as `veil claude` gives Claude Code (docs/pi.md): through the same
+ *    server's `hook` tool (`veil_mcp.ts`), the person's prompt (`before_agent_start`: the memory
+ *    briefing comes back as a message for the model), every call before it runs (`tool_call`:
+ *    a repeated failed edit, or any call at convergence level 3, is blocked with Veil's reason)
+ *    and after (`tool_result`: recorded as an attempt; the level's note is added to the
+ *    result). At level 3 the run ends (`ctx.abort()`). Fail open: no answer in time, no
+ *    opinion.
+ *
  * Should the model be one of another provider (a `/model` switch), its requests would bypass
- * the proxy: one line on stderr says so. A server that does not start or has no `expand` is one
- * line on stderr; the provider is redirected all the same.
+ * the proxy: one line on stderr says so. A server that does not start is one line on stderr
+ * (no `veil_expand`, no hooks); the provider is redirected all the same.
  */
 import type { ExtensionAPI } from "@mariozechner/pi-coding-agent";
-import { spawn, type ChildProcessWithoutNullStreams } from "node:child_process";
+import { commandOf, startServer, VeilHooks, type Json, type McpClient, type McpTool, type Outcome } from "./veil_mcp.ts";
 
 const TOOL = "veil_expand";
-const PROTOCOL = "2025-06-18";
-const START_TIMEOUT_MS = 60_000;
-
-type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
-type Reply = { id?: number; result?: { [key: string]: Json }; error?: { message?: string } };
-type McpTool = { name: string; description?: string; inputSchema?: { [key: string]: Json } };
-
-/** A JSON-RPC client over a child's stdin/stdout (MCP's stdio transport: one message a line). */
-class McpClient {
-	private next = 1;
-	private buffer = "";
-	private waiting = new Map<number, { resolve: (r: Reply) => void; reject: (e: Error) => void }>();
-	private ended: Error | null = null;
-
-	constructor(private readonly child: ChildProcessWithoutNullStreams) {
-		child.stdout.setEncoding("utf8");
-		child.stdout.on("data", (chunk: string) => this.read(chunk));
-		child.stderr.resume(); // its notices (no model configured…) are not pi's output
-		const end = (why: string) => {
-			this.ended = new Error(why);
-			for (const pending of this.waiting.values()) pending.reject(this.ended);
-			this.waiting.clear();
-		};
-		child.on("error", (error) => end(`Veil's MCP server did not start: ${error.message}`));
-		child.on("exit", (code, signal) => end(`Veil's MCP server exited (${signal ?? code})`));
-	}
-
-	private read(chunk: string): void {
-		this.buffer += chunk;
-		let newline = this.buffer.indexOf("\n");
-		while (newline >= 0) {
-			const line = this.buffer.slice(0, newline).trim();
-			this.buffer = this.buffer.slice(newline + 1);
-			newline = this.buffer.indexOf("\n");
-			if (!line) continue;
-			let reply: Reply;
-			try {
-				reply = JSON.parse(line) as Reply;
-			} catch {
-				continue;
-			}
-			const pending = reply.id === undefined ? undefined : this.waiting.get(reply.id);
-			if (pending && reply.id !== undefined) {
-				this.waiting.delete(reply.id);
-				pending.resolve(reply);
-			}
-		}
-	}
-
-	request(method: string, params: { [key: string]: Json }, timeoutMs = 0): Promise<Reply> {
-		if (this.ended) return Promise.reject(this.ended);
-		const id = this.next++;
-		return new Promise<Reply>((resolve, reject) => {
-			const timer =
-				timeoutMs > 0
-					? setTimeout(() => {
-							this.waiting.delete(id);
-							reject(new Error(`Veil's MCP server did not answer ${method} in ${timeoutMs / 1000} s`));
-						}, timeoutMs)
-					: undefined;
-			this.waiting.set(id, {
-				resolve: (r) => (clearTimeout(timer), resolve(r)),
-				reject: (e) => (clearTimeout(timer), reject(e)),
-			});
-			this.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", id, method, params })}\n`);
-		});
-	}
-
-	notify(method: string): void {
-		if (!this.ended) this.child.stdin.write(`${JSON.stringify({ jsonrpc: "2.0", method })}\n`);
-	}
-
-	close(): void {
-		this.child.stdin.end();
-		this.child.kill();
-	}
-}
+const EXIT = /(?:^|\n\n)Command exited with code (-?\d+)\s*$/;
 
 function say(line: string): void {
 	process.stderr.write(`veil pi: ${line}\n`);
-}
-
-/** Veil's MCP server started and its `expand` tool, or why not. */
-async function startServer(command: string[]): Promise<{ client: McpClient; tool: McpTool }> {
-	const [program, ...args] = command;
-	const child = spawn(program, args, { stdio: ["pipe", "pipe", "pipe"] });
-	// pi ends its process when the run is over; the server must not keep it alive (it ends on
-	// its own when its stdin closes with pi)
-	child.unref();
-	const client = new McpClient(child);
-	const init = { protocolVersion: PROTOCOL, capabilities: {}, clientInfo: { name: "veil-pi", version: "1" } };
-	const hello = await client.request("initialize", init, START_TIMEOUT_MS);
-	if (hello.error) throw new Error(`Veil's MCP server refused to start: ${hello.error.message}`);
-	client.notify("notifications/initialized");
-	const listed = await client.request("tools/list", {}, START_TIMEOUT_MS);
-	const tools = (listed.result?.tools ?? []) as unknown as McpTool[];
-	const tool = tools.find((t) => t.name === "expand");
-	if (!tool) {
-		client.close();
-		throw new Error("Veil's MCP server offers no expand (no .veil/context.db in this project?)");
-	}
-	return { client, tool };
 }
 
 export default async function veil(pi: ExtensionAPI): Promise<void> {
@@ -140,22 +50,25 @@ export default async function veil(pi: ExtensionAPI): Promise<void> {
 	pi.on("session_start", async (_event, ctx) => check(ctx.model));
 	pi.on("model_select", async (event) => check(event.model));
 
-	let command: string[];
-	try {
-		command = JSON.parse(process.env.VEIL_PI_MCP ?? "[]") as string[];
-	} catch {
-		command = [];
-	}
+	const command = commandOf("VEIL_PI_MCP");
 	if (command.length === 0) return;
-	let server: { client: McpClient; tool: McpTool };
+	let client: McpClient;
+	let tools: McpTool[];
 	try {
-		server = await startServer(command);
+		({ client, tools } = await startServer(command, "veil-pi"));
 	} catch (error) {
-		say(`no ${TOOL} for the model: ${(error as Error).message}`);
+		say(`no ${TOOL} and no hooks: ${(error as Error).message}`);
 		return;
 	}
-	const { client, tool } = server;
 	pi.on("session_shutdown", async () => client.close());
+	const tool = tools.find((t) => t.name === "expand");
+	if (tool) expand(pi, client, tool);
+	else say(`no ${TOOL} for the model: Veil's MCP server offers no expand (no .veil/context.db in this project?)`);
+	if (tools.some((t) => t.name === "hook")) hooks(pi, new VeilHooks(client, "pi", say));
+}
+
+/** `veil_expand`: the server's `expand`, its description and schema as they are. */
+function expand(pi: ExtensionAPI, client: McpClient, tool: McpTool): void {
 	const description = tool.description ?? "Restore an evicted result from its stub's pointer.";
 	pi.registerTool({
 		name: TOOL,
@@ -172,5 +85,49 @@ export default async function veil(pi: ExtensionAPI): Promise<void> {
 			if (reply.result?.isError) throw new Error(text || "expand failed");
 			return { content: [{ type: "text", text }], details: {} };
 		},
+	});
+}
+
+/** A pi tool result as Veil's hooks take it: pi's bash throws on a non-zero exit, its error
+ * ending "Command exited with code N" after the output. */
+function outcome(tool: string, content: { type: string; text?: string }[], isError: boolean): Outcome {
+	const text = content.map((c) => (c.type === "text" ? (c.text ?? "") : "")).join("");
+	const exited = tool === "bash" && isError ? EXIT.exec(text) : null;
+	if (exited) return { text: text.slice(0, exited.index), exitCode: Number(exited[1]) };
+	if (tool === "bash" && !isError) return { text, exitCode: 0 };
+	return { text, failed: isError };
+}
+
+/** Veil's hooks on pi's events. */
+function hooks(pi: ExtensionAPI, veil: VeilHooks): void {
+	let stopped = false;
+	const stop = (ctx: { abort(): void }, summary: string) => {
+		if (!stopped) say(summary); // what the person reads: the record, and that a new prompt steers
+		stopped = true;
+		void ctx.abort();
+	};
+	pi.on("agent_start", async () => {
+		stopped = false;
+	});
+	pi.on("before_agent_start", async (event, ctx) => {
+		const found = await veil.prompt(ctx.sessionManager.getSessionId(), ctx.cwd, event.prompt);
+		if (!found.context) return;
+		return { message: { customType: "veil", content: found.context, display: false } };
+	});
+	pi.on("tool_call", async (event, ctx) => {
+		if (event.toolName === TOOL) return;
+		const id = ctx.sessionManager.getSessionId();
+		const found = await veil.before(id, ctx.cwd, event.toolName, event.input as Json, event.toolCallId);
+		if (found.stop) stop(ctx, found.stop); // level 3: the run ends once this call is refused
+		if (found.block) return { block: true, reason: found.block };
+	});
+	pi.on("tool_result", async (event, ctx) => {
+		if (event.toolName === TOOL) return;
+		const id = ctx.sessionManager.getSessionId();
+		const done = outcome(event.toolName, event.content as { type: string; text?: string }[], event.isError);
+		const found = await veil.after(id, ctx.cwd, event.toolName, event.input as Json, event.toolCallId, done);
+		if (found.stop) stop(ctx, found.stop); // level 3: the model is not asked again
+		if (!found.context) return;
+		return { content: [...event.content, { type: "text" as const, text: `\n\n${found.context}` }] };
 	});
 }
