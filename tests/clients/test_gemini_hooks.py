@@ -133,7 +133,9 @@ def test_the_run_s_settings_carry_veil_s_hooks_after_the_user_s(tmp_path: Path) 
     assert set(hooks) == {"SessionStart", "BeforeAgent", "BeforeTool", "AfterTool"}
     assert hooks["BeforeTool"][0] == own and len(hooks["BeforeTool"]) == 2
     mine = hooks["BeforeTool"][1]
-    assert mine["matcher"] == gemini_hooks.TOOL_MATCHER
+    assert mine["matcher"] == "^(run_shell_command|replace|write_file)$"
+    assert hooks["AfterTool"][0]["matcher"] == gemini_hooks.TOOL_MATCHER
+    assert "read_file" in gemini_hooks.TOOL_MATCHER
     assert mine["hooks"] == [{"name": "veil", "type": "command", "timeout": 5000,
                               "command": "/opt/veil hook gemini BeforeTool"}]  # fmt: skip
     assert hooks["SessionStart"][0]["matcher"] == "resume"

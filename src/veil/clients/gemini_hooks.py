@@ -60,8 +60,13 @@ EVENTS: dict[str, str] = {
     "AfterTool": "PostToolUse",
 }
 """Gemini CLI's hook events Veil handles → the handler's event."""
-TRACKED_TOOLS = ("run_shell_command", "replace", "write_file", "read_file", "read_many_files")
-"""The Gemini CLI tools whose calls Veil records (:func:`veil.hosts.gemini_cli.describe`)."""
+ACTING_TOOLS = ("run_shell_command", "replace", "write_file")
+"""The Gemini CLI tools whose calls may be refused (BeforeTool)."""
+TRACKED_TOOLS = (*ACTING_TOOLS, "read_file", "read_many_files")
+"""The Gemini CLI tools whose calls Veil records (AfterTool; :func:`veil.hosts.gemini_cli.describe`
+says what each addresses). A read is refused only at level 3, when the run has stopped anyway:
+no BeforeTool process per read."""
+ACTING_MATCHER = f"^({'|'.join(ACTING_TOOLS)})$"
 TOOL_MATCHER = f"^({'|'.join(TRACKED_TOOLS)})$"
 HOOK_NAME = "veil"
 """The name of Veil's hooks in Gemini CLI's settings (what ``hooksConfig.disabled`` names)."""
@@ -85,7 +90,7 @@ def hooks(veil: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     return {
         "SessionStart": group("SessionStart", "resume", PROMPT_TIMEOUT_MS),
         "BeforeAgent": group("BeforeAgent", None, PROMPT_TIMEOUT_MS),
-        "BeforeTool": group("BeforeTool", TOOL_MATCHER, TOOL_TIMEOUT_MS),
+        "BeforeTool": group("BeforeTool", ACTING_MATCHER, TOOL_TIMEOUT_MS),
         "AfterTool": group("AfterTool", TOOL_MATCHER, TOOL_TIMEOUT_MS),
     }
 
