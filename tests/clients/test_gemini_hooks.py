@@ -145,6 +145,9 @@ def test_the_run_s_settings_carry_veil_s_hooks_after_the_user_s(tmp_path: Path) 
     assert "veil" in merged["mcpServers"]
     # a "hooks" Veil cannot read is left alone, without Veil's
     assert run_settings({"hooks": "odd"}, ("veil",), tmp_path)["hooks"] == "odd"
+    # nor are hooks of the user's that already run Veil's
+    already = run_settings({}, ("veil",), tmp_path)["hooks"]
+    assert run_settings({"hooks": already}, ("/opt/veil",), tmp_path)["hooks"] == already
 
 
 def test_repeated_failures_are_recorded_as_one_fingerprint_and_noted(project: Path) -> None:

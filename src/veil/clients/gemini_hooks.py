@@ -95,12 +95,16 @@ def hooks(veil: Sequence[str]) -> dict[str, list[dict[str, Any]]]:
     }
 
 
+_VEIL_HOOK = re.compile(r"(^|[\s/\\\"'])veil(\.exe)?[\"']?\s+hook\s+gemini\b")
+
+
 def with_hooks(user: Mapping[str, Any], veil: Sequence[str]) -> dict[str, Any]:
     """The settings ``user`` with Veil's hooks after the user's own for each event (a
-    ``hooks`` that is not an object is left as it is, without Veil's)."""
+    ``hooks`` that is not an object, or one that already runs ``veil hook gemini``, is left as
+    it is)."""
     out = dict(user)
     given: object = out.get("hooks") or {}
-    if not isinstance(given, dict):
+    if not isinstance(given, dict) or _runs_veil(cast(dict[str, Any], given)):
         return out
     table = dict(cast(dict[str, Any], given))
     for event, groups in hooks(veil).items():
@@ -108,6 +112,24 @@ def with_hooks(user: Mapping[str, Any], veil: Sequence[str]) -> dict[str, Any]:
         table[event] = [*(cast(list[Any], theirs) if isinstance(theirs, list) else []), *groups]
     out["hooks"] = table
     return out
+
+
+def _runs_veil(table: Mapping[str, Any]) -> bool:
+    """Whether a ``hooks`` table already runs ``veil hook gemini``."""
+    for groups in table.values():
+        for group in cast(list[Any], groups) if isinstance(groups, list) else []:
+            handlers: object = (
+                cast(dict[str, Any], group).get("hooks") if isinstance(group, dict) else None
+            )
+            for handler in cast(list[Any], handlers) if isinstance(handlers, list) else []:
+                command: object = (
+                    cast(dict[str, Any], handler).get("command")
+                    if isinstance(handler, dict)
+                    else None
+                )
+                if isinstance(command, str) and _VEIL_HOOK.search(command):
+                    return True
+    return False
 
 
 # ---- input ---------------------------------------------------------------------------------
