@@ -36,6 +36,20 @@ def opencode_json(base_url: str, extra: Mapping[str, Any] | None = None) -> str:
     return json.dumps(config, indent=2)
 
 
+PLUGIN_SDK = "@opencode-ai/plugin"
+
+
+def plugin_sdk_installed(config_dir: Path) -> None:
+    """Mark opencode's plugin SDK as installed in ``config_dir``, as one online run leaves it.
+    opencode 1.18.33 installs :data:`PLUGIN_SDK` into each configuration directory (``Npm.install``:
+    skipped when ``node_modules`` exists and ``package-lock.json`` names it) and, once any
+    plugin is configured (``veil opencode`` adds Veil's), waits for that install before its
+    first request: offline, about 70 s until npm gives up."""
+    (config_dir / "node_modules").mkdir(exist_ok=True)
+    lock = {"packages": {"": {"dependencies": {PLUGIN_SDK: "*"}}}}
+    (config_dir / "package-lock.json").write_text(json.dumps(lock))
+
+
 @dataclass(frozen=True)
 class OpencodeRun(AgentRun):
     """An opencode run (``run --format json``): one JSON event per line on stdout."""
@@ -86,6 +100,7 @@ class OpencodeRunner:
         for path in xdg.values():
             path.mkdir(parents=True, exist_ok=True)
         (xdg["XDG_CONFIG_HOME"] / "opencode").mkdir(exist_ok=True)
+        plugin_sdk_installed(xdg["XDG_CONFIG_HOME"] / "opencode")
         (xdg["XDG_CONFIG_HOME"] / "opencode" / "opencode.json").write_text(
             opencode_json(base_url, config)
         )

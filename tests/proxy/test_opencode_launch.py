@@ -104,6 +104,26 @@ def test_the_run_gets_the_proxy_and_veils_server_over_the_users_own_content(
     assert list(content["provider"]) == ["local"]
 
 
+def test_the_run_gets_veils_plugin_after_the_users_own(home: dict[str, str]) -> None:
+    """Veil's hooks: its plugin (package data, a file URL) after the plugins of the user's own
+    content (opencode adds each source's list to the others'), told how to start Veil's MCP
+    server for the project and how long to wait for a hook."""
+    own = {"plugin": ["opencode-wakatime"]}
+    given = Launch("/bin/opencode", "http://127.0.0.1:5555/v1", Path.cwd(), ("run", "hi"),
+                   {**home, launch.CONTENT: json.dumps(own)}, ("/venv/bin/veil",),
+                   Path.cwd() / "scratch")  # fmt: skip
+    started = LAUNCHERS["opencode"].start(given)
+    content = json.loads(started.env[launch.CONTENT])
+    assert content["plugin"] == ["opencode-wakatime", launch.PLUGIN.as_uri()]
+    assert launch.PLUGIN.is_file() and launch.PLUGIN.with_name("veil_mcp.ts").is_file()
+    assert json.loads(started.env[launch.MCP_VARIABLE]) == [
+        "/venv/bin/veil", "mcp", "--project", str(Path.cwd())
+    ]  # fmt: skip
+    assert json.loads(started.env["VEIL_HOOK_TIMEOUTS"])["PostToolUse"] == 1
+    _, content = _started(home)
+    assert content["plugin"] == [launch.PLUGIN.as_uri()]
+
+
 def test_a_configured_veil_server_is_kept(home: dict[str, str]) -> None:
     mine = {"mcp": {"veil": {"type": "local", "command": ["veil", "mcp", "--project"]}}}
     repo = Path.cwd()

@@ -5,7 +5,7 @@ opencode reads its providers and MCP servers from its configuration — the user
 the project's (``opencode.json[c]`` and ``.opencode/opencode.json[c]`` from the repository's
 root down to the working directory) — and, last and over all of them, from the JSON text in
 ``$OPENCODE_CONFIG_CONTENT``. ``veil opencode`` writes no file: it sets that variable for the
-run, the user's own ``OPENCODE_CONFIG_CONTENT`` merged under Veil's two entries:
+run, the user's own ``OPENCODE_CONFIG_CONTENT`` merged under Veil's three entries:
 
 - ``provider.P.options.baseURL``: the proxy, for the provider ``P`` of the model the run uses
   (``-m/--model P/M``, else the configuration's ``model``, else the last one used from
@@ -17,6 +17,11 @@ run, the user's own ``OPENCODE_CONFIG_CONTENT`` merged under Veil's two entries:
   on another provider goes to it directly.
 - ``mcp.veil``: Veil's MCP server (``veil mcp --project``), whose ``expand`` the model sees as
   ``veil_expand`` — unless the configuration already has an MCP server named ``veil``.
+- ``plugin``: Veil's plugin (``opencode_plugin.ts``, shipped in this package, as a ``file://``
+  URL) — Veil's hooks for the run (:mod:`veil.launch.hooks`): the memory briefing with the
+  person's message, every call recorded as an attempt, a repeated failed edit refused, the
+  session aborted at convergence level 3. The plugin runs its own ``veil mcp --project ROOT``
+  (:data:`MCP_VARIABLE`) for the ``hook`` tool.
 
 Its own compaction is left on: it is the bound Veil's budget sits under (the budget is just
 below where opencode compacts, and opencode counts the provider's usage of what Veil forwarded,
@@ -34,6 +39,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from veil.hosts import opencode
+from veil.launch import hooks
 from veil.launch.launcher import Env, Launch, Launcher, Started
 
 PUBLIC = {"anthropic": "https://api.anthropic.com/v1", "openai": "https://api.openai.com/v1"}
@@ -43,6 +49,11 @@ BASE_VARIABLES = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"
 DEFAULT_PROVIDER = "anthropic"
 CONTENT = "OPENCODE_CONFIG_CONTENT"
 MCP_NAME = "veil"
+PLUGIN = Path(__file__).with_name("opencode_plugin.ts")
+"""Veil's opencode plugin (package data): Veil's hooks for the run."""
+PLUGIN_URL = PLUGIN.as_uri()
+MCP_VARIABLE = "VEIL_OPENCODE_MCP"
+"""The plugin's Veil MCP server (``veil mcp --project ROOT``), a JSON array."""
 
 _JSONC = re.compile(r'("(?:\\.|[^"\\])*")|//[^\n]*|/\*.*?\*/|,(\s*[}\]])', re.DOTALL)
 _ENV = re.compile(r"\{env:([^}]+)\}")
@@ -222,7 +233,17 @@ def start(launch: Launch) -> Started:
         overlay["mcp"] = {MCP_NAME: {"type": "local", "command": [*veil, "mcp", "--project"]}}
     own = launch.env.get(CONTENT, "")
     mine = cast(dict[str, Any], _jsonc(own, launch.env)) if own.strip() else {}
-    env = {**launch.env, CONTENT: json.dumps(_merged(mine, overlay))}
+    # Veil's hooks: opencode adds each source's plugins to the others'; the variable's own
+    # list is kept, Veil's plugin after it
+    plugins = mine.get("plugin")
+    overlay["plugin"] = [*cast(list[Any], plugins if isinstance(plugins, list) else []), PLUGIN_URL]
+    mcp = [*launch.veil, "mcp", "--project", str(launch.root)]
+    env = {
+        **launch.env,
+        CONTENT: json.dumps(_merged(mine, overlay)),
+        MCP_VARIABLE: json.dumps(mcp),
+        hooks.TIMEOUTS_VARIABLE: hooks.timeouts(),
+    }
     return Started([launch.binary, *launch.args], env)
 
 
