@@ -97,3 +97,23 @@ def test_veil_pi_refuses_a_repeated_failed_edit_with_the_reason(
     refusal = "Veil blocked this call: this exact edit (calc.py)"
     assert denied.is_error and refusal in denied.text, denied
     assert calc.read_text() == "def total(a, b):\n    return a - b\n"  # the denied edit not made
+
+
+def test_a_broken_memory_costs_the_pi_session_nothing(run_pi: PiRunner, agent_repo: Path) -> None:
+    """Fail open: with the project's memory unreadable the prompt's hook has no opinion (one
+    line on stderr), every turn runs and the calls are still recorded. (A broken
+    ``context.db`` stops ``veil pi`` before pi starts: the proxy needs it.)"""
+    veil = agent_repo / ".veil"
+    veil.mkdir()
+    (veil / "memory.db").write_bytes(b"\x00garbage" * 100)
+    failing = Turn("Running the tests.", (ToolUse("bash", {"command": FAILING_TEST}),))
+    script = [Turn("Run.", (ToolUse("bash", {"command": "echo one"}),)), failing, failing]
+    script.append(Turn("Done."))
+    stderr, requests = session(run_pi, agent_repo, script)
+    assert len(requests) == len(script), stderr  # every turn ran: nothing stopped, nothing hung
+    results = [r.tool_results[-1] for r in requests[1:]]
+    assert results[0].text.strip() == "one" and not results[0].is_error
+    assert all("FAILED test_total" in r.text for r in results[1:])
+    assert not any("<veil-memory>" in sent(r) for r in requests)
+    assert tape_kinds(agent_repo)["convergence.attempt"] == 3
+    assert (veil / "memory.db").read_bytes().startswith(b"\x00garbage")  # nothing overwritten
