@@ -1,7 +1,7 @@
 /**
  * Veil inside pi (npm `@mariozechner/pi-coding-agent`), for one run of `veil pi`.
  *
- * `veil pi` starts pi with `-e <this file>` and three variables; pi loads this module (with
+ * `veil pi` starts pi with `-e <this file>` and four variables; pi loads this module (with
  * jiti: TypeScript, no build) before its first request. It
  *
  * 1. points the provider pi will use at Veil's proxy: `pi.registerProvider(NAME, { baseUrl })`
@@ -10,18 +10,17 @@
  *    provider, `VEIL_PI_BASE_URL` is the proxy's base URL (the upstream's path kept).
  * 2. gives the model Veil's `expand` as the tool `veil_expand`, the name the proxy's stubs give
  *    (`[veil: read — … veil_expand veil://warm/… restores it]`). pi has no MCP client, so this
- *    module is one: it starts Veil's MCP server (`VEIL_PI_MCP`, a JSON array: the command line of
+ *    module brings one (`veil_mcp.ts`, beside it): it starts Veil's MCP server (`VEIL_PI_MCP`, a JSON array: the command line of
  *    `veil mcp --project ROOT`), takes the description and input schema of its `expand` tool —
  *    the verb catalogue defines them once for every surface — and answers each call with what
  *    the server's `expand` answers, the restored result byte for byte.
- *
  * 3. gives pi Veil's hooks, as `veil claude` gives Claude Code (docs/pi.md): through the same
  *    server's `hook` tool (`veil_mcp.ts`), the person's prompt (`before_agent_start`: the memory
  *    briefing comes back as a message for the model), every call before it runs (`tool_call`:
  *    a repeated failed edit, or any call at convergence level 3, is blocked with Veil's reason)
  *    and after (`tool_result`: recorded as an attempt; the level's note is added to the
- *    result). At level 3 the run ends (`ctx.abort()`). Fail open: no answer in time, no
- *    opinion.
+ *    result). At level 3 the run ends (`ctx.abort()`). Fail open: no answer within
+ *    `VEIL_HOOK_TIMEOUTS`, no opinion.
  *
  * Should the model be one of another provider (a `/model` switch), its requests would bypass
  * the proxy: one line on stderr says so. A server that does not start is one line on stderr
