@@ -107,6 +107,7 @@ def test_veil_opencode_keeps_a_long_session_within_its_window(
     requests = server.model_requests
     assert {r.body.get("model") for r in requests} == {host.DEFAULT_MODEL}  # opencode's own pick
     assert host.EXPAND in requests[0].tool_names  # Veil's MCP server, added for the run
+    assert "veil_hook" not in requests[0].tool_names  # the hooks' tool, never the model's
     sizes = [r.usage.prompt_tokens for r in requests if r.usage is not None]
     assert max(sizes) < WINDOW, sizes  # the upstream's own count
 

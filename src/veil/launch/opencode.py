@@ -38,6 +38,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
+from veil.clients.settings import HOOK_TOOL, MCP_NAME
 from veil.hosts import opencode
 from veil.launch import hooks
 from veil.launch.launcher import Env, Launch, Launcher, Started
@@ -48,7 +49,6 @@ BASE_VARIABLES = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"
 """The variable each provider's SDK reads its base URL from when none is configured."""
 DEFAULT_PROVIDER = "anthropic"
 CONTENT = "OPENCODE_CONFIG_CONTENT"
-MCP_NAME = "veil"
 PLUGIN = Path(__file__).with_name("opencode_plugin.ts")
 """Veil's opencode plugin (package data): Veil's hooks for the run."""
 PLUGIN_URL = PLUGIN.as_uri()
@@ -231,6 +231,8 @@ def start(launch: Launch) -> Started:
     if MCP_NAME not in _table(data, "mcp"):  # the expand tool for the stubs, for this run only
         veil = list(launch.veil)
         overlay["mcp"] = {MCP_NAME: {"type": "local", "command": [*veil, "mcp", "--project"]}}
+    # the hooks call the server's `hook` tool; the model is never offered it
+    overlay["tools"] = {f"{MCP_NAME}_{HOOK_TOOL}": False}
     own = launch.env.get(CONTENT, "")
     mine = cast(dict[str, Any], _jsonc(own, launch.env)) if own.strip() else {}
     # Veil's hooks: opencode adds each source's plugins to the others'; the variable's own
