@@ -107,6 +107,8 @@ def test_veil_gemini_keeps_a_long_session_within_its_window(
     assert all(r.status == 200 for r in server.requests), [r.error for r in server.requests]
     requests = loop_requests(server)
     assert len(requests) == READS + 2, len(requests)
+    names = requests[0].tool_names
+    assert "mcp_veil_expand" in names and "mcp_veil_hook" not in names, " ".join(names)
     sizes = [r.usage.prompt_tokens for r in requests if r.usage is not None]
     assert max(sizes) < WINDOW, sizes  # the upstream's own count
 

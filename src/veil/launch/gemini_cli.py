@@ -112,6 +112,7 @@ def run_settings(user: dict[str, Any], veil: tuple[str, ...], root: Path) -> dic
             "args": entry["args"],
             "cwd": str(root),
             "trust": True,
+            "excludeTools": [settings.HOOK_TOOL],  # the hooks' tool, never the model's
         }
     out["mcpServers"] = servers
     return out
