@@ -56,6 +56,7 @@ def test_the_run_gets_a_home_with_veils_server_and_everything_else_linked(tmp_pa
     assert mine["mcpServers"]["veil"] == {
         "command": VEIL[0], "args": ["mcp", "--project"], "cwd": str(tmp_path / "repo"),
         "trust": True,
+        "excludeTools": ["hook"],
     }  # fmt: skip
     for name in ("tmp", "oauth_creds.json", "history"):
         assert (run_home / ".gemini" / name).resolve() == (home / ".gemini" / name).resolve()
