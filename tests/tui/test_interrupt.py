@@ -76,7 +76,8 @@ def test_esc_and_ctrl_c_kill_the_running_command_and_end_the_turn(
             wait_for(lambda: process_gone(shell) and process_gone(child))
             line = app.tool_line("call_1_1")
             assert line is not None and line.status == "aborted"
-            assert "[aborted; process group killed]" in app._results["call_1_1"].content  # pyright: ignore[reportPrivateUsage]
+            killed = "[interrupted by the user; process group killed]"
+            assert killed in app._results["call_1_1"].content  # pyright: ignore[reportPrivateUsage]
             assert texts(app)[-1] == "run ended (aborted): aborted by the user"
             assert "After the stop." not in texts(app)  # the model was not asked again
 
@@ -116,7 +117,7 @@ def test_ctrl_q_quits_at_once_while_a_command_runs(repo: Path, tmp_path: Path) -
     assert s is not None
     stored = s.sessions.messages(s.session_id)
     result = next(m for m in stored if isinstance(m, ToolResultMessage))
-    assert "[aborted; process group killed]" in result.content
+    assert "[interrupted by the user; process group killed]" in result.content
     assert s.sessions.get(s.session_id).status == "aborted"  # type: ignore[union-attr]
 
 

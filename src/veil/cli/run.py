@@ -19,9 +19,13 @@ monitor (level 3: see the summary), 4 the scripted model ran out of turns, 5 max
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import signal
 import sys
+import threading
+from collections.abc import Generator
 from typing import Any, TextIO
 
 from veil.agent.events import (
@@ -152,7 +156,8 @@ def run_print(
     except SetupFailed as exc:  # the reason is the whole story; an option's mistake exits 2
         print(f"veil: {exc}", file=err)
         return USAGE if isinstance(exc, UsageProblem) else 1
-    end: AgentEnd = session.run(task, emit=mode.show)
+    with ctrl_c_stops(session):
+        end: AgentEnd = session.run(task, emit=mode.show)
     mode.summary.end = end
     if setup.harness.rendered is not None:
         mode.summary.window = (setup.harness.sent_tokens, setup.harness.engine.config.window_tokens)
@@ -173,6 +178,33 @@ def run_print(
         )
         return REFUSED
     return status
+
+
+@contextlib.contextmanager
+def ctrl_c_stops(session: AgentSession) -> Generator[None]:
+    """While a run goes, Ctrl-C asks it to stop (:meth:`AgentSession.abort`: a running
+    command's process group is killed, a streaming reply stops at its next chunk, every call
+    keeps a result) rather than raising KeyboardInterrupt wherever the main thread happens to
+    be — inside a lock's critical section that would leave the lock held and the process
+    unable to end. A second Ctrl-C interrupts at once. Only from the main thread (elsewhere
+    Python delivers no signal)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pressed = 0
+
+    def on_sigint(signum: int, frame: object) -> None:
+        nonlocal pressed
+        pressed += 1
+        if pressed > 1:
+            raise KeyboardInterrupt
+        session.abort()
+
+    previous = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _isatty(stream: TextIO) -> bool:

@@ -114,7 +114,7 @@ def test_abort_stops_the_command(ctx: ToolContext, project: Path) -> None:
         timer.cancel()
     assert time.monotonic() - started < 5
     assert result.is_error
-    assert result.content.endswith("[aborted; process group killed]")
+    assert result.content.endswith("[interrupted by the user; process group killed]")
     assert result.details["aborted"] is True
     assert wait_gone(int((project / "a.pid").read_text()))
 

@@ -17,10 +17,10 @@ How it runs, and why:
   job's output to a file.
 
 The last line of the content is the outcome: ``[exit code N]``, ``[killed by signal NAME]``,
-``[timed out after Ns; process group killed]`` or ``[aborted; process group killed]``; the same
-facts are in ``details`` (``exit_code``, ``timed_out``, ``aborted``). A non-zero exit is *not* an
-error result — the tool worked, the command failed — but a timeout, an abort or a failure to
-start bash is.
+``[timed out after Ns; process group killed]`` or ``[interrupted by the user; process group
+killed]``; the same facts are in ``details`` (``exit_code``, ``timed_out``, ``aborted``). A
+non-zero exit is *not* an error result — the tool worked, the command failed — but a timeout,
+an abort or a failure to start bash is.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def _status(outcome: _Outcome, timeout: float) -> str:
     if outcome.timed_out:
         return f"[timed out after {timeout:g}s; process group killed]"
     if outcome.aborted:
-        return "[aborted; process group killed]"
+        return "[interrupted by the user; process group killed]"
     code = outcome.returncode
     if code is not None and code < 0:
         try:
