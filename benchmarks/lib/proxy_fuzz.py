@@ -1541,6 +1541,7 @@ class Seen:
 
 class _UpstreamServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 128  # 16 conversations connect at once (socketserver's default: 5)
     seen: dict[str, Seen]
     lock: threading.Lock
 

@@ -138,6 +138,10 @@ class Log:
 class ProxyServer(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
+    request_queue_size = 128
+    """Connections waiting to be accepted (socketserver's default is 5): an agent's parallel
+    sub-agents, or several sessions on one proxy, connect at once — past the backlog a client
+    can see its connection reset."""
 
     def __init__(
         self,
