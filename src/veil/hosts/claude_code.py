@@ -37,7 +37,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from veil.hosts.host import Env, Host, Use, command, relative, text, whole
+from veil.hosts.host import Env, Host, Use, command, read, relative, text, whole
 
 PLUGIN_EXPAND = "mcp__plugin_veil_veil__expand"
 """Veil's expand as the plugin gives it (observed on 2.1.332, ``tests/hosts/
@@ -107,9 +107,7 @@ def describe(name: str, arguments: Mapping[str, Any], root: Path | None = None) 
             return None
         rel = relative(path, root)
         first, count = whole(arguments.get("offset")), whole(arguments.get("limit"))
-        if first is None and count is None:
-            return Use("read", rel, (rel,))
-        return Use("read", f"{rel}#{first or 1}+{count or ''}", (rel,), partial=True)
+        return read(rel, first, count)
     if name in WRITES:
         path = text(arguments, "notebook_path" if name == "NotebookEdit" else "file_path")
         rel = relative(path, root) if path else ""

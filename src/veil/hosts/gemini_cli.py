@@ -47,7 +47,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from veil.hosts.host import Env, Host, Use, command, relative, text, whole
+from veil.hosts.host import Env, Host, Use, command, read, relative, text, whole
 
 TESTED = ("0.61.0", "0.61.0")
 """The oldest and the newest Gemini CLI Veil is tested with (``veil doctor`` warns outside)."""
@@ -103,9 +103,7 @@ def describe(name: str, arguments: Mapping[str, Any], root: Path | None = None) 
             return None
         rel = relative(path, root)
         first, count = _lines(arguments)
-        if first is None and count is None:
-            return Use("read", rel, (rel,))
-        return Use("read", f"{rel}#{first or 1}+{count or ''}", (rel,), partial=True)
+        return read(rel, first, count)
     if name == "read_many_files":
         raw: object = arguments.get("include") or arguments.get("paths")
         given = [str(p) for p in raw if isinstance(p, str) and p] if isinstance(raw, list) else []  # pyright: ignore[reportUnknownVariableType]

@@ -73,6 +73,14 @@ def whole(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def read(rel: str, first: int | None, count: int | None) -> Use:
+    """A read of file ``rel`` (relative already): whole when neither the first line nor the
+    count is given, else the range ``rel#first+count`` (:class:`Use`'s spelling)."""
+    if first is None and count is None:
+        return Use("read", rel, (rel,))
+    return Use("read", f"{rel}#{first or 1}+{count or ''}", (rel,), partial=True)
+
+
 def command(line: str) -> Use | None:
     """A command line run (None when it is blank)."""
     line = line.strip()

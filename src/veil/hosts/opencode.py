@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from veil.hosts.host import Env, Host, Use, command, relative, text, whole
+from veil.hosts.host import Env, Host, Use, command, read, relative, text, whole
 
 TESTED = ("1.18.33", "1.18.33")
 """The oldest and the newest opencode Veil is tested with."""
@@ -130,9 +130,7 @@ def describe(name: str, arguments: Mapping[str, Any], root: Path | None = None) 
             return None
         rel = relative(path, root)
         first, count = whole(arguments.get("offset")), whole(arguments.get("limit"))
-        if first is None and count is None:
-            return Use("read", rel, (rel,))
-        return Use("read", f"{rel}#{first or 1}+{count or ''}", (rel,), partial=True)
+        return read(rel, first, count)
     if name in WRITES:
         path = text(arguments, "filePath")
         rel = relative(path, root) if path else ""

@@ -38,7 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, cast
 
-from veil.hosts.host import Env, Host, Use, command, relative, text, whole
+from veil.hosts.host import Env, Host, Use, command, read, relative, text, whole
 
 TESTED = ("0.73.1", "0.73.1")
 """The oldest and the newest pi Veil is tested with."""
@@ -89,9 +89,7 @@ def describe(name: str, arguments: Mapping[str, Any], root: Path | None = None) 
         if not rel:
             return None
         first, count = whole(arguments.get("offset")), whole(arguments.get("limit"))
-        if first is None and count is None:
-            return Use("read", rel, (rel,))
-        return Use("read", f"{rel}#{first or 1}+{count or ''}", (rel,), partial=True)
+        return read(rel, first, count)
     if name in ("write", "edit"):
         rel = _path(arguments, root)
         return Use("write", rel, (rel,)) if rel else None
