@@ -277,8 +277,38 @@ def test_stage_two_evicts_lowest_scores_down_to_target_fill() -> None:
 
 
 def test_protected_items_are_never_moved() -> None:
-    result = run_plan([0.0, 0.0], [5000, 10], protected=[True, False], threshold=0.5)
+    result = run_plan([0.0, 0.0], [900, 600], protected=[True, False], threshold=0.5)
     assert [m.id for m in result.moves] == ["i1"]
+
+
+def test_no_batch_when_no_batch_can_meet_the_budget_unless_the_provider_refused() -> None:
+    """The protected item alone is over the budget: evicting the other would rewrite the cache
+    and take what the model reads without getting the request under the budget — no batch.
+    After the provider refused the request as too long, everything that can go goes."""
+
+    def run(depth: Depth) -> list[str]:
+        result = plan(
+            ["text", "old", "new"],
+            scores=np.array([0.0, 0.1, 0.2]),
+            tokens=np.array([1200.0, 300.0, 300.0]),
+            live=np.array([True] * 3),
+            warm=np.array([False] * 3),
+            protected=np.array([True, False, False]),
+            durable_r=np.ones(3),
+            idle_ticks=np.zeros(3),
+            threshold=0.5,
+            budget=1000,
+            depth=depth,
+            cold_retrievability=0.5,
+            cold_after_ticks=50,
+        )
+        assert result.pressure
+        return sorted(m.id for m in result.moves)
+
+    assert run(Depth(fit=600, floor=0, factor=0.4)) == []
+    assert run(Depth.down_to(1000)) == []
+    assert run(Depth(fit=600, floor=0, factor=0.4, must_fit=True)) == ["new", "old"]
+    assert run(Depth.down_to(1000, must_fit=True)) == ["new", "old"]
 
 
 def test_stage_three_needs_both_low_durable_r_and_idleness() -> None:

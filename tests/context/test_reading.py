@@ -53,7 +53,7 @@ def test_a_result_larger_than_the_window_is_sent_whole_until_the_provider_refuse
     report = engine.step()
     # The model asked for it and has not read it: whole, over the budget.
     assert engine.item(big).tier == "live" and not engine.item(big).excerpt
-    assert report.batch and engine.live_tokens > engine.budget
+    assert report.pressure and not report.batch and engine.live_tokens > engine.budget
     # The provider refused the request as too long: now, and only now, head and tail.
     engine.step(overflow=True)
     item = engine.item(big)

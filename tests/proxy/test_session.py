@@ -29,6 +29,7 @@ from veil.proxy.reading import Reader, parse
 from veil.proxy.session import Conversations, Prepared
 from veil.tape.sqlite import SQLiteStore
 from veil.testing import HashEmbedder
+from veil.tokens import estimate_tokens
 
 POINTER = "veil://warm/"
 
@@ -194,15 +195,30 @@ def test_no_stub_is_longer_than_its_result(make: Any) -> None:
 def test_over_the_budget_only_when_text_and_unread_results_alone_exceed_it(
     make: Any,
 ) -> None:
+    """Over the budget, the request is what it would be with every result but the newest as
+    its stub still over it — and then no batch runs (it would rewrite the cache and take what
+    the model is reading without meeting the budget): the last request's bytes, then what is
+    new."""
     thought = "I will now read the next module carefully and compare it. " * 30
     run = make(budget=9_000)
+    over = 0
     for steps in range(1, 40):
         prepared = run.send(body(steps, thought=thought))
         if prepared.tokens_sent <= 9_000:
             continue
+        over += 1
         shown = results(prepared.body)
         newest = f"toolu_{steps - 1:03d}"
-        assert all(t.startswith("[veil: ") for c, t in shown.items() if c != newest), steps
+        stubs = [t for t in shown.values() if t.startswith("[veil: ")]
+        assert stubs, steps  # the batches before got as far as they could
+        shortest = min(estimate_tokens(t) for t in stubs)
+        whole = [t for c, t in shown.items() if c != newest and not t.startswith("[veil: ")]
+        all_stubbed = prepared.tokens_sent - sum(estimate_tokens(t) - shortest for t in whole)
+        assert all_stubbed > 9_000, (steps, all_stubbed)
+        assert not prepared.batch, steps
+        before, after = json.loads(run.sent[-2]), json.loads(run.sent[-1])
+        assert after["messages"][: len(before["messages"]) - 1] == before["messages"][:-1]
+    assert over >= 10
 
 
 @pytest.mark.parametrize(

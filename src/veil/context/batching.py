@@ -23,6 +23,11 @@ The rule that follows, for every surface alike:
   :attr:`BatchRule.cold_fill` of the budget, which postpones the next (paid) one.
 - Break-even alone never takes the conversation below :attr:`BatchRule.floor_fill` of the
   budget: past that, a batch would evict what the model still uses to save a few reads.
+- **A budget no batch can meet** (the agent's own text and the results it has not read exceed
+  it even with every other result as its stub): no batch. It would rewrite the cache and take
+  the results the model is reading without bringing the request under the budget; the host's
+  own compaction is what can. Only after the provider refused a request as too long does such
+  a batch run anyway (:attr:`Pressure.refused`), as deep as it can.
 
 What a batch may and may not touch (the results the model has not read, stubs no shorter than
 their result, the stubs already sent) is the eviction's (:mod:`veil.context.pressure`); this
@@ -77,6 +82,9 @@ class Pressure:
     """Model requests made so far in this conversation (its assistant messages)."""
     cold: bool = False
     """The provider's cache of this conversation has expired."""
+    refused: bool = False
+    """The provider refused the last request as too long: this batch must get the request
+    as small as it can (:attr:`veil.context.eviction.Depth.must_fit`)."""
 
     @property
     def over(self) -> bool:
@@ -101,9 +109,23 @@ def depth(pressure: Pressure, rule: BatchRule) -> Depth:
     saving = prices.read * left + prices.write
     if pressure.cold:  # everything is written anyway: the rewrite costs nothing more
         cold_fit = min(fit, max(floor, int(rule.cold_fill * budget)))
-        return Depth(fit=cold_fit, floor=floor, factor=0.0, rewrite=0.0, saving=saving)
+        return Depth(
+            fit=cold_fit,
+            floor=floor,
+            factor=0.0,
+            rewrite=0.0,
+            saving=saving,
+            must_fit=pressure.refused,
+        )
     rewrite = prices.write - prices.read
-    return Depth(fit=fit, floor=floor, factor=rewrite / saving, rewrite=rewrite, saving=saving)
+    return Depth(
+        fit=fit,
+        floor=floor,
+        factor=rewrite / saving,
+        rewrite=rewrite,
+        saving=saving,
+        must_fit=pressure.refused,
+    )
 
 
 __all__ = ["BatchRule", "CachePrices", "Depth", "Pressure", "depth", "requests_left"]

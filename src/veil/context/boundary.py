@@ -122,7 +122,7 @@ class TurnBoundary:
         c = memory.working_set.cols
         unread = c.flag("result") & (c.view("created_tick") > self._step_boundary)
         live = memory.working_set.live_tokens()
-        pressure = Pressure(live, memory.budget, self._requests)
+        pressure = Pressure(live, memory.budget, self._requests, refused=overflow)
         return self._boundary(pressure, unread, batch=overflow or pressure.over, clip=overflow)
 
     def _boundary(
@@ -139,6 +139,10 @@ class TurnBoundary:
             first=True, batch=batch, depth=depth, clip_to=memory.budget if clip else None
         )
         self._boundary_tick = memory.tick
+        # A batch that moved nothing (no batch can meet the budget) changed nothing the prompt
+        # shows: not a batch, and the manifest stays as it was.
+        over = batch and result.pressure
+        batch = batch and any(m.stage != 3 for m in moves)
         if batch:
             self.batches += 1
             self._manifest_text = None
@@ -150,7 +154,7 @@ class TurnBoundary:
             tick=memory.tick,
             fill=fill,
             target_fill=config.target_fill,
-            pressure=batch and result.pressure,
+            pressure=over,
             config=config.threshold,
         )
         memory.emit(events.STATE, memory.state())
@@ -164,7 +168,7 @@ class TurnBoundary:
             result.live_tokens_before,
             live_after,
             memory.budget,
-            batch and result.pressure,
+            over,
             batch,
             pressure.cold,
         )
@@ -255,17 +259,18 @@ class TurnBoundary:
         rendered = self._render(entries, collapse=collapse, notes=notes, tail=mode)
         memory.overhead_tokens = fixed_tokens + rendered.tail_tokens
         conversation = rendered.tokens - rendered.tail_tokens
-        pressure = Pressure(conversation, memory.budget, requests, cold)
+        pressure = Pressure(conversation, memory.budget, requests, cold, refused=overflow)
         batch = pressure.over or overflow
         report = self._boundary(pressure, unread, batch=batch, clip=overflow)
         moves = list(report.moves)
-        if batch:
+        if report.batch:
             rendered = self._render(entries, collapse=collapse, notes=notes, tail=mode)
             for _ in range(2):
                 memory.overhead_tokens = fixed_tokens + rendered.tail_tokens
                 if rendered.tokens - rendered.tail_tokens <= memory.budget:
                     break
-                more, _ = self._evict(first=False, batch=True, depth=None)
+                again = Depth.down_to(memory.budget, must_fit=overflow)
+                more, _ = self._evict(first=False, batch=True, depth=again)
                 if not more:
                     break
                 moves.extend(more)

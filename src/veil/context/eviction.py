@@ -49,16 +49,23 @@ class Depth:
     """What rewriting a cached token costs more than reading it (write − read prices)."""
     saving: float = 1.25
     """What evicting a token saves, once and over the requests to come (write + read × R)."""
+    must_fit: bool = False
+    """The provider refused the request as too long: when even evicting every candidate
+    leaves the prompt over the budget, everything that can go goes anyway (the retry must be
+    as small as it can). Otherwise such a batch does not run at all: it would rewrite the
+    cache and take results the model is still reading without bringing the request under the
+    budget — what is left over it is the agent's own text and the results it has not read,
+    which the host's own compaction, not an eviction, can reduce."""
 
     def need(self, live: int, suffix: float) -> float:
         """Tokens to free when the batch's first change is followed by ``suffix`` tokens."""
         return max(live - self.fit, min(self.factor * suffix, live - self.floor))
 
     @classmethod
-    def down_to(cls, tokens: int) -> Depth:
+    def down_to(cls, tokens: int, *, must_fit: bool = False) -> Depth:
         """Only as far as ``tokens`` (no break-even): a correction after a rendering measured
-        more than planned, or an overflow retry."""
-        return cls(fit=tokens, floor=tokens)
+        more than planned, or an overflow retry (``must_fit``)."""
+        return cls(fit=tokens, floor=tokens, must_fit=must_fit)
 
 
 @dataclass(frozen=True)
@@ -202,9 +209,13 @@ def choose_batch(
     than must be); among equals, the latest (the least to rewrite). ``riders`` (scores under
     the threshold) after the cut go too: they cost no more rewriting. A softly protected item
     (its key is above :data:`SOFT`) goes only to get down to the fit, never to pay for the
-    rewrite. When no cut gets there, every candidate goes."""
+    rewrite. When no cut gets there, every candidate goes — unless even that leaves the
+    prompt over ``limit`` (the budget) and the goal is not :attr:`Depth.must_fit`: then
+    nothing goes (see there)."""
     rows = np.flatnonzero(candidates)
     if not len(rows):
+        return []
+    if not goal.must_fit and live_tokens - float(gain[rows].sum()) > limit:
         return []
     order = rows[np.argsort(key[rows], kind="stable")]
     cuts = (
