@@ -80,7 +80,8 @@ class Prepared:
     """The request budget it was prepared for, in the provider's tokens."""
     model: str = ""
     note: str | None = None
-    """Why the request went as the client sent it (said once per conversation)."""
+    """Why the request went as the client sent it, or over its budget (said once per
+    conversation)."""
     agent_cached: int = 0
     """Estimated tokens at the start of the request as the agent sent it that repeat the
     conversation's previous request as the agent sent it (what a provider's cache would serve
@@ -323,6 +324,15 @@ class Conversations:
             counts = (engine.expansions, engine.returns)
             expands, rereads = (a - b for a, b in zip(counts, conversation.counts, strict=True))
             conversation.counts = counts
+            note = None
+            if report.pressure and not report.batch:
+                note = (
+                    f"{engine.session_id}: over its budget ({sent:,} of "
+                    f"{engine.request_budget:,} tokens) with every result it may evict as its "
+                    "stub — the agent's text and the results the model has not read exceed it; "
+                    "forwarded with nothing more evicted (no batch can meet the budget: the "
+                    "agent's own compaction can)"
+                )
         engine.persist_in_background()
         return Prepared(
             raw if self.shadow else spliced.body,
@@ -337,6 +347,7 @@ class Conversations:
             cold=report.cold,
             budget=engine.request_budget,
             model=request.model,
+            note=note,
             agent_cached=agent_cached,
             sent_cached=sent_cached,
             results=len(request.results),
