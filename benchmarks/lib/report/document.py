@@ -20,6 +20,7 @@ from benchmarks.lib.report import (
     locomo_retrieval,
     proxy_fuzz,
     proxy_overhead,
+    proxy_peers,
     real_model,
     recall_latency,
     recall_profile,
@@ -131,6 +132,13 @@ SECTIONS: tuple[Section, ...] = (
         "Proxy fuzz: random conversations through `veil proxy`, every forwarded body checked",
         "python -m benchmarks.proxy_fuzz",
         proxy_fuzz.section,
+    ),
+    Section(
+        "proxy_peers",
+        "Veil's proxy beside a published peer (CliffCompaction 0.1.0), both over HTTP",
+        "python -m benchmarks.proxy_peers",
+        proxy_peers.section,
+        "after `pip install cliffcompaction==0.1.0`; run by hand (not by `make bench`)",
     ),
     Section(
         "server_load",
