@@ -234,6 +234,65 @@ def test_veil_claude_batches_keep_the_cache_and_the_model_finds_expand_by_tool_s
     assert counts == sorted(counts), counts
 
 
+def thought(k: int) -> str:
+    """A long assistant message, every sentence unique: the agent's own text, which the proxy
+    forwards unchanged."""
+    return " ".join(
+        f"Step {k}, note {j}: module {k} looks fine at line {j * 7}." for j in range(60)
+    )
+
+
+def test_veil_claude_runs_no_batch_once_the_agents_own_text_outgrows_the_budget(
+    run_claude: ClaudeRunner, agent_repo: Path
+) -> None:
+    """Long thoughts and reads: first the budget is met by batches; then the agent's own text
+    (which the proxy never changes), the unread result and every other result as its stub
+    exceed it. From there no batch runs — it would rewrite the provider's cache and take the
+    results the model is reading without meeting the budget: the requests only grow, the
+    provider reads each from its cache, the recent results stay whole, the log says it once,
+    and nothing fails."""
+    files = modules(agent_repo, 40)
+
+    def turn(k: int) -> Any:
+        path = files[k]
+        return Turn(thought(k), (ToolUse("Read", {"file_path": str(path)}),))
+
+    script = [turn(k) for k in range(40)] + [Turn("Done.")]
+    wrapper = [str(VEIL_BIN), "claude", "--window", str(WINDOW)]
+    with ScriptedServer(script, context_limit=3 * LIMIT, cache=True, pairing=True) as server:
+        run = run_claude("read every module", cwd=agent_repo, base_url=server.url,
+                         env={"ENABLE_TOOL_SEARCH": "false"}, wrapper=wrapper,
+                         timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.describe()
+    assert all(r.status == 200 for r in server.requests), [r.error for r in server.requests]
+    records = [r for r in proxy_records(agent_repo) if r.get("results")]  # sparse fields
+    budget = records[-1]["budget"]
+    over = [k for k, r in enumerate(records) if r["tokens_sent"] > budget]
+    assert over and len(over) >= 8, [r["tokens_sent"] for r in records]
+    first = over[0]
+    assert over == list(range(first, len(records)))  # once there, it stays there
+    assert any(r.get("batch") for r in records[:first])  # batches met the budget before
+    assert not any(r.get("batch") or r["evicted"] for r in records[first:])
+    # the provider reads each of those requests from its cache (Claude Code moves its own
+    # cache marker: the last request's prefix up to it)
+    main = [r for r in server.model_requests if r.usage is not None and r.tool_results]
+    sizes = [r.usage.prompt_tokens for r in main if r.usage]
+    late = [k for k in range(1, len(main)) if sizes[k - 1] > budget]
+    assert len(late) >= 5, sizes
+    for k in late:
+        usage = main[k].usage
+        assert usage is not None and usage.cached_tokens >= 0.9 * sizes[k - 1], (k, usage)
+    # the results read since stay whole (before, each was stubbed right after it was read)
+    last = main[-1].tool_results
+    assert not any(r.text.startswith("[veil: ") for r in last[-6:]), [r.text[:40] for r in last]
+    assert any(r.text.startswith("[veil: ") for r in last)  # the batches' stubs, unchanged
+    # Claude Code never compacted, and the user was told once
+    counts = [len(r.body.get("messages", [])) for r in main]
+    assert counts == sorted(counts), counts
+    log = (agent_repo / ".veil" / "proxy.log").read_text()
+    assert log.count("no batch can meet the budget") == 1, log
+
+
 def test_veil_claude_shadow_forwards_every_body_as_claude_code_sent_it(
     run_claude: ClaudeRunner, agent_repo: Path
 ) -> None:

@@ -216,7 +216,8 @@ def test_over_the_budget_only_when_text_and_unread_results_alone_exceed_it(
         all_stubbed = prepared.tokens_sent - sum(estimate_tokens(t) - shortest for t in whole)
         assert all_stubbed > 9_000, (steps, all_stubbed)
         assert not prepared.batch, steps
-        assert prepared.note and "no batch can meet the budget" in prepared.note, steps
+        said = prepared.note is not None and "no batch can meet the budget" in prepared.note
+        assert said == (over == 1), steps  # when the conversation gets there, not every time
         before, after = json.loads(run.sent[-2]), json.loads(run.sent[-1])
         assert after["messages"][: len(before["messages"]) - 1] == before["messages"][:-1]
     assert over >= 10

@@ -80,8 +80,9 @@ class Prepared:
     """The request budget it was prepared for, in the provider's tokens."""
     model: str = ""
     note: str | None = None
-    """Why the request went as the client sent it, or over its budget (said once per
-    conversation)."""
+    """Why the request went as the client sent it (said once per conversation), or that it
+    went over its budget with no batch able to meet it (said when the conversation gets
+    there)."""
     agent_cached: int = 0
     """Estimated tokens at the start of the request as the agent sent it that repeat the
     conversation's previous request as the agent sent it (what a provider's cache would serve
@@ -135,6 +136,8 @@ class Conversation:
         self.fixed: tuple[list[Any], int] = ([], 0)
         """The last request's system prompt and tool schemas, and their tokens."""
         self.splicer = Splicer()
+        self.unmet = False
+        """The last request was over its budget and no batch could meet it."""
 
     def tokens_of(self, entries: list[Entry]) -> int:
         """What ``entries`` cost as the client sent them (text and calls, nothing stubbed)."""
@@ -325,7 +328,8 @@ class Conversations:
             expands, rereads = (a - b for a, b in zip(counts, conversation.counts, strict=True))
             conversation.counts = counts
             note = None
-            if report.pressure and not report.batch:
+            unmet = report.pressure and not report.batch
+            if unmet and not conversation.unmet:  # said when the conversation gets there
                 note = (
                     f"{engine.session_id}: over its budget ({sent:,} of "
                     f"{engine.request_budget:,} tokens) with every result it may evict as its "
@@ -333,6 +337,7 @@ class Conversations:
                     "forwarded with nothing more evicted (no batch can meet the budget: the "
                     "agent's own compaction can)"
                 )
+            conversation.unmet = unmet
         engine.persist_in_background()
         return Prepared(
             raw if self.shadow else spliced.body,
