@@ -291,6 +291,11 @@ def test_veil_claude_runs_no_batch_once_the_agents_own_text_outgrows_the_budget(
     assert counts == sorted(counts), counts
     log = (agent_repo / ".veil" / "proxy.log").read_text()
     assert log.count("no batch can meet the budget") == 1, log
+    # the exit summary and `veil stats` count those requests
+    stats = veil_stats(agent_repo)
+    assert stats["total"]["unmet"] == len(over), stats["total"]
+    said = re.search(r"(\d+) requests over the budget that no batch could meet", run.stderr)
+    assert said and int(said.group(1)) == len(over), run.stderr
 
 
 def test_veil_claude_shadow_forwards_every_body_as_claude_code_sent_it(

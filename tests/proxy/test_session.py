@@ -215,7 +215,7 @@ def test_over_the_budget_only_when_text_and_unread_results_alone_exceed_it(
         whole = [t for c, t in shown.items() if c != newest and not t.startswith("[veil: ")]
         all_stubbed = prepared.tokens_sent - sum(estimate_tokens(t) - shortest for t in whole)
         assert all_stubbed > 9_000, (steps, all_stubbed)
-        assert not prepared.batch, steps
+        assert not prepared.batch and prepared.unmet, steps
         said = prepared.note is not None and "no batch can meet the budget" in prepared.note
         assert said == (over == 1), steps  # when the conversation gets there, not every time
         before, after = json.loads(run.sent[-2]), json.loads(run.sent[-1])

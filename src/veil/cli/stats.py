@@ -2,13 +2,13 @@
 and ``veil stats [--session ID] [--since 7d] [--json]`` — both read the tape through
 :mod:`veil.proxy.ledger`, so they always agree.
 
-The summary says, in this order: requests and conversations (and the tool results Veil
-recognised — none at all means the agent's requests changed shape and nothing could be evicted);
-tokens as the agent sent them and as forwarded (in shadow mode: as Veil would have sent them);
-the provider's cache reads and writes as it reported them; what Veil did (batches, results out
-of the prompt, expands by the model, results re-read or re-run after eviction, the agent's own
-compactions); the estimated cost with and without Veil and from which table; how to resume the
-agent's session through Veil.
+The summary says, in this order: requests and conversations (and the tool results Veil recognised —
+none at all means the agent's requests changed shape and nothing could be evicted); tokens as the
+agent sent them and as forwarded (in shadow mode: as Veil would have sent them); the provider's
+cache reads and writes as it reported them; what Veil did (batches, requests over the budget that no
+batch could meet, results out of the prompt, expands by the model, results re-read or re-run after
+eviction, the agent's own compactions); the estimated cost with and without Veil and from which
+table; how to resume the agent's session through Veil.
 """
 
 from __future__ import annotations
@@ -83,8 +83,14 @@ def _tokens(sums: Figures, title: str, shadow: bool) -> str:
 def _did(sums: Figures, title: str, shadow: bool) -> str:
     would = "would have run " if shadow else ""
     cold = f" ({sums.cold_batches} on a cold cache)" if sums.cold_batches else ""
+    unmet = (
+        f"{sums.unmet:,} request{'s' if sums.unmet != 1 else ''} over the budget that no batch "
+        f"could meet ({title}'s own text and unread results alone exceed it); "
+        if sums.unmet
+        else ""
+    )
     return (
-        f"{would}{sums.batches} batch{'es' if sums.batches != 1 else ''}{cold}; "
+        f"{would}{sums.batches} batch{'es' if sums.batches != 1 else ''}{cold}; {unmet}"
         f"{sums.stubs:,} results out of the prompt (most at once); "
         f"{sums.expands} expanded by the model; "
         f"{sums.rereads} re-read or re-run after eviction; "

@@ -35,6 +35,9 @@ class RequestForwarded:
     """A batch of evictions ran for this request (its conversation changed)."""
     cold: Annotated[bool, SPARSE] = False
     """The provider's cache of the conversation had expired before this request."""
+    unmet: Annotated[bool, SPARSE] = False
+    """Over its budget with no batch able to meet it (the agent's own text and the results
+    the model has not read exceed it with every other result as its stub): nothing changed."""
     model: Annotated[str | None, SPARSE] = None
     host: Annotated[str | None, SPARSE] = None
     """The agent (``claude``, ``codex``…) when the proxy was started for one."""

@@ -9,9 +9,10 @@ conversation and in total:
   did not measure is Veil's estimate scaled by the provider's count of the side it did. In
   shadow mode "forwarded" is what Veil *would* have sent (the provider measured the agent's);
 - **cache** read and written, as the provider reported them; the replies' tokens;
-- **what Veil did**: batches (and how many on a cold cache), results out of the prompt as stubs
-  (the most at once), expands the model made, results it re-read or re-ran after they were
-  evicted (where eviction's cost hides), the agent's own compactions, tool results recognised;
+- **what Veil did**: batches (and how many on a cold cache), requests over the budget that no batch
+  could meet, results out of the prompt as stubs (the most at once), expands the model made, results
+  it re-read or re-ran after they were evicted (where eviction's cost hides), the agent's own
+  compactions, tool results recognised;
 - **estimated cost**, with and without Veil, from the dated model table
   (:mod:`veil.llm.catalog`, overridable in ``.veil/config.toml``). The side that was sent is
   priced from the provider's usage by billing class (uncached input, cache write, cache read,
@@ -53,6 +54,8 @@ class Figures:
     rereads: int = 0
     batches: int = 0
     cold_batches: int = 0
+    unmet: int = 0
+    """Requests over the budget that no batch could meet (nothing changed for them)."""
     compactions: int = 0
     results: int = 0
     """Tool results recognised: per conversation the most in one request (its results so far)."""
@@ -162,6 +165,7 @@ def _take(c: Conversation, at: datetime, e: RequestForwarded, catalog: Catalog) 
     c.rereads += e.rereads
     c.batches += e.batch
     c.cold_batches += e.batch and e.cold
+    c.unmet += e.unmet
     c.compactions += e.compaction
     c.results = max(c.results, e.results)
     c.last = at

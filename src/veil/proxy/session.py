@@ -76,6 +76,9 @@ class Prepared:
     """This request's conversation changed (a batch of evictions ran for it)."""
     cold: bool = False
     """The provider's cache of the conversation had expired (no request within its TTL)."""
+    unmet: bool = False
+    """Over its budget, and no batch could meet it: nothing more was evicted (see
+    :attr:`veil.context.eviction.Depth.must_fit`)."""
     budget: int = 0
     """The request budget it was prepared for, in the provider's tokens."""
     model: str = ""
@@ -350,6 +353,7 @@ class Conversations:
             time.perf_counter() - start,
             batch=report.batch,
             cold=report.cold,
+            unmet=unmet,
             budget=engine.request_budget,
             model=request.model,
             note=note,
@@ -448,6 +452,7 @@ class Conversations:
             usage=None if usage is None else {k: int(v) for k, v in usage.items()},
             batch=prepared.batch,
             cold=prepared.cold,
+            unmet=prepared.unmet,
             model=prepared.model or None,
             host=self.host,
             agent_session=prepared.agent_session or None,
