@@ -2,9 +2,9 @@
 
 Run from the repository root::
 
-    python -m benchmarks.bill_sample                 # every 12th trajectory of each set
-    python -m benchmarks.bill_sample --every 6 --workers 2
-    python -m benchmarks.bill_sample --attribution   # where the proxy's batches cost, set B
+    python -m benchmarks.replay.bill_sample                 # every 12th trajectory of each set
+    python -m benchmarks.replay.bill_sample --every 6 --workers 2
+    python -m benchmarks.replay.bill_sample --attribution   # where the proxy's batches cost, set B
 
 The same rows and goals as ``python -m benchmarks.eviction_replay`` (its
 :func:`~benchmarks.replay.harness.replay_set` and :func:`~benchmarks.replay.goals.bill_goals`)
