@@ -25,7 +25,7 @@ import argparse
 import json
 import sys
 import time
-from collections import Counter
+from collections import defaultdict
 
 from benchmarks.replay import policies as P
 from benchmarks.replay.goals import bill_goals
@@ -63,7 +63,7 @@ def goals(every: int, workers: int) -> None:
 
 def attribution(every: int) -> None:
     embedder = default_embedder()
-    sums: Counter[str] = Counter()
+    sums: defaultdict[str, float] = defaultdict(float)
     for t in load("B", every=every):
         budget = budget_for(t, 0.5)
         keep, proxy = P.keep_all(t), veil_proxy(t, budget, embedder)
@@ -89,7 +89,7 @@ def attribution(every: int) -> None:
         f"(ratio {sums['proxy cost'] / sums['keep-all cost']:.4f})"
     )
     for kind in ("first", "later", "back to back"):
-        n = sums[f"{kind}: batches"]
+        n = int(sums[f"{kind}: batches"])
         if n:
             print(
                 f"  {kind}: {n} batches, extra {sums[f'{kind}: extra']:,.0f}, "
