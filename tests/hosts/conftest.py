@@ -26,12 +26,14 @@ from tests.hosts.binaries import (
     CLAUDE_CODE_OLDEST,
     CODEX,
     GEMINI_CLI,
+    OPENCODE,
     PI,
     AgentUnavailable,
     NpmAgent,
     install,
 )
 from tests.hosts.gemini_runner import GeminiRunner
+from tests.hosts.opencode_runner import OpencodeRunner
 from tests.hosts.runners import TIMINGS, ClaudeRunner, CodexRunner
 
 _STATUS: dict[str, str] = {}
@@ -74,6 +76,19 @@ def codex() -> Path:
 def pi() -> Path:
     """The pinned pi executable (installed on first use)."""
     return _binary(PI)
+
+
+@pytest.fixture(scope="session")
+def opencode() -> Path:
+    """The pinned opencode executable (installed on first use)."""
+    return _binary(OPENCODE)
+
+
+@pytest.fixture
+def run_opencode(opencode: Path, tmp_path: Path) -> OpencodeRunner:
+    """``run_opencode(task, *, cwd, base_url, args=(), env=None, timeout=180, config=None,
+    wrapper=()) -> OpencodeRun`` (:mod:`tests.hosts.opencode_runner`)."""
+    return OpencodeRunner(opencode, tmp_path / "opencode-home")
 
 
 @pytest.fixture

@@ -13,9 +13,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
-from tests.hosts.binaries import OPENCODE, AgentUnavailable, install
 from tests.hosts.opencode_runner import OpencodeRun, OpencodeRunner
 from tests.hosts.veil_setup import (
     FAILING_TEST,
@@ -28,19 +25,6 @@ from tests.hosts.veil_setup import (
 from veil.llm.scripted_server import RecordedRequest, ScriptedServer, ToolUse, Turn
 
 TASK = "make test_total pass"
-
-
-@pytest.fixture(scope="module")
-def opencode_binary() -> Path:
-    try:
-        return install(OPENCODE)
-    except AgentUnavailable as exc:
-        pytest.skip(f"REAL AGENT NOT RUN: {OPENCODE.spec} could not be installed: {exc}")
-
-
-@pytest.fixture
-def run_opencode(opencode_binary: Path, tmp_path: Path) -> OpencodeRunner:
-    return OpencodeRunner(opencode_binary, tmp_path / "opencode-home")
 
 
 def sent(request: RecordedRequest) -> str:

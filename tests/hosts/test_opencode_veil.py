@@ -20,9 +20,6 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import pytest
-
-from tests.hosts.binaries import OPENCODE, AgentUnavailable, install
 from tests.hosts.opencode_runner import OpencodeRunner
 from tests.hosts.relay import Relay
 from tests.hosts.test_proxy_veil import LIMIT, POINTER, READS, WINDOW, modules, veil_stats
@@ -32,22 +29,6 @@ from veil.hosts import opencode as host
 from veil.llm.scripted_server import ModelRequest, ScriptedServer, ToolUse, Turn
 
 COMPACTION = host.HOST.compaction_markers[0]
-
-
-@pytest.fixture(scope="module")
-def opencode_binary() -> Path:
-    """The pinned opencode executable (installed on first use into the shared cache)."""
-    try:
-        return install(OPENCODE)
-    except AgentUnavailable as exc:
-        pytest.skip(f"REAL AGENT NOT RUN: {OPENCODE.spec} could not be installed: {exc}")
-
-
-@pytest.fixture
-def run_opencode(opencode_binary: Path, tmp_path: Path) -> OpencodeRunner:
-    """``run_opencode(task, *, cwd, base_url, args=(), env=None, timeout=180, config=None,
-    wrapper=()) -> OpencodeRun`` (:mod:`tests.hosts.opencode_runner`)."""
-    return OpencodeRunner(opencode_binary, tmp_path / "opencode-home")
 
 
 def _script(files: list[Path], expanded: list[str] | None) -> list[Any]:
