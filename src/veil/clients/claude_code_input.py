@@ -89,13 +89,19 @@ def parse_input(raw: str, event: str) -> HookInput:
     handler for, or a payload whose ``hook_event_name`` names another event."""
     if event not in EVENTS:
         raise HookInputError(f"unknown event {event!r} (Veil handles: {', '.join(EVENTS)})")
+    return parse_payload(stdin_object(raw), event)
+
+
+def stdin_object(raw: str) -> dict[str, Any]:
+    """A hook's stdin as the JSON object every host sends. Raises :class:`HookInputError`
+    naming what it is instead."""
     try:
         data: object = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise HookInputError(f"stdin is not JSON ({exc.msg} at char {exc.pos})") from None
     if not isinstance(data, dict):
         raise HookInputError(f"stdin is JSON {type(data).__name__}, not the hook's object")
-    return parse_payload(cast(dict[str, Any], data), event)
+    return cast(dict[str, Any], data)
 
 
 def needs_store(hook: HookInput) -> bool:

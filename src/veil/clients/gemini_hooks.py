@@ -51,7 +51,12 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
-from veil.clients.claude_code_input import HookInput, HookInputError, parse_payload
+from veil.clients.claude_code_input import (
+    HookInput,
+    HookInputError,
+    parse_payload,
+    stdin_object,
+)
 
 EVENTS: dict[str, str] = {
     "SessionStart": "SessionStart",
@@ -145,13 +150,7 @@ _EDIT_FIELDS: dict[str, tuple[str, ...]] = {
 def parse_input(raw: str, event: str) -> HookInput:
     """The handler's input for Gemini CLI's ``event`` and its stdin ``raw``. Raises
     :class:`HookInputError` for an event Veil does not handle or stdin that is not an object."""
-    try:
-        data: object = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        raise HookInputError(f"stdin is not JSON ({exc.msg} at char {exc.pos})") from None
-    if not isinstance(data, dict):
-        raise HookInputError(f"stdin is JSON {type(data).__name__}, not the hook's object")
-    return parse_payload_of(cast(dict[str, Any], data), event)
+    return parse_payload_of(stdin_object(raw), event)
 
 
 def parse_payload_of(d: Mapping[str, Any], event: str) -> HookInput:
