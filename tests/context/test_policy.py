@@ -209,6 +209,7 @@ def run_plan(
     budget: int = 1000,
     durable_r: list[float] | None = None,
     idle: list[int] | None = None,
+    depth: Depth | None = None,
 ):
     n = len(scores)
     live_arr = np.array(live if live is not None else [True] * n)
@@ -223,6 +224,7 @@ def run_plan(
         idle_ticks=np.array(idle if idle is not None else [0] * n, dtype=float),
         threshold=threshold,
         budget=budget,
+        depth=depth,
         target_fill=0.7,
         cold_retrievability=0.5,
         cold_after_ticks=50,
@@ -287,28 +289,16 @@ def test_no_batch_when_no_batch_can_meet_the_budget_unless_the_provider_refused(
     After the provider refused the request as too long, everything that can go goes."""
 
     def run(depth: Depth) -> list[str]:
-        result = plan(
-            ["text", "old", "new"],
-            scores=np.array([0.0, 0.1, 0.2]),
-            tokens=np.array([1200.0, 300.0, 300.0]),
-            live=np.array([True] * 3),
-            warm=np.array([False] * 3),
-            protected=np.array([True, False, False]),
-            durable_r=np.ones(3),
-            idle_ticks=np.zeros(3),
-            threshold=0.5,
-            budget=1000,
-            depth=depth,
-            cold_retrievability=0.5,
-            cold_after_ticks=50,
-        )
+        result = run_plan([0.0, 0.1, 0.2], [1200, 300, 300], protected=[True, False, False],
+                          threshold=0.5, budget=1000, depth=depth)  # fmt: skip
         assert result.pressure
         return sorted(m.id for m in result.moves)
 
+    # i0 is what may not leave (the agent's text); i1 and i2 are results
     assert run(Depth(fit=600, floor=0, factor=0.4)) == []
     assert run(Depth.down_to(1000)) == []
-    assert run(Depth(fit=600, floor=0, factor=0.4, must_fit=True)) == ["new", "old"]
-    assert run(Depth.down_to(1000, must_fit=True)) == ["new", "old"]
+    assert run(Depth(fit=600, floor=0, factor=0.4, must_fit=True)) == ["i1", "i2"]
+    assert run(Depth.down_to(1000, must_fit=True)) == ["i1", "i2"]
 
 
 def test_stage_three_needs_both_low_durable_r_and_idleness() -> None:
