@@ -197,8 +197,9 @@ def evict(
     that leave with them and, in a batch, read excerpts shrunk to stubs (and their turns) and —
     only with ``clip_to``, after an overflow — unread results clipped to it. Not
     ``first_pass``: again after a rendering measured more than planned — only window pressure
-    (stage 2, no threshold, no stage 3) down to ``depth`` (default: ``budget``). Returns every
-    move and the plan."""
+    (stage 2, no threshold, no stage 3) down to ``depth`` (the caller's
+    :meth:`~veil.context.eviction.Depth.down_to` the budget). Returns every move and the
+    plan."""
     decided = plan_step(
         ws,
         tick=tick,
@@ -207,7 +208,7 @@ def evict(
         budget=budget,
         unread=unread,
         batch=batch,
-        depth=depth if first_pass or depth is not None else Depth.down_to(budget),
+        depth=depth,
     )
     result = decided.plan
     hard, soft = decided.hard, decided.soft
