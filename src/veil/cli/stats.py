@@ -89,9 +89,14 @@ def _did(sums: Figures, title: str, shadow: bool) -> str:
         if sums.unmet
         else ""
     )
+    inputs = (
+        f"{sums.inputs:,} old tool input{'s' if sums.inputs != 1 else ''} elided; "
+        if sums.inputs
+        else ""
+    )
     return (
         f"{would}{sums.batches} batch{'es' if sums.batches != 1 else ''}{cold}; {unmet}"
-        f"{sums.stubs:,} results out of the prompt (most at once); "
+        f"{sums.stubs:,} results out of the prompt (most at once); {inputs}"
         f"{sums.expands} expanded by the model; "
         f"{sums.rereads} re-read or re-run after eviction; "
         f"{sums.compactions} compaction{'s' if sums.compactions != 1 else ''} by {title}"

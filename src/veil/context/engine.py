@@ -447,6 +447,15 @@ class ContextEngine:
             self._check_belief(Belief(item.id, subject, relation, value, None, self.session_id))
         return item
 
+    def set_aside(self, content: str, *, target: str, reason: str) -> ContextItem:
+        """Text a surface took out of the request itself (the proxy's elided tool inputs),
+        kept as a ``message`` item that is out of the prompt from the start (warm, never
+        counted in it): its pointer brings the text back (redacted, as every item is)."""
+        item = self.memory.add(
+            new_item("message", self.redact(content), self._origin(), target=target)
+        )
+        return self.memory.move(item, "warm", stage=0, reason=reason)
+
     def set_task(self, text: str) -> None:
         """The task the session works on: its tags drive the relevance signal."""
         self.memory.task_text = text

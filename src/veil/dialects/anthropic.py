@@ -23,6 +23,7 @@ from veil.dialects.base import (
     JSON,
     TTL_S,
     Dialect,
+    InputAt,
     Message,
     Piece,
     ResultAt,
@@ -79,6 +80,20 @@ def piece(message: object) -> Piece:
     if texts:
         found.append(Message("user", "\n".join(texts)))
     return Piece(tuple(found), (), tuple(results))
+
+
+def call_inputs(message: object) -> tuple[InputAt, ...]:
+    """An assistant message's ``tool_use`` blocks: ``input`` next to ``id``."""
+    m = json_object(message)
+    content = m.get("content")
+    if m.get("role") != "assistant" or isinstance(content, str):
+        return ()
+    blocks = (json_object(b) for b in json_array(content))
+    return tuple(
+        InputAt(str(b.get("id") or ""), "id", "input", b.get("input"))
+        for b in blocks
+        if b.get("type") == "tool_use" and "input" in b
+    )
 
 
 def is_result(value: Mapping[str, Any]) -> bool:
@@ -218,6 +233,7 @@ DIALECT = Dialect(
     call_key="tool_use_id",
     is_result=is_result,
     piece=piece,
+    call_inputs=call_inputs,
     tool_names=tool_names,
     session_of=session_of,
     cache_ttl=cache_ttl,

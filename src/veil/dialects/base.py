@@ -81,6 +81,21 @@ class ResultAt:
 
 
 @dataclass(frozen=True)
+class InputAt:
+    """Where a tool call's input is in its item: the call's id, the key naming that id in the
+    call's own object (``id``, ``call_id``), the key holding the input (``input``,
+    ``arguments``) and the input as the body holds it (an object, or a JSON text or the raw
+    text of a custom tool). The input value follows ``"<key>":`` within 256 bytes of
+    ``"<id_key>":"<call id>"`` in the client's compact JSON (what the proxy's input elision
+    looks for)."""
+
+    call_id: str
+    id_key: str
+    key: str
+    value: Any
+
+
+@dataclass(frozen=True)
 class Piece:
     """What one conversation item gives: the messages found in it (its tool results among them,
     role ``tool``, in the order of :attr:`results`), the calls it adds to the next assistant
@@ -173,6 +188,9 @@ class Dialect:
     piece_in: Callable[[Sequence[object], int], Piece] | None = None
     """The item at an index read with its neighbours, for an API that pairs a call and its
     result by position rather than by id (Gemini); None: :attr:`piece` of the item alone."""
+    call_inputs: Callable[[object], tuple[InputAt, ...]] = field(default=lambda _item: ())
+    """Where the inputs of the tool calls one conversation item makes are (see
+    :class:`InputAt`); none for an API whose calls carry no id of their own (Gemini)."""
     model_of: Callable[[Mapping[str, Any], str], str] = field(
         default=lambda body, _path: str(body.get("model") or "")
     )

@@ -21,6 +21,7 @@ from veil.dialects.base import (
     EMPTY,
     JSON,
     Dialect,
+    InputAt,
     Message,
     Piece,
     ResultAt,
@@ -60,6 +61,21 @@ def piece(message: object) -> Piece:
     if role in ("user", "system", "developer"):
         return Piece((Message("user" if role == "user" else "system", text_of(m.get("content"))),))
     return EMPTY
+
+
+def call_inputs(message: object) -> tuple[InputAt, ...]:
+    """An assistant message's ``tool_calls``: each ``function``'s ``arguments`` (JSON text),
+    after the call's ``id``."""
+    m = json_object(message)
+    if m.get("role") != "assistant":
+        return ()
+    out: list[InputAt] = []
+    for call in json_array(m.get("tool_calls")):
+        c = json_object(call)
+        function = json_object(c.get("function"))
+        if "arguments" in function:
+            out.append(InputAt(str(c.get("id") or ""), "id", "arguments", function["arguments"]))
+    return tuple(out)
 
 
 def is_result(value: Mapping[str, Any]) -> bool:
@@ -127,6 +143,7 @@ DIALECT = Dialect(
     call_key="tool_call_id",
     is_result=is_result,
     piece=piece,
+    call_inputs=call_inputs,
     tool_names=tool_names,
     session_of=openai.session_of,
     cache_ttl=openai.cache_ttl,

@@ -22,6 +22,7 @@ from veil.dialects.base import (
     EMPTY,
     JSON,
     Dialect,
+    InputAt,
     Message,
     Piece,
     ResultAt,
@@ -69,6 +70,18 @@ def piece(item: object) -> Piece:
     if role in ("user", "developer", "system"):
         return Piece((Message("user" if role == "user" else "system", text),))
     return EMPTY
+
+
+def call_inputs(item: object) -> tuple[InputAt, ...]:
+    """A ``function_call`` item's ``arguments`` (JSON text), a ``custom_tool_call``'s
+    ``input`` (its own text: Codex's ``apply_patch``), each next to ``call_id``; a
+    ``local_shell_call``'s action is not one (its command is short)."""
+    it = json_object(item)
+    kind = it.get("type")
+    key = "arguments" if kind == "function_call" else "input" if kind == "custom_tool_call" else ""
+    if not key or key not in it:
+        return ()
+    return (InputAt(str(it.get("call_id") or ""), "call_id", key, it[key]),)
 
 
 def is_result(value: Mapping[str, Any]) -> bool:
@@ -141,6 +154,7 @@ DIALECT = Dialect(
     call_key="call_id",
     is_result=is_result,
     piece=piece,
+    call_inputs=call_inputs,
     tool_names=tool_names,
     session_of=openai.session_of,
     cache_ttl=openai.cache_ttl,

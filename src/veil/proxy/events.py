@@ -59,6 +59,10 @@ class RequestForwarded:
     budget: Annotated[int, SPARSE] = 0
     billing: Annotated[str | None, SPARSE] = None
     """``api`` (a key, billed per token) or ``subscription`` (a login that is not)."""
+    inputs_elided: Annotated[int, SPARSE] = 0
+    """Old tool inputs sent elided (:mod:`veil.proxy.inputs`)."""
+    inputs_new: Annotated[int, SPARSE] = 0
+    """Of those, how many this request's batch elided."""
 
 
 REQUEST = EventKind("proxy.request", RequestForwarded)

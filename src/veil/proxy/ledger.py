@@ -56,6 +56,8 @@ class Figures:
     cold_batches: int = 0
     unmet: int = 0
     """Requests over the budget that no batch could meet (nothing changed for them)."""
+    inputs: int = 0
+    """Old tool inputs sent elided: per conversation the most in one request."""
     compactions: int = 0
     results: int = 0
     """Tool results recognised: per conversation the most in one request (its results so far)."""
@@ -166,6 +168,7 @@ def _take(c: Conversation, at: datetime, e: RequestForwarded, catalog: Catalog) 
     c.batches += e.batch
     c.cold_batches += e.batch and e.cold
     c.unmet += e.unmet
+    c.inputs = max(c.inputs, e.inputs_elided)
     c.compactions += e.compaction
     c.results = max(c.results, e.results)
     c.last = at

@@ -450,10 +450,11 @@ class ProxyHandler(BaseHTTPRequestHandler):
 def _batch_line(prepared: Prepared) -> str:
     cold = ", the provider's cache had expired" if prepared.cold else ""
     what = "would send" if prepared.shadow else "sent"
+    inputs = f", {prepared.inputs_new} old tool inputs elided" if prepared.inputs_new else ""
     return (
         f"batch in {prepared.conversation} ({prepared.model or '?'}): "
-        f"{prepared.evicted} results out, {prepared.tokens_before:,} tokens as the agent sent "
-        f"them, {prepared.tokens_sent:,} {what} (budget {prepared.budget:,}){cold}"
+        f"{prepared.evicted} results out{inputs}, {prepared.tokens_before:,} tokens as the agent "
+        f"sent them, {prepared.tokens_sent:,} {what} (budget {prepared.budget:,}){cold}"
     )
 
 

@@ -38,10 +38,12 @@ from veil.context.budget import after_overflow, request_budget
 from veil.context.prefix import shared_prefix
 from veil.context.transcript import Transcript
 from veil.context.window import Entry, Part
-from veil.dialects import DIALECTS, Api
+from veil.dialects import DIALECTS, Api, InputAt
+from veil.dialects.base import json_array
 from veil.dialects.overflow import overflow_limits
 from veil.embed import Embedder
 from veil.proxy.events import REQUEST, RequestForwarded
+from veil.proxy.inputs import Elision, apply, candidates, elision, whole_text
 from veil.proxy.tools import EXPAND_TOOLS, describer
 from veil.proxy.wire import (
     Request,
@@ -108,6 +110,10 @@ class Prepared:
     """The provider's cache lifetime the request asks for (``1h`` or the default ``5m``)."""
     agent_session: str = ""
     """The agent's own session id (what resumes it)."""
+    inputs_elided: int = 0
+    """Old tool inputs sent elided (:mod:`veil.proxy.inputs`)."""
+    inputs_new: int = 0
+    """Of those, how many this request's batch elided."""
 
 
 class Conversation:
@@ -141,6 +147,18 @@ class Conversation:
         self.splicer = Splicer()
         self.unmet = False
         """The last request was over its budget and no batch could meet it."""
+        self.inputs: dict[str, Elision] = {}
+        """The tool inputs sent elided, by call id (:mod:`veil.proxy.inputs`)."""
+        self.inputs_saved = 0
+        """Tokens the elided inputs take out of every request."""
+        self.aside: dict[str, str] = {
+            item.target[len(INPUT_TARGET) :]: item.stub_pointer
+            for item in engine.items()
+            if item.kind == "message" and item.target and item.target.startswith(INPUT_TARGET)
+        }
+        """Call id → the pointer of the item holding its whole input, for every input this
+        conversation elided (read back from the store: a restarted proxy sends the same
+        bytes)."""
 
     def tokens_of(self, entries: list[Entry]) -> int:
         """What ``entries`` cost as the client sent them (text and calls, nothing stubbed)."""
@@ -166,6 +184,13 @@ class Conversation:
                 stubs.append((index, results[at].index, part.text))
         self.parts, self.stubs = list(parts), stubs
         return {result: text for _, result, text in stubs}
+
+
+INPUT_TARGET = "input:"
+"""The target of an item holding an elided tool input, before its call's id."""
+MIN_INPUT_SAVING = 1_000
+"""Tokens a batch of input elisions must at least take out of every request: less is not worth
+a rewrite of the provider's cache."""
 
 
 def _entry_of(result: Result) -> int:
@@ -309,21 +334,33 @@ class Conversations:
                     raw, engine.session_id, fixed, fixed, 0, 0, True, 0.0,
                     budget=budget, model=request.model, note=note,
                 )  # fmt: skip
+            self._elide_again(request, conversation)
+            saved = conversation.inputs_saved
             entries = conversation.transcript.entries(request.found)
             now = self.clock.now().timestamp()
             last, conversation.last_request = conversation.last_request, now
             ttl = DIALECTS[request.api].cache_ttl(request.body, raw)
             cold = last is not None and now - last > ttl
             before = fixed + conversation.tokens_of(entries)
+            # The entries count every call's input whole; the inputs sent elided take what they
+            # save out of what the request carries besides the conversation.
             boundary = engine.window(
-                entries, fixed_tokens=fixed, collapse=False, tail=False, cold=cold,
+                entries, fixed_tokens=fixed - saved, collapse=False, tail=False, cold=cold,
                 overflow=overflow,
             )  # fmt: skip
             rendered = boundary.rendered
+            report = boundary.report
+            sent = fixed + rendered.tokens - saved
+            inputs_new = 0
+            if (report.pressure and not report.batch) or overflow:
+                inputs_new = self._elide_more(
+                    request, conversation, over=sent - room, overflow=overflow
+                )
+                sent -= conversation.inputs_saved - saved
             texts = conversation.stubbed(rendered.parts, request.results)
             spliced: Spliced = conversation.splicer.splice(request, raw, texts)
-            sent = fixed + rendered.tokens
-            report = boundary.report
+            elided_body, inputs_elided = apply(spliced.body, list(conversation.inputs.values()))
+            spliced = replace(spliced, body=elided_body)
             agent_cached = _shared_tokens(raw, conversation.last_raw, before)
             sent_cached = _shared_tokens(spliced.body, conversation.last_sent, sent)
             conversation.last_raw, conversation.last_sent = raw, spliced.body
@@ -331,7 +368,7 @@ class Conversations:
             expands, rereads = (a - b for a, b in zip(counts, conversation.counts, strict=True))
             conversation.counts = counts
             note = None
-            unmet = report.pressure and not report.batch
+            unmet = report.pressure and not report.batch and not inputs_new
             if unmet and not conversation.unmet:  # said when the conversation gets there
                 note = (
                     f"{engine.session_id}: over its budget ({sent:,} of "
@@ -351,7 +388,7 @@ class Conversations:
             sum(1 for m in report.moves if m.to != "live"),
             spliced.exact,
             time.perf_counter() - start,
-            batch=report.batch,
+            batch=report.batch or inputs_new > 0,
             cold=report.cold,
             unmet=unmet,
             budget=engine.request_budget,
@@ -366,7 +403,67 @@ class Conversations:
             shadow=self.shadow,
             ttl="1h" if ttl >= 3600 else "5m",
             agent_session=request.session,
+            inputs_elided=inputs_elided,
+            inputs_new=inputs_new,
         )
+
+    def _elide_again(self, request: Request, conversation: Conversation) -> None:
+        """Inputs this conversation elided before the proxy restarted (their items are in the
+        store) are elided again, with the same pointers: the same bytes as before."""
+        pending = [c for c in conversation.aside if c not in conversation.inputs]
+        if not pending:
+            return
+        ats = _inputs_at(request)
+        order = {c.id: i for i, m in enumerate(request.found) for c in m.calls}
+        expand = conversation.engine.config.expand_tool
+        for call_id in pending:
+            at = ats.get(call_id)
+            if at is not None and call_id in order:
+                pointer = conversation.aside[call_id]
+                self._add_elision(conversation, elision(at, order[call_id], pointer, expand))
+
+    def _elide_more(
+        self, request: Request, conversation: Conversation, *, over: int, overflow: bool
+    ) -> int:
+        """The request is ``over`` its budget (estimated tokens) and no batch of results could
+        meet it: elide every old tool input it may (:func:`veil.proxy.inputs.candidates`), all
+        at once — when together they get the request within its budget (or the provider
+        refused it as too long: then as far as they go), and save at least
+        :data:`MIN_INPUT_SAVING` tokens. A batch that cannot meet the budget does not run, as
+        no batch of results does: it would rewrite the provider's cache for nothing. Returns
+        how many it elided."""
+        ats = _inputs_at(request)
+        if not ats:
+            return 0
+        engine = conversation.engine
+        found = candidates(request.found, ats, conversation.inputs, describer(self.root))
+        count = engine.count_tokens
+        made = [
+            (e, at)
+            for index, at in found
+            if (e := elision(at, index, "veil://warm/ci_" + "0" * 24, None)) is not None
+        ]
+        saving = sum(_saved(count, e) for e, _ in made)
+        if saving < MIN_INPUT_SAVING or (saving < over and not overflow):
+            return 0
+        expand = engine.config.expand_tool
+        new = 0
+        for e, at in made:
+            item = engine.set_aside(
+                whole_text(at),
+                target=INPUT_TARGET + at.call_id,
+                reason="tool input elided: the results alone could not meet the budget",
+            )
+            conversation.aside[at.call_id] = item.stub_pointer
+            new += self._add_elision(conversation, elision(at, e.order, item.stub_pointer, expand))
+        return new
+
+    def _add_elision(self, conversation: Conversation, e: Elision | None) -> int:
+        if e is None or e.call_id in conversation.inputs:
+            return 0
+        conversation.inputs[e.call_id] = e
+        conversation.inputs_saved += _saved(conversation.engine.count_tokens, e)
+        return 1
 
     def _is_compaction(self, request: Request) -> bool:
         """The agent's own compaction request: its last user message carries one of the
@@ -466,6 +563,8 @@ class Conversations:
             ttl=prepared.ttl,
             budget=prepared.budget,
             billing=billing,
+            inputs_elided=prepared.inputs_elided,
+            inputs_new=prepared.inputs_new,
         )
         # the figures are a record, never a reason to fail a request; the provenance names the
         # conversation's session, so that `veil sessions rm` erases them with it
@@ -479,6 +578,22 @@ class Conversations:
                 with conversation.lock:
                     conversation.engine.close()
             self._by_key.clear()
+
+
+def _inputs_at(request: Request) -> dict[str, InputAt]:
+    """Where each tool call's input is in the request's body, by call id."""
+    dialect = DIALECTS[request.api]
+    return {
+        at.call_id: at
+        for item in json_array(request.body.get(dialect.messages_key))
+        for at in dialect.call_inputs(item)
+    }
+
+
+def _saved(count: Callable[[str], int], e: Elision) -> int:
+    """Tokens ``e`` takes out of a request."""
+    before = count(e.before.decode("utf-8", "replace"))
+    return max(0, before - count(e.after.decode("utf-8", "replace")))
 
 
 def _shared_tokens(now: bytes, before: bytes, tokens: int) -> int:

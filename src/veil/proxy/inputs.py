@@ -1,0 +1,237 @@
+"""Old tool inputs elided: what the proxy may take out of a request when its tool results alone
+cannot meet the conversation's budget. Pure.
+
+A call's input costs its tokens in every later request: a ``Write``'s whole file, an ``Edit``'s
+two strings, Codex's ``apply_patch`` text. Once the conversation is over its budget with every
+result it may evict as its stub (the agent's text and its calls alone exceed it), the proxy
+elides the long strings of old calls' inputs, as the Anthropic API's ``clear_tool_inputs``
+does — all of them in one batch (one rewrite of the provider's cache), and from then on the
+same bytes in every later request:
+
+- Only calls the model has moved on from: never those of its last :data:`RECENT` assistant
+  messages, nor the newest earlier call that wrote a file those calls write — the model edits
+  that file against what it wrote, and must match it exactly (:func:`kept_whole`).
+- An elided input keeps its shape and its keys: each string of at least :data:`MIN_CHARS`
+  characters becomes one marker naming the expand tool and the pointer of a Veil item holding
+  the whole input (:func:`marker`); numbers, booleans and short strings stay. A JSON text (the
+  OpenAI APIs' ``arguments``) is read, elided and written again compactly; a custom tool's own
+  text (``apply_patch``) becomes the marker.
+- Each input is found in the raw body as the client wrote it (compact JSON, next to its call's
+  id, :class:`~veil.dialects.base.InputAt`) and replaced there; an input not found that way is
+  sent as it came (:func:`apply`). The agent's text and thinking are never changed.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from veil.context.transcript import Addressed, Call, Found
+from veil.dialects.base import InputAt, dumps
+
+MIN_CHARS = 2_000
+"""A string of a call's input shorter than this stays: its marker would save little."""
+NEAR = 256
+"""Bytes between a call's id and its input's key (a name, a type) in the same object."""
+
+
+@dataclass(frozen=True)
+class Elision:
+    """One call's input as the proxy sends it from now on."""
+
+    call_id: str
+    anchor: bytes
+    """``"<id_key>":"<call id>"`` as the client writes it."""
+    key: bytes
+    """``"<key>":`` (the key holding the input)."""
+    before: bytes
+    """The input as the client writes it (compact JSON)."""
+    after: bytes
+    """The input as Veil sends it."""
+    pointer: str
+    chars: int
+    """Characters elided (the long strings' lengths)."""
+    order: int
+    """Where the call is in the conversation (its message's index): the order of the bytes."""
+
+
+def marker(chars: int, pointer: str, expand: str | None) -> str:
+    """What an elided string of ``chars`` characters becomes: the same text for a given call
+    in every request."""
+    how = f"call {expand} with {pointer}" if expand else f"its pointer is {pointer}"
+    return f"[veil: {chars:,} characters of this tool call's input elided; {how} for all of it]"
+
+
+def elided(value: object, mark: Callable[[int], str], min_chars: int = MIN_CHARS) -> object | None:
+    """``value`` (a call's input as the body holds it) with each string of at least
+    ``min_chars`` characters as ``mark(its length)``; a JSON text holding an object or an array
+    is read, elided and written again compactly. None when nothing changes."""
+    if isinstance(value, str):
+        if value[:1] in ("{", "["):
+            try:
+                parsed: object = json.loads(value)
+            except ValueError:
+                parsed = None
+            if isinstance(parsed, dict | list):  # its keys stay, even when it is long itself
+                inner = _walk(cast(object, parsed), mark, min_chars)
+                return None if inner is None else dumps(inner).decode("utf-8", "surrogatepass")
+        return mark(len(value)) if len(value) >= min_chars else None
+    return _walk(value, mark, min_chars)
+
+
+def _walk(value: object, mark: Callable[[int], str], min_chars: int) -> object | None:
+    """The JSON value with its long strings marked (keys kept); None when none is long."""
+    if isinstance(value, str):
+        return mark(len(value)) if len(value) >= min_chars else None
+    if isinstance(value, dict):
+        d = cast(dict[str, Any], value)
+        changed = {k: _walk(v, mark, min_chars) for k, v in d.items()}
+        if all(v is None for v in changed.values()):
+            return None
+        return {k: (d[k] if changed[k] is None else changed[k]) for k in d}
+    if isinstance(value, list):
+        items = cast(list[Any], value)
+        out = [_walk(v, mark, min_chars) for v in items]
+        if all(v is None for v in out):
+            return None
+        return [a if b is None else b for a, b in zip(items, out, strict=True)]
+    return None
+
+
+def long_chars(value: object, min_chars: int = MIN_CHARS) -> int:
+    """The characters :func:`elided` would take out of ``value`` (0: it changes nothing)."""
+    total = 0
+
+    def count(length: int) -> str:
+        nonlocal total
+        total += length
+        return ""
+
+    return total if elided(value, count, min_chars) is not None else 0
+
+
+RECENT = 3
+"""The last assistant messages whose calls' inputs stay whole: the model is working with them."""
+
+
+def kept_whole(
+    found: Sequence[Found], describe: Callable[[Call], Addressed], recent: int = RECENT
+) -> set[str]:
+    """The calls whose inputs stay whole: those of the last ``recent`` assistant messages, and
+    for each file one of them writes, the newest call before them that wrote it (the model
+    edits that file against what it wrote, and must match it exactly)."""
+    assistants = [i for i, m in enumerate(found) if m.role == "assistant"]
+    cut = assistants[-recent] if len(assistants) >= recent else 0
+    whole = {c.id for m in found[cut:] for c in m.calls}
+    editing = {w for m in found[cut:] for c in m.calls if (w := describe(c).writes)}
+    newest: dict[str, str] = {}
+    for message in found[:cut]:
+        for call in message.calls:
+            writes = describe(call).writes
+            if writes in editing:
+                newest[writes] = call.id
+    return whole | set(newest.values())
+
+
+def candidates(
+    found: Sequence[Found],
+    inputs: Mapping[str, InputAt],
+    done: Mapping[str, Elision],
+    describe: Callable[[Call], Addressed],
+) -> list[tuple[int, InputAt]]:
+    """The calls whose inputs may be elided now, with their message's index: not
+    :func:`kept_whole` (so made before the conversation's last assistant message), not elided
+    yet, with a string of at least :data:`MIN_CHARS` characters."""
+    whole = kept_whole(found, describe)
+    out: list[tuple[int, InputAt]] = []
+    for index, message in enumerate(found):
+        for call in message.calls:
+            at = inputs.get(call.id)
+            if at is None or not call.id or call.id in done or call.id in whole:
+                continue
+            if long_chars(at.value):
+                out.append((index, at))
+    return out
+
+
+def elision(at: InputAt, order: int, pointer: str, expand: str | None) -> Elision | None:
+    """``at``'s input elided, each long string marked with ``pointer`` (None: nothing to
+    elide)."""
+    after = elided(at.value, lambda n: marker(n, pointer, expand))
+    if after is None:
+        return None
+    return Elision(
+        at.call_id,
+        b'"' + at.id_key.encode() + b'":' + dumps(at.call_id),
+        b'"' + at.key.encode() + b'":',
+        dumps(at.value),
+        dumps(after),
+        pointer,
+        long_chars(at.value),
+        order,
+    )
+
+
+def whole_text(at: InputAt) -> str:
+    """The input as its item keeps it (what an expansion returns): a text as it is, an object
+    as its compact JSON."""
+    if isinstance(at.value, str):
+        return at.value
+    return dumps(at.value).decode("utf-8", "surrogatepass")
+
+
+def apply(raw: bytes, elisions: Sequence[Elision]) -> tuple[bytes, int]:
+    """``raw`` with each elided input in place of the whole one, in document order, and how
+    many were found (an input not found as the client wrote it, next to its call's id, is left
+    as it is)."""
+    if not elisions:
+        return raw, 0
+    pieces: list[bytes] = []
+    at = 0
+    done = 0
+    for e in sorted(elisions, key=lambda e: e.order):
+        span = _span(raw, e, at)
+        if span is None:
+            continue
+        start, end = span
+        pieces += [raw[at:start], e.after]
+        at = end
+        done += 1
+    pieces.append(raw[at:])
+    return b"".join(pieces), done
+
+
+def _span(raw: bytes, e: Elision, after: int) -> tuple[int, int] | None:
+    """Where ``e``'s whole input is in ``raw`` (at or after ``after``): in the same object as
+    its call's id, just after it or just before it."""
+    needle = e.key + e.before
+    anchor = raw.find(e.anchor, after)
+    while anchor >= 0:
+        end = anchor + len(e.anchor)
+        forward = raw.find(e.key, end, end + NEAR + len(e.key))
+        if forward >= 0 and raw.startswith(needle, forward):
+            start = forward + len(e.key)
+            return start, start + len(e.before)
+        back = raw.rfind(needle, max(after, anchor - len(needle) - NEAR), anchor)
+        if back >= 0 and anchor - (back + len(needle)) <= NEAR:
+            start = back + len(e.key)
+            return start, start + len(e.before)
+        anchor = raw.find(e.anchor, end)
+    return None
+
+
+__all__ = [
+    "MIN_CHARS",
+    "RECENT",
+    "Elision",
+    "apply",
+    "candidates",
+    "elided",
+    "elision",
+    "kept_whole",
+    "long_chars",
+    "marker",
+    "whole_text",
+]
