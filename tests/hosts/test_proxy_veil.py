@@ -298,6 +298,102 @@ def test_veil_claude_runs_no_batch_once_the_agents_own_text_outgrows_the_budget(
     assert said and int(said.group(1)) == len(over), run.stderr
 
 
+def _write_inputs(request: ModelRequest) -> dict[str, dict[str, Any]]:
+    """Each ``Write`` call's input in a request, by call id, in order."""
+    out: dict[str, dict[str, Any]] = {}
+    for message in request.body.get("messages", []):
+        content = message.get("content")
+        if message.get("role") != "assistant" or not isinstance(content, list):
+            continue
+        for block in content:
+            if block.get("type") == "tool_use" and block.get("name") == "Write":
+                out[block["id"]] = block["input"]
+    return out
+
+
+def test_veil_claude_elides_old_write_inputs_and_the_model_expands_one(
+    run_claude: ClaudeRunner, agent_repo: Path
+) -> None:
+    """Claude Code writes 30 files of about 8 KB: each ``Write`` carries the whole file in its
+    input, and its result is one short line, so no batch of results can meet the budget. The
+    proxy elides the old Writes' contents instead — the keys and the path stay, the content is
+    one marker naming ``mcp__veil__expand`` and a pointer, the same bytes in every later
+    request, the last three whole — and the model brings one back with the expand tool. The
+    files on disk are whole, Claude Code never compacts, and the user is told."""
+    rnd = random.Random(11)
+    contents = [
+        "".join(f"VALUE_{k}_{j} = {rnd.randint(1, 10**9)}  # {rnd.random():.10f}\n"
+                for j in range(180))
+        for k in range(30)
+    ]  # fmt: skip
+    paths = [agent_repo / f"gen_{k}.py" for k in range(30)]
+    expanded: list[tuple[str, str]] = []  # (call id, pointer)
+
+    def turn(k: int) -> Any:
+        def reply(request: ModelRequest) -> Turn:
+            if k == len(paths):  # a marker: bring that input back, as a model would
+                for call_id, value in _write_inputs(request).items():
+                    found = POINTER.search(str(value.get("content", "")))
+                    if found:
+                        expanded.append((call_id, found.group(0)))
+                        use = ToolUse("mcp__veil__expand", {"pointer": found.group(0)})
+                        return Turn("Restoring the first module.", (use,))
+                return Turn("Nothing was elided.")
+            write = ToolUse("Write", {"file_path": str(paths[k]), "content": contents[k]})
+            return Turn(f"Writing {paths[k].name}.", (write,))
+
+        return reply
+
+    script = [turn(k) for k in range(len(paths) + 1)] + [Turn("Done.")]
+    wrapper = [str(VEIL_BIN), "claude", "--window", str(WINDOW)]
+    with ScriptedServer(script, context_limit=3 * LIMIT, cache=True, pairing=True) as server:
+        run = run_claude("write the modules", cwd=agent_repo, base_url=server.url,
+                         env={"ENABLE_TOOL_SEARCH": "false"}, wrapper=wrapper,
+                         allowed_tools=("Write", "mcp__veil__expand"),
+                         timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.describe()
+    assert all(r.status == 200 for r in server.requests), [r.error for r in server.requests]
+    assert [p.read_text() for p in paths] == contents  # Claude Code wrote every file whole
+    main = [r for r in server.model_requests if r.usage is not None and r.tool_results]
+    last = _write_inputs(main[-1])
+    assert len(last) == len(paths)
+    elided = {c: v for c, v in last.items() if v["content"] != contents[list(last).index(c)]}
+    assert len(elided) >= 10, len(elided)
+    for value in elided.values():
+        assert set(value) == {"file_path", "content"}  # the keys stay, the path too
+        assert str(value["file_path"]).endswith(".py")
+        assert "input elided; call mcp__veil__expand with veil://warm/" in value["content"]
+    # the calls of the last three assistant messages stay whole; once elided, the same bytes
+    # in every later request
+    seen: dict[str, Any] = {}
+    for request in main:
+        recent = [m for m in request.body["messages"] if m["role"] == "assistant"][-3:]
+        ids = {b["id"] for m in recent for b in m["content"] if b.get("type") == "tool_use"}
+        for call_id, value in _write_inputs(request).items():
+            if call_id in ids:
+                assert "input elided" not in str(value), call_id
+            if call_id in seen:
+                assert value == seen[call_id], call_id
+            if call_id in elided and value == elided[call_id]:
+                seen[call_id] = value
+    # every batch of elisions met the budget; Claude Code never compacted
+    records = [r for r in proxy_records(agent_repo) if r.get("results")]
+    budget = records[-1]["budget"]
+    assert all(r["tokens_sent"] <= budget for r in records if r.get("inputs_new")), records
+    counts = [len(r.body.get("messages", [])) for r in main]
+    assert counts == sorted(counts), counts
+    # the model expanded one: the whole input came back
+    assert expanded, "the model was never shown an elided input"
+    call_id, _ = expanded[0]
+    restored = main[-1].tool_results[-1].text
+    assert contents[list(last).index(call_id)].splitlines()[5] in restored.replace("\\n", "\n")
+    # the user is told: the proxy's log, the exit summary, `veil stats`
+    log = (agent_repo / ".veil" / "proxy.log").read_text()
+    assert "old tool inputs elided" in log, log
+    assert re.search(r"\d+ old tool inputs? elided", run.stderr), run.stderr
+    assert veil_stats(agent_repo)["total"]["inputs"] == len(elided)
+
+
 def test_veil_claude_shadow_forwards_every_body_as_claude_code_sent_it(
     run_claude: ClaudeRunner, agent_repo: Path
 ) -> None:

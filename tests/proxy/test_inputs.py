@@ -21,7 +21,16 @@ import pytest
 from veil.clock import FakeClock
 from veil.context.transcript import Call, Found
 from veil.dialects import Api, InputAt
-from veil.proxy.inputs import MIN_CHARS, apply, candidates, elided, elision, kept_whole, marker
+from veil.proxy.inputs import (
+    MIN_CHARS,
+    apply,
+    candidates,
+    elided,
+    elision,
+    first_elided,
+    kept_whole,
+    marker,
+)
 from veil.proxy.reading import Reader, parse
 from veil.proxy.session import Conversations, Prepared
 from veil.proxy.tools import describer
@@ -353,3 +362,14 @@ def test_a_restarted_proxy_sends_the_same_elided_inputs(
     assert elided_before
     for call_id, value in elided_before.items():
         assert sent_after[call_id] == value, call_id
+
+
+def test_a_batch_of_elisions_starts_as_late_as_it_can_and_only_where_it_pays() -> None:
+    savings = [1_000.0, 1_000.0, 1_000.0, 1_000.0]
+    suffixes = [10_000.0, 8_000.0, 6_000.0, 4_000.0]  # the tokens from each candidate on
+    # freeing 1,500 tokens: the last two suffice, and 2,000 pays for 6,000 at a factor of 0.3
+    assert first_elided(savings, suffixes, need=1_500, factor=0.3) == 2
+    # a dearer rewrite (a factor of 0.38): only all four pay for theirs (4,000 ≥ 3,800)
+    assert first_elided(savings, suffixes, need=1_500, factor=0.38) == 0
+    assert first_elided(savings, suffixes, need=1_500, factor=0.45) is None  # never pays
+    assert first_elided(savings, suffixes, need=5_000, factor=0.0) is None  # never enough

@@ -85,7 +85,8 @@ def _did(sums: Figures, title: str, shadow: bool) -> str:
     cold = f" ({sums.cold_batches} on a cold cache)" if sums.cold_batches else ""
     unmet = (
         f"{sums.unmet:,} request{'s' if sums.unmet != 1 else ''} over the budget that no batch "
-        f"could meet ({title}'s own text and unread results alone exceed it); "
+        f"could meet ({title}'s own text, tool inputs and unread results exceed it, or eliding "
+        "old inputs would not pay yet); "
         if sums.unmet
         else ""
     )

@@ -11,6 +11,10 @@ same bytes in every later request:
 - Only calls the model has moved on from: never those of its last :data:`RECENT` assistant
   messages, nor the newest earlier call that wrote a file those calls write — the model edits
   that file against what it wrote, and must match it exactly (:func:`kept_whole`).
+- A batch of elisions runs only when it gets the request within its budget and pays for the
+  cache it rewrites (the batch rule of :mod:`veil.context.batching`: from its first change on,
+  every token is written again), the latest start that does (:func:`first_elided`); after the
+  provider refused a request as too long, every candidate goes.
 - An elided input keeps its shape and its keys: each string of at least :data:`MIN_CHARS`
   characters becomes one marker naming the expand tool and the pointer of a Veil item holding
   the whole input (:func:`marker`); numbers, booleans and short strings stay. A JSON text (the
@@ -156,6 +160,23 @@ def candidates(
     return out
 
 
+def first_elided(
+    savings: Sequence[float], suffixes: Sequence[float], *, need: float, factor: float
+) -> int | None:
+    """Where a batch of elisions starts: it elides the candidate at that index and every later
+    one (candidates in the conversation's order, each ``savings[i]`` tokens, ``suffixes[i]``
+    the tokens from the candidate on, all of them rewritten in the provider's cache). The
+    latest start whose batch frees ``need`` tokens and pays for its rewrite (frees at least
+    ``factor`` times the suffix: :meth:`veil.context.eviction.Depth.need`); None when no start
+    does."""
+    freed = 0.0
+    for index in range(len(savings) - 1, -1, -1):
+        freed += savings[index]
+        if freed >= need and freed >= factor * suffixes[index]:
+            return index
+    return None
+
+
 def elision(at: InputAt, order: int, pointer: str, expand: str | None) -> Elision | None:
     """``at``'s input elided, each long string marked with ``pointer`` (None: nothing to
     elide)."""
@@ -203,6 +224,19 @@ def apply(raw: bytes, elisions: Sequence[Elision]) -> tuple[bytes, int]:
     return b"".join(pieces), done
 
 
+def positions(raw: bytes, elisions: Sequence[Elision]) -> list[int | None]:
+    """Where each of ``elisions`` (in document order) starts in ``raw``; None where its whole
+    input is not found as the client wrote it."""
+    out: list[int | None] = []
+    at = 0
+    for e in elisions:
+        span = _span(raw, e, at)
+        out.append(None if span is None else span[0])
+        if span is not None:
+            at = span[1]
+    return out
+
+
 def _span(raw: bytes, e: Elision, after: int) -> tuple[int, int] | None:
     """Where ``e``'s whole input is in ``raw`` (at or after ``after``): in the same object as
     its call's id, just after it or just before it."""
@@ -230,8 +264,10 @@ __all__ = [
     "candidates",
     "elided",
     "elision",
+    "first_elided",
     "kept_whole",
     "long_chars",
     "marker",
+    "positions",
     "whole_text",
 ]

@@ -34,6 +34,7 @@ from typing import Any, cast
 
 from veil.clock import Clock, SystemClock
 from veil.context import ContextConfig, ContextEngine
+from veil.context.batching import Pressure, depth
 from veil.context.budget import after_overflow, request_budget
 from veil.context.prefix import shared_prefix
 from veil.context.transcript import Transcript
@@ -43,7 +44,15 @@ from veil.dialects.base import json_array
 from veil.dialects.overflow import overflow_limits
 from veil.embed import Embedder
 from veil.proxy.events import REQUEST, RequestForwarded
-from veil.proxy.inputs import Elision, apply, candidates, elision, whole_text
+from veil.proxy.inputs import (
+    Elision,
+    apply,
+    candidates,
+    elision,
+    first_elided,
+    positions,
+    whole_text,
+)
 from veil.proxy.tools import EXPAND_TOOLS, describer
 from veil.proxy.wire import (
     Request,
@@ -351,16 +360,20 @@ class Conversations:
             rendered = boundary.rendered
             report = boundary.report
             sent = fixed + rendered.tokens - saved
-            inputs_new = 0
-            if (report.pressure and not report.batch) or overflow:
-                inputs_new = self._elide_more(
-                    request, conversation, over=sent - room, overflow=overflow
-                )
-                sent -= conversation.inputs_saved - saved
             texts = conversation.stubbed(rendered.parts, request.results)
             spliced: Spliced = conversation.splicer.splice(request, raw, texts)
-            elided_body, inputs_elided = apply(spliced.body, list(conversation.inputs.values()))
-            spliced = replace(spliced, body=elided_body)
+            body, inputs_elided = apply(spliced.body, list(conversation.inputs.values()))
+            new: list[Elision] = []
+            if (report.pressure and not report.batch) or overflow:
+                new = self._elide_more(
+                    request, conversation, body, sent=sent, room=room, cold=cold,
+                    overflow=overflow,
+                )  # fmt: skip
+                sent -= conversation.inputs_saved - saved
+            body, more = apply(body, new)
+            inputs_elided += more
+            inputs_new = len(new)
+            spliced = replace(spliced, body=body)
             agent_cached = _shared_tokens(raw, conversation.last_raw, before)
             sent_cached = _shared_tokens(spliced.body, conversation.last_sent, sent)
             conversation.last_raw, conversation.last_sent = raw, spliced.body
@@ -373,9 +386,10 @@ class Conversations:
                 note = (
                     f"{engine.session_id}: over its budget ({sent:,} of "
                     f"{engine.request_budget:,} tokens) with every result it may evict as its "
-                    "stub — the agent's text and the results the model has not read exceed it; "
-                    "forwarded with nothing more evicted (no batch can meet the budget: the "
-                    "agent's own compaction can)"
+                    "stub — the agent's text, its recent tool inputs and the results the model "
+                    "has not read exceed it; forwarded with nothing more evicted (no batch can "
+                    "meet the budget, or eliding old tool inputs would not pay for the cache it "
+                    "breaks yet: the agent's own compaction can)"
                 )
             conversation.unmet = unmet
         engine.persist_in_background()
@@ -423,39 +437,66 @@ class Conversations:
                 self._add_elision(conversation, elision(at, order[call_id], pointer, expand))
 
     def _elide_more(
-        self, request: Request, conversation: Conversation, *, over: int, overflow: bool
-    ) -> int:
-        """The request is ``over`` its budget (estimated tokens) and no batch of results could
-        meet it: elide every old tool input it may (:func:`veil.proxy.inputs.candidates`), all
-        at once — when together they get the request within its budget (or the provider
-        refused it as too long: then as far as they go), and save at least
-        :data:`MIN_INPUT_SAVING` tokens. A batch that cannot meet the budget does not run, as
-        no batch of results does: it would rewrite the provider's cache for nothing. Returns
-        how many it elided."""
+        self,
+        request: Request,
+        conversation: Conversation,
+        body: bytes,
+        *,
+        sent: int,
+        room: int,
+        cold: bool,
+        overflow: bool,
+    ) -> list[Elision]:
+        """The request (``body``, ``sent`` estimated tokens, ``room`` its budget) is over its
+        budget and no batch of results could meet it: a batch of old tool inputs elided
+        (:mod:`veil.proxy.inputs`), when one gets the request within its budget — down to the
+        batch rule's depth when the candidates can, so that the next batch is not the next
+        request — and pays for the cache it rewrites (the rule's break-even,
+        :func:`veil.context.batching.depth`; a cold cache costs nothing to rewrite). The
+        latest start that does (:func:`~veil.proxy.inputs.first_elided`); after the provider
+        refused the request as too long, every candidate. A batch that cannot meet the budget
+        or pay does not run, as no batch of results does. Returns the batch's elisions."""
         ats = _inputs_at(request)
         if not ats:
-            return 0
+            return []
         engine = conversation.engine
         found = candidates(request.found, ats, conversation.inputs, describer(self.root))
         count = engine.count_tokens
-        made = [
+        sized = [
             (e, at)
             for index, at in found
-            if (e := elision(at, index, "veil://warm/ci_" + "0" * 24, None)) is not None
+            if (e := elision(at, index, "veil://warm/ci_" + "0" * 32, None)) is not None
         ]
-        saving = sum(_saved(count, e) for e, _ in made)
-        if saving < MIN_INPUT_SAVING or (saving < over and not overflow):
-            return 0
+        at_byte = positions(body, [e for e, _ in sized])
+        made = [(e, at, p) for (e, at), p in zip(sized, at_byte, strict=True) if p is not None]
+        if not made:
+            return []
+        savings = [float(_saved(count, e)) for e, _, _ in made]
+        if overflow:
+            start: int | None = 0
+        else:
+            requests = sum(1 for f in request.found if f.role == "assistant")
+            goal = depth(Pressure(sent, room, requests, cold), engine.config.batch)
+            # what follows each candidate is rewritten: its share of the request's bytes
+            suffixes = [sent * (len(body) - p) / len(body) for _, _, p in made]
+            deep = sent - goal.fit
+            need = deep if sum(savings) >= deep else sent - room
+            start = first_elided(savings, suffixes, need=need, factor=goal.factor)
+        if start is None or sum(savings[start:]) < MIN_INPUT_SAVING:
+            return []
         expand = engine.config.expand_tool
-        new = 0
-        for e, at in made:
+        new: list[Elision] = []
+        for e, at, _ in made[start:]:
             item = engine.set_aside(
                 whole_text(at),
                 target=INPUT_TARGET + at.call_id,
                 reason="tool input elided: the results alone could not meet the budget",
             )
             conversation.aside[at.call_id] = item.stub_pointer
-            new += self._add_elision(conversation, elision(at, e.order, item.stub_pointer, expand))
+            done = elision(at, e.order, item.stub_pointer, expand)
+            if self._add_elision(conversation, done):
+                assert done is not None
+                new.append(done)
         return new
 
     def _add_elision(self, conversation: Conversation, e: Elision | None) -> int:
