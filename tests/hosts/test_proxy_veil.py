@@ -298,10 +298,10 @@ def test_veil_claude_runs_no_batch_once_the_agents_own_text_outgrows_the_budget(
     assert said and int(said.group(1)) == len(over), run.stderr
 
 
-def _write_inputs(request: ModelRequest) -> dict[str, dict[str, Any]]:
-    """Each ``Write`` call's input in a request, by call id, in order."""
+def _write_inputs(body: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """Each ``Write`` call's input in a request's body, by call id, in order."""
     out: dict[str, dict[str, Any]] = {}
-    for message in request.body.get("messages", []):
+    for message in body.get("messages", []):
         content = message.get("content")
         if message.get("role") != "assistant" or not isinstance(content, list):
             continue
@@ -332,7 +332,7 @@ def test_veil_claude_elides_old_write_inputs_and_the_model_expands_one(
     def turn(k: int) -> Any:
         def reply(request: ModelRequest) -> Turn:
             if k == len(paths):  # a marker: bring that input back, as a model would
-                for call_id, value in _write_inputs(request).items():
+                for call_id, value in _write_inputs(request.body).items():
                     found = POINTER.search(str(value.get("content", "")))
                     if found:
                         expanded.append((call_id, found.group(0)))
@@ -355,7 +355,7 @@ def test_veil_claude_elides_old_write_inputs_and_the_model_expands_one(
     assert all(r.status == 200 for r in server.requests), [r.error for r in server.requests]
     assert [p.read_text() for p in paths] == contents  # Claude Code wrote every file whole
     main = [r for r in server.model_requests if r.usage is not None and r.tool_results]
-    last = _write_inputs(main[-1])
+    last = _write_inputs(main[-1].body)
     assert len(last) == len(paths)
     elided = {c: v for c, v in last.items() if v["content"] != contents[list(last).index(c)]}
     assert len(elided) >= 10, len(elided)
@@ -369,7 +369,7 @@ def test_veil_claude_elides_old_write_inputs_and_the_model_expands_one(
     for request in main:
         recent = [m for m in request.body["messages"] if m["role"] == "assistant"][-3:]
         ids = {b["id"] for m in recent for b in m["content"] if b.get("type") == "tool_use"}
-        for call_id, value in _write_inputs(request).items():
+        for call_id, value in _write_inputs(request.body).items():
             if call_id in ids:
                 assert "input elided" not in str(value), call_id
             if call_id in seen:
