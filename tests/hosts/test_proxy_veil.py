@@ -554,6 +554,90 @@ def test_veil_codex_keeps_a_long_session_within_its_window(
     assert "resume  veil codex -- resume " in run.stderr
 
 
+def _commands(body: dict[str, Any]) -> dict[str, str]:
+    """Each shell call's arguments (a JSON text) in a Responses body, by call id, in order."""
+    return {
+        item["call_id"]: item["arguments"]
+        for item in body.get("input", [])
+        if isinstance(item, dict)
+        and item.get("type") == "function_call"
+        and item.get("name") in ("exec_command", "shell")
+    }
+
+
+def test_veil_codex_elides_old_shell_inputs(run_codex: CodexRunner, agent_repo: Path) -> None:
+    """Codex writes 24 files of about 8 KB with its shell tool (a heredoc: the whole file is
+    in the call's ``arguments``, a JSON text) and each output is short. The proxy elides the
+    old calls' long strings inside that JSON text (it stays JSON with its keys, each long
+    string one marker naming Veil's expand tool and a pointer), the same bytes in every later
+    request, the recent ones whole; the files on disk are whole, the splice is exact, and the
+    model's expand brings a whole input back."""
+    rnd = random.Random(13)
+    names = [f"gen_{k}.py" for k in range(24)]
+    bodies = [
+        "".join(f"VALUE_{k}_{j} = {rnd.randint(1, 10**9)}  # {rnd.random():.10f}\n"
+                for j in range(180))
+        for k in range(len(names))
+    ]  # fmt: skip
+    expanded: list[tuple[str, str]] = []
+
+    def turn(k: int) -> Any:
+        def reply(request: ModelRequest) -> Turn:
+            if k == len(names):
+                for call_id, arguments in _commands(request.body).items():
+                    found = POINTER.search(arguments)
+                    if found:
+                        expanded.append((call_id, found.group(0)))
+                        use = ToolUse("mcp__veil.expand", {"pointer": found.group(0)})
+                        return Turn("Restoring the first command.", (use,))
+                return Turn("Nothing was elided.")
+            heredoc = f"cat > {names[k]} <<'EOF'\n{bodies[k]}EOF"
+            if "exec_command" in request.tool_names():
+                use = ToolUse("exec_command", {"cmd": heredoc})
+            else:
+                use = ToolUse("shell", {"command": ["bash", "-lc", heredoc]})
+            return Turn(f"Writing {names[k]}.", (use,))
+
+        return reply
+
+    script = [turn(k) for k in range(len(names) + 1)] + [Turn("Done.")]
+    wrapper = [str(VEIL_BIN), "codex", "--window", str(WINDOW)]
+    with ScriptedServer(script, context_limit=3 * LIMIT, cache=True) as server:
+        run = run_codex("write the modules", cwd=agent_repo, base_url=server.url,
+                        model="gpt-4.1", wrapper=wrapper, timeout=300)  # fmt: skip
+    assert run.returncode == 0, run.describe()
+    assert all(r.status == 200 for r in server.requests), [r.error for r in server.requests]
+    assert [(agent_repo / n).read_text() for n in names] == bodies  # Codex ran every command
+    requests = [r for r in server.model_requests if _commands(r.body)]
+    last = _commands(requests[-1].body)
+    assert len(last) == len(names)
+    elided = {c: a for c, a in last.items() if "input elided" in a}
+    assert len(elided) >= 8, len(elided)
+    for arguments in elided.values():
+        value = json.loads(arguments)  # still JSON, with its keys
+        assert set(value) in ({"cmd"}, {"command"}), value
+        assert POINTER.search(arguments) and "expand" in arguments
+    assert not set(list(last)[-2:]) & set(elided)  # the newest stay whole
+    seen: dict[str, str] = {}
+    for request in requests:  # once elided, the same bytes in every later request
+        for call_id, arguments in _commands(request.body).items():
+            if call_id in seen:
+                assert arguments == seen[call_id], call_id
+            if "input elided" in arguments:
+                seen[call_id] = arguments
+    records = [r for r in proxy_records(agent_repo) if r.get("results")]
+    budget = records[-1]["budget"]
+    assert all(r["tokens_sent"] <= budget for r in records if r.get("inputs_new")), records
+    assert all(r["exact"] for r in records)
+    counts = [len(r.body.get("input", [])) for r in requests]
+    assert counts == sorted(counts), counts  # Codex never compacted
+    assert expanded, "the model was never shown an elided input"
+    restored = server.model_requests[-1].tool_results[-1].text
+    index = list(last).index(expanded[0][0])
+    assert bodies[index].splitlines()[7] in restored
+    assert veil_stats(agent_repo)["total"]["inputs"] == len(elided)
+
+
 def test_without_veil_the_same_codex_session_overflows(
     run_codex: CodexRunner, agent_repo: Path
 ) -> None:
