@@ -52,9 +52,12 @@ same order, but for the content of tool results replaced by a stub (a string sta
 are where they were, as they were; a result the model has not read yet (after the last
 assistant turn) is never replaced, nor one holding a ``cache_control`` marker; a stub names its
 call's tool, and once sent for a call is sent again, the same, in every later request of the
-conversation; and the bytes: a request with no stub is the client's bytes, and one with stubs
-is the client's layout exactly (what re-encoding it as the client does gives back) when the
-client wrote compact JSON.
+conversation; a call's input may be elided (:mod:`veil.proxy.inputs`) — its keys kept, each
+changed string one marker that counts the original's characters and carries a ``veil://``
+pointer, a JSON text still JSON — but never a call of the last assistant turn, and once elided
+it is sent the same in every later request; and the bytes: a request with no stub is the
+client's bytes, and one with stubs is the client's layout exactly (what re-encoding it as the
+client does gives back) when the client wrote compact JSON.
 
 **The rig**: :class:`RecordingUpstream` (a threaded ``http.server`` on 127.0.0.1 that records
 every body by the request's ``x-veil-fuzz`` header and answers a minimal valid reply in the
@@ -1115,6 +1118,68 @@ RESULT_KINDS = frozenset(
 CALL_KINDS = frozenset({"function_call", "custom_tool_call", "local_shell_call"})
 
 
+ELIDED = re.compile(
+    r"\[veil: ([\d,]+) characters of this tool call's input elided; [^\]]*veil://warm/[\w-]+"
+    r"[^\]]*\]"
+)
+"""A string of a call's input as the proxy elides it (:func:`veil.proxy.inputs.marker`)."""
+
+
+def elided_from(a: Any, b: Any) -> bool:
+    """``b`` is ``a`` (a call's input as the client sent it) with its long strings elided:
+    the same keys in the same order, each changed string a marker counting its characters; a
+    JSON text elided inside (still JSON)."""
+    if isinstance(a, str) and isinstance(b, str):
+        if a == b:
+            return True
+        found = ELIDED.fullmatch(b)
+        if found:
+            return int(found.group(1).replace(",", "")) == len(a)
+        try:
+            inner_a, inner_b = json.loads(a), json.loads(b)
+        except ValueError:
+            return False
+        return isinstance(inner_a, dict | list) and elided_from(inner_a, inner_b)
+    if isinstance(a, dict) and isinstance(b, dict):
+        da, db = cast(Json, a), cast(Json, b)
+        return list(da) == list(db) and all(elided_from(da[k], db[k]) for k in da)
+    if isinstance(a, list) and isinstance(b, list):
+        la, lb = cast(list[Any], a), cast(list[Any], b)
+        return len(la) == len(lb) and all(elided_from(x, y) for x, y in zip(la, lb, strict=True))
+    return _same(a, b)
+
+
+def _call_inputs(dialect: Dialect, value: Any) -> list[tuple[str, tuple[Any, ...], Any]]:
+    """The tool calls ``value`` (an Anthropic content block, a Responses item, a Chat message)
+    holds: (call id, the path to its input, the input)."""
+    if not isinstance(value, dict):
+        return []
+    v = cast(Json, value)
+    if dialect == "anthropic" and v.get("type") == "tool_use" and "input" in v:
+        return [(str(v.get("id")), ("input",), v["input"])]
+    if dialect == "responses" and v.get("type") in ("function_call", "custom_tool_call"):
+        key = "arguments" if v.get("type") == "function_call" else "input"
+        return [(str(v.get("call_id")), (key,), v[key])] if key in v else []
+    if dialect == "chat" and v.get("role") == "assistant" and isinstance(v.get("tool_calls"), list):
+        out: list[tuple[str, tuple[Any, ...], Any]] = []
+        for n, call in enumerate(cast(list[Any], v["tool_calls"])):
+            function = cast(Json, call).get("function") if isinstance(call, dict) else None
+            if isinstance(function, dict) and "arguments" in function:
+                path = ("tool_calls", n, "function", "arguments")
+                out.append(
+                    (str(cast(Json, call).get("id")), path, cast(Json, function)["arguments"])
+                )
+        return out
+    return []
+
+
+def _set(value: Any, path: tuple[Any, ...], new: Any) -> None:
+    """Set what ``path`` names inside ``value`` to ``new``."""
+    for step in path[:-1]:
+        value = value[step]
+    value[path[-1]] = new
+
+
 def _same(a: Any, b: Any) -> bool:
     """Equal as JSON, types and key order included (``1`` is not ``1.0`` nor ``true``)."""
     if type(a) is not type(b):
@@ -1177,6 +1242,8 @@ class Checker:
         self.layout: Layout = layout
         self.stubs: dict[str, str] = {}
         """Call id → the stub first sent for its result."""
+        self.inputs: dict[str, Any] = {}
+        """Call id → its input as first sent elided."""
 
     @property
     def pointers(self) -> set[str]:
@@ -1259,7 +1326,7 @@ class Checker:
                             names,
                         )
                     else:
-                        self._same_or_raise(x, y, f"{where}.content[{j}]")
+                        stubs += self._call_or_raise(x, y, f"{where}.content[{j}]", i >= last_turn)
                 continue
             if isinstance(a, dict) and _is_result(self.dialect, cast(Json, a)):
                 ad = cast(Json, a)
@@ -1269,7 +1336,7 @@ class Checker:
                 )
                 stubs += self._result(ad, b, key, call, i > last_turn, where, names)
             else:
-                self._same_or_raise(a, b, where)
+                stubs += self._call_or_raise(a, b, where, i >= last_turn)
         return stubs
 
     def _gemini(self, a: Any, b: Any, unread: bool, where: str, names: Mapping[str, str]) -> int:
@@ -1311,6 +1378,39 @@ class Checker:
             call = str(ra.get("id"))
             stubs += self._result(flat_a, flat_b, "response", call, unread, place, names)
         return stubs
+
+    def _call_or_raise(self, a: Any, b: Any, where: str, recent: bool) -> int:
+        """``b`` is ``a``, or ``a`` holds tool calls (an Anthropic ``tool_use`` block, a
+        Responses call item, a Chat assistant message) whose inputs ``b`` elides as the proxy
+        may (:func:`elided_from`: not in the last assistant turn, ``recent``; the same bytes
+        once elided). Returns how many inputs are elided."""
+        if _same(a, b):
+            for call_id, _, _ in _call_inputs(self.dialect, a):
+                if call_id in self.inputs:
+                    raise Violation(f"{where}: the input of {call_id}, elided before, came whole")
+            return 0
+        if not isinstance(a, dict) or not isinstance(b, dict):
+            return self._same_or_raise(a, b, where)
+        ins_a, ins_b = _call_inputs(self.dialect, a), _call_inputs(self.dialect, b)
+        if not ins_a or [c for c, _, _ in ins_a] != [c for c, _, _ in ins_b]:
+            return self._same_or_raise(a, b, where)
+        elided = 0
+        rest_a, rest_b = json.loads(json.dumps(a)), json.loads(json.dumps(b))
+        for (call_id, path, va), (_, _, vb) in zip(ins_a, ins_b, strict=True):
+            _set(rest_a, path, None)
+            _set(rest_b, path, None)
+            if _same(va, vb):
+                continue
+            if recent:
+                raise Violation(f"{where}: the input of {call_id} in the last turn was elided")
+            if not elided_from(va, vb):
+                raise Violation(f"{where}: the input of {call_id} changed: {str(vb)[:160]!r}")
+            if call_id in self.inputs and not _same(self.inputs[call_id], vb):
+                raise Violation(f"{where}: the elided input of {call_id} changed")
+            self.inputs[call_id] = vb
+            elided += 1
+        self._same_or_raise(rest_a, rest_b, where)
+        return elided
 
     def _same_or_raise(self, a: Any, b: Any, where: str) -> int:
         if not _same(a, b):

@@ -49,6 +49,8 @@ from benchmarks.lib.proxy_fuzz import (
     stringify,
 )
 
+from veil.proxy.inputs import marker
+
 Json = dict[str, Any]
 WINDOW = 12_000
 SEEDS = (8, 14)
@@ -622,3 +624,73 @@ def test_a_stub_outlives_the_client_clearing_its_result(rig: Rig) -> None:
         if cleared:
             return  # the stub was sent again
     raise AssertionError("the first result was never stubbed: the reproduction no longer holds")
+
+
+# ---- the checker and elided tool inputs ----------------------------------------------------------
+
+ELIDING = ("anthropic", "responses", "chat")
+
+
+def _input_holders(dialect: Dialect, body: Json) -> list[tuple[Json, str]]:
+    """Every call's input holder in ``body``, in order: (the object, its input's key)."""
+    if dialect == "anthropic":
+        return [(b, "input") for b in _blocks(body, "tool_use")]
+    if dialect == "responses":
+        return [(i, "arguments") for i in body["input"] if i.get("type") == "function_call"]
+    return [
+        (c["function"], "arguments")
+        for m in body["messages"]
+        if m["role"] == "assistant"
+        for c in m.get("tool_calls") or []
+    ]
+
+
+def _elide(value: Any, count: Callable[[int], int] = lambda n: n) -> Any:
+    """``value`` with every string a marker (of ``count(its length)`` characters), its keys
+    kept; a JSON text elided inside."""
+    if isinstance(value, str):
+        try:
+            inner = json.loads(value)
+        except ValueError:
+            inner = None
+        if isinstance(inner, dict):
+            return json.dumps(_elide(inner, count), separators=(",", ":"))
+        return marker(count(len(value)), "veil://warm/ci_0123", "mcp__veil__expand")
+    if isinstance(value, dict):
+        return {k: _elide(v, count) for k, v in cast(Json, value).items()}
+    if isinstance(value, list):
+        return [_elide(v, count) for v in cast(list[Any], value)]
+    return value
+
+
+def _elided(dialect: Dialect, raw: bytes, stubs: dict[str, str], n: int = 0, **how: Any) -> Json:
+    """The request spliced right, with the ``n``-th call's input elided."""
+    body = stubbed(dialect, parse(raw), stubs)
+    holder, key = _input_holders(dialect, body)[n]
+    holder[key] = _elide(holder[key], **how)
+    return body
+
+
+@pytest.mark.parametrize("dialect", ELIDING)
+def test_the_checker_passes_an_elided_input_done_right(dialect: Dialect) -> None:
+    c = case(dialect)
+    checker = Checker(dialect)
+    checked = checker.check(c.first, stringify(_elided(dialect, c.first, c.stubs)))
+    assert checked.stubs == len(c.stubs) + 1 and checked.exact
+    again = checker.check(c.second, stringify(_elided(dialect, c.second, c.stubs)))
+    assert again.stubs == len(c.stubs) + 1
+
+
+@pytest.mark.parametrize("dialect", ELIDING)
+def test_the_checker_catches_an_elided_input_done_wrong(dialect: Dialect) -> None:
+    c = case(dialect)
+    last = len(_input_holders(dialect, parse(c.first))) - 1
+    with pytest.raises(Violation, match="in the last turn was elided"):
+        Checker(dialect).check(c.first, stringify(_elided(dialect, c.first, c.stubs, last)))
+    wrong = _elided(dialect, c.first, c.stubs, count=lambda n: n + 1)
+    with pytest.raises(Violation, match="changed"):  # the marker counts what it took out
+        Checker(dialect).check(c.first, stringify(wrong))
+    checker = Checker(dialect)
+    checker.check(c.first, stringify(_elided(dialect, c.first, c.stubs)))
+    with pytest.raises(Violation, match="came whole"):  # once elided, always
+        checker.check(c.second, stringify(c.forwarded(c.second)))
