@@ -8,7 +8,8 @@ observation as a ``tool_result`` — compact JSON, as the agents write it. The r
 through :func:`veil.proxy.reading.parse` and
 :meth:`veil.proxy.session.Conversations.prepare` on an in-memory store with a fake clock (30 s
 a step: bit-reproducible), and the prompt is the forwarded body as the provider gets it: what
-changed is a result sent as a stub or a head-and-tail excerpt.
+changed is a result sent as a stub or a head-and-tail excerpt, or an old tool input elided
+(:mod:`veil.proxy.inputs`).
 
 The differences from :func:`benchmarks.replay.policies.veil` (the harness) are the proxy's:
 no turn items (only tool results are evicted: the agent's text goes as it is), no manifest and

@@ -235,8 +235,10 @@ def render_section(data: dict[str, Any]) -> str:
                 "(`benchmarks/replay/host_policies.py` states each rule and its source; "
                 "constants scaled to the budget as host constant × budget / host window), and "
                 "Veil as its proxy runs inside them (`benchmarks/replay/proxy_policy.py`). The "
-                "proxy may change only tool results — the agent's own messages, its thoughts "
-                "included, go as they are; Veil in its own harness also stubs old turns. Both "
+                "proxy may change only tool results and, where results alone cannot meet the "
+                "budget and it pays, the long strings of old tool inputs "
+                "(`veil/proxy/inputs.py`) — the agent's own messages, its thoughts included, go "
+                "as they are; Veil in its own harness also stubs old turns. Both "
                 "run the same batch rule (`veil/context/batching.py`): nothing changes while "
                 "the conversation fits, and over the budget one batch deep enough to pay for "
                 "the cache it breaks:",
