@@ -15,6 +15,11 @@ one-line stubs (without collapsing: every result keeps its place and id), each t
 in every later request, and nothing else in the request changes
 (:func:`~veil.proxy.wire.splice`).
 
+When the conversation is over its budget and no batch of results can meet it, old tool
+inputs may be elided instead (:mod:`veil.proxy.elision`, the rules :mod:`veil.proxy.inputs`'):
+the engine counts every input whole, so what the elided ones save is taken out of what the
+request carries besides the conversation.
+
 The provider's reported usage calibrates the count (:meth:`Conversations.reported`), and each
 request's figures — what it would have cost, what was sent, what the provider read from and
 wrote to its cache — are recorded on the tape as ``proxy.request`` events.
@@ -34,25 +39,16 @@ from typing import Any, cast
 
 from veil.clock import Clock, SystemClock
 from veil.context import ContextConfig, ContextEngine
-from veil.context.batching import Pressure, depth
 from veil.context.budget import after_overflow, request_budget
 from veil.context.prefix import shared_prefix
 from veil.context.transcript import Transcript
 from veil.context.window import Entry, Part
-from veil.dialects import DIALECTS, Api, InputAt
-from veil.dialects.base import json_array
+from veil.dialects import DIALECTS, Api
 from veil.dialects.overflow import overflow_limits
 from veil.embed import Embedder
+from veil.proxy.elision import ElidedInputs
 from veil.proxy.events import REQUEST, RequestForwarded
-from veil.proxy.inputs import (
-    Elision,
-    apply,
-    candidates,
-    elision,
-    first_elided,
-    positions,
-    whole_text,
-)
+from veil.proxy.inputs import Elision, apply
 from veil.proxy.tools import EXPAND_TOOLS, describer
 from veil.proxy.wire import (
     Request,
@@ -156,18 +152,8 @@ class Conversation:
         self.splicer = Splicer()
         self.unmet = False
         """The last request was over its budget and no batch could meet it."""
-        self.inputs: dict[str, Elision] = {}
-        """The tool inputs sent elided, by call id (:mod:`veil.proxy.inputs`)."""
-        self.inputs_saved = 0
-        """Tokens the elided inputs take out of every request."""
-        self.aside: dict[str, str] = {
-            item.target[len(INPUT_TARGET) :]: item.stub_pointer
-            for item in engine.items()
-            if item.kind == "message" and item.target and item.target.startswith(INPUT_TARGET)
-        }
-        """Call id → the pointer of the item holding its whole input, for every input this
-        conversation elided (read back from the store: a restarted proxy sends the same
-        bytes)."""
+        self.elided = ElidedInputs(engine, describer(root))
+        """The old tool inputs it sends elided (:mod:`veil.proxy.elision`)."""
 
     def tokens_of(self, entries: list[Entry]) -> int:
         """What ``entries`` cost as the client sent them (text and calls, nothing stubbed)."""
@@ -193,13 +179,6 @@ class Conversation:
                 stubs.append((index, results[at].index, part.text))
         self.parts, self.stubs = list(parts), stubs
         return {result: text for _, result, text in stubs}
-
-
-INPUT_TARGET = "input:"
-"""The target of an item holding an elided tool input, before its call's id."""
-MIN_INPUT_SAVING = 1_000
-"""Tokens a batch of input elisions must at least take out of every request: less is not worth
-a rewrite of the provider's cache."""
 
 
 def _entry_of(result: Result) -> int:
@@ -343,8 +322,9 @@ class Conversations:
                     raw, engine.session_id, fixed, fixed, 0, 0, True, 0.0,
                     budget=budget, model=request.model, note=note,
                 )  # fmt: skip
-            self._elide_again(request, conversation)
-            saved = conversation.inputs_saved
+            elided = conversation.elided
+            elided.again(request)
+            saved = elided.saved
             entries = conversation.transcript.entries(request.found)
             now = self.clock.now().timestamp()
             last, conversation.last_request = conversation.last_request, now
@@ -362,14 +342,11 @@ class Conversations:
             sent = fixed + rendered.tokens - saved
             texts = conversation.stubbed(rendered.parts, request.results)
             spliced: Spliced = conversation.splicer.splice(request, raw, texts)
-            body, inputs_elided = apply(spliced.body, list(conversation.inputs.values()))
+            body, inputs_elided = elided.apply(spliced.body)
             new: list[Elision] = []
             if (report.pressure and not report.batch) or overflow:
-                new = self._elide_more(
-                    request, conversation, body, sent=sent, room=room, cold=cold,
-                    overflow=overflow,
-                )  # fmt: skip
-                sent -= conversation.inputs_saved - saved
+                new = elided.more(request, body, sent=sent, room=room, cold=cold, overflow=overflow)
+                sent -= elided.saved - saved
             body, more = apply(body, new)
             inputs_elided += more
             inputs_new = len(new)
@@ -420,91 +397,6 @@ class Conversations:
             inputs_elided=inputs_elided,
             inputs_new=inputs_new,
         )
-
-    def _elide_again(self, request: Request, conversation: Conversation) -> None:
-        """Inputs this conversation elided before the proxy restarted (their items are in the
-        store) are elided again, with the same pointers: the same bytes as before."""
-        pending = [c for c in conversation.aside if c not in conversation.inputs]
-        if not pending:
-            return
-        ats = _inputs_at(request)
-        order = {c.id: i for i, m in enumerate(request.found) for c in m.calls}
-        expand = conversation.engine.config.expand_tool
-        for call_id in pending:
-            at = ats.get(call_id)
-            if at is not None and call_id in order:
-                pointer = conversation.aside[call_id]
-                self._add_elision(conversation, elision(at, order[call_id], pointer, expand))
-
-    def _elide_more(
-        self,
-        request: Request,
-        conversation: Conversation,
-        body: bytes,
-        *,
-        sent: int,
-        room: int,
-        cold: bool,
-        overflow: bool,
-    ) -> list[Elision]:
-        """The request (``body``, ``sent`` estimated tokens, ``room`` its budget) is over its
-        budget and no batch of results could meet it: a batch of old tool inputs elided
-        (:mod:`veil.proxy.inputs`), when one gets the request within its budget — down to the
-        batch rule's depth when the candidates can, so that the next batch is not the next
-        request — and pays for the cache it rewrites (the rule's break-even,
-        :func:`veil.context.batching.depth`; a cold cache costs nothing to rewrite). The
-        latest start that does (:func:`~veil.proxy.inputs.first_elided`); after the provider
-        refused the request as too long, every candidate. A batch that cannot meet the budget
-        or pay does not run, as no batch of results does. Returns the batch's elisions."""
-        ats = _inputs_at(request)
-        if not ats:
-            return []
-        engine = conversation.engine
-        found = candidates(request.found, ats, conversation.inputs, describer(self.root))
-        count = engine.count_tokens
-        sized = [
-            (e, at)
-            for index, at in found
-            if (e := elision(at, index, "veil://warm/ci_" + "0" * 32, None)) is not None
-        ]
-        at_byte = positions(body, [e for e, _ in sized])
-        made = [(e, at, p) for (e, at), p in zip(sized, at_byte, strict=True) if p is not None]
-        if not made:
-            return []
-        savings = [float(_saved(count, e)) for e, _, _ in made]
-        if overflow:
-            start: int | None = 0
-        else:
-            requests = sum(1 for f in request.found if f.role == "assistant")
-            goal = depth(Pressure(sent, room, requests, cold), engine.config.batch)
-            # what follows each candidate is rewritten: its share of the request's bytes
-            suffixes = [sent * (len(body) - p) / len(body) for _, _, p in made]
-            deep = sent - goal.fit
-            need = deep if sum(savings) >= deep else sent - room
-            start = first_elided(savings, suffixes, need=need, factor=goal.factor)
-        if start is None or sum(savings[start:]) < MIN_INPUT_SAVING:
-            return []
-        expand = engine.config.expand_tool
-        new: list[Elision] = []
-        for e, at, _ in made[start:]:
-            item = engine.set_aside(
-                whole_text(at),
-                target=INPUT_TARGET + at.call_id,
-                reason="tool input elided: the results alone could not meet the budget",
-            )
-            conversation.aside[at.call_id] = item.stub_pointer
-            done = elision(at, e.order, item.stub_pointer, expand)
-            if self._add_elision(conversation, done):
-                assert done is not None
-                new.append(done)
-        return new
-
-    def _add_elision(self, conversation: Conversation, e: Elision | None) -> int:
-        if e is None or e.call_id in conversation.inputs:
-            return 0
-        conversation.inputs[e.call_id] = e
-        conversation.inputs_saved += _saved(conversation.engine.count_tokens, e)
-        return 1
 
     def _is_compaction(self, request: Request) -> bool:
         """The agent's own compaction request: its last user message carries one of the
@@ -619,22 +511,6 @@ class Conversations:
                 with conversation.lock:
                     conversation.engine.close()
             self._by_key.clear()
-
-
-def _inputs_at(request: Request) -> dict[str, InputAt]:
-    """Where each tool call's input is in the request's body, by call id."""
-    dialect = DIALECTS[request.api]
-    return {
-        at.call_id: at
-        for item in json_array(request.body.get(dialect.messages_key))
-        for at in dialect.call_inputs(item)
-    }
-
-
-def _saved(count: Callable[[str], int], e: Elision) -> int:
-    """Tokens ``e`` takes out of a request."""
-    before = count(e.before.decode("utf-8", "replace"))
-    return max(0, before - count(e.after.decode("utf-8", "replace")))
 
 
 def _shared_tokens(now: bytes, before: bytes, tokens: int) -> int:

@@ -1,0 +1,158 @@
+"""One conversation's elided tool inputs, as the proxy keeps them between requests: which calls,
+the bytes each is sent as, what they save, and the items holding the whole inputs.
+
+The rules of what may be elided and how it reads are :mod:`veil.proxy.inputs`' (pure); this
+module is their state and their I/O: a batch of elisions (:meth:`ElidedInputs.more`) runs when
+the conversation is over its budget and no batch of results could meet it, and only when it gets
+the request within the budget and pays for the cache it rewrites (the batch rule of
+:mod:`veil.context.batching`); each input it elides becomes a ``message`` item out of the prompt
+(:meth:`veil.context.ContextEngine.set_aside`, target ``input:<call id>``) whose pointer the
+marker carries, so ``expand`` returns the whole input and a restarted proxy finds what it elided
+(:meth:`ElidedInputs.again`) and sends the same bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from veil.context import ContextEngine
+from veil.context.batching import Pressure, depth
+from veil.context.transcript import Addressed, Call
+from veil.dialects import DIALECTS, InputAt
+from veil.dialects.base import json_array
+from veil.proxy.inputs import (
+    Elision,
+    apply,
+    candidates,
+    elision,
+    first_elided,
+    positions,
+    whole_text,
+)
+from veil.proxy.wire import Request
+
+INPUT_TARGET = "input:"
+"""The target of an item holding an elided tool input, before its call's id."""
+MIN_SAVING = 1_000
+"""Tokens a batch of elisions must at least take out of every request: less is not worth a
+rewrite of the provider's cache."""
+SIZING_POINTER = "veil://warm/ci_" + "0" * 32
+"""A pointer as long as an item's, to size an elision before its item exists."""
+
+
+class ElidedInputs:
+    """The inputs one conversation sends elided (used under the conversation's lock)."""
+
+    def __init__(self, engine: ContextEngine, describe: Callable[[Call], Addressed]) -> None:
+        self.engine = engine
+        self.describe = describe
+        self.inputs: dict[str, Elision] = {}
+        """By call id."""
+        self.saved = 0
+        """Tokens the elided inputs take out of every request."""
+        self.aside: dict[str, str] = {
+            item.target[len(INPUT_TARGET) :]: item.stub_pointer
+            for item in engine.items()
+            if item.kind == "message" and item.target and item.target.startswith(INPUT_TARGET)
+        }
+        """Call id → the pointer of the item holding its whole input, for every input this
+        conversation elided (read back from the store)."""
+
+    def apply(self, body: bytes) -> tuple[bytes, int]:
+        """``body`` with every input elided so far in place of the whole one, and how many
+        were found (:func:`veil.proxy.inputs.apply`)."""
+        return apply(body, list(self.inputs.values()))
+
+    def again(self, request: Request) -> None:
+        """Inputs this conversation elided before the proxy restarted (their items are in the
+        store) are elided again, with the same pointers: the same bytes as before."""
+        pending = [c for c in self.aside if c not in self.inputs]
+        if not pending:
+            return
+        ats = inputs_at(request)
+        order = {c.id: i for i, m in enumerate(request.found) for c in m.calls}
+        expand = self.engine.config.expand_tool
+        for call_id in pending:
+            at = ats.get(call_id)
+            if at is not None and call_id in order:
+                self._add(elision(at, order[call_id], self.aside[call_id], expand))
+
+    def more(
+        self, request: Request, body: bytes, *, sent: int, room: int, cold: bool, overflow: bool
+    ) -> list[Elision]:
+        """The request (``body``, ``sent`` estimated tokens, ``room`` its budget) is over its
+        budget and no batch of results could meet it: a batch of old tool inputs elided, when
+        one gets the request within its budget — down to the batch rule's depth when the
+        candidates can, so that the next batch is not the next request — and pays for the cache
+        it rewrites (the rule's break-even, :func:`veil.context.batching.depth`, over what
+        follows its first elided input; a cold cache costs nothing to rewrite). The latest start
+        that does (:func:`~veil.proxy.inputs.first_elided`); after the provider refused the
+        request as too long, every candidate. A batch that cannot meet the budget or pay does
+        not run, as no batch of results does. Returns the batch's elisions (already kept: the
+        caller applies them to ``body``)."""
+        ats = inputs_at(request)
+        if not ats:
+            return []
+        engine = self.engine
+        found = candidates(request.found, ats, self.inputs, self.describe)
+        sized = [
+            (e, at)
+            for index, at in found
+            if (e := elision(at, index, SIZING_POINTER, None)) is not None
+        ]
+        at_byte = positions(body, [e for e, _ in sized])
+        made = [(e, at, p) for (e, at), p in zip(sized, at_byte, strict=True) if p is not None]
+        if not made:
+            return []
+        savings = [float(self._saving(e)) for e, _, _ in made]
+        if overflow:
+            start: int | None = 0
+        else:
+            requests = sum(1 for f in request.found if f.role == "assistant")
+            goal = depth(Pressure(sent, room, requests, cold), engine.config.batch)
+            # what follows each candidate is rewritten: its share of the request's bytes
+            suffixes = [sent * (len(body) - p) / len(body) for _, _, p in made]
+            deep = sent - goal.fit
+            need = deep if sum(savings) >= deep else sent - room
+            start = first_elided(savings, suffixes, need=need, factor=goal.factor)
+        if start is None or sum(savings[start:]) < MIN_SAVING:
+            return []
+        expand = engine.config.expand_tool
+        new: list[Elision] = []
+        for e, at, _ in made[start:]:
+            item = engine.set_aside(
+                whole_text(at),
+                target=INPUT_TARGET + at.call_id,
+                reason="tool input elided: the results alone could not meet the budget",
+            )
+            self.aside[at.call_id] = item.stub_pointer
+            done = elision(at, e.order, item.stub_pointer, expand)
+            if done is not None and self._add(done):
+                new.append(done)
+        return new
+
+    def _add(self, e: Elision | None) -> bool:
+        if e is None or e.call_id in self.inputs:
+            return False
+        self.inputs[e.call_id] = e
+        self.saved += self._saving(e)
+        return True
+
+    def _saving(self, e: Elision) -> int:
+        """Tokens ``e`` takes out of a request."""
+        count = self.engine.count_tokens
+        before = count(e.before.decode("utf-8", "replace"))
+        return max(0, before - count(e.after.decode("utf-8", "replace")))
+
+
+def inputs_at(request: Request) -> dict[str, InputAt]:
+    """Where each tool call's input is in the request's body, by call id."""
+    dialect = DIALECTS[request.api]
+    return {
+        at.call_id: at
+        for item in json_array(request.body.get(dialect.messages_key))
+        for at in dialect.call_inputs(item)
+    }
+
+
+__all__ = ["INPUT_TARGET", "MIN_SAVING", "ElidedInputs", "inputs_at"]
