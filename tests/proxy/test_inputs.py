@@ -11,6 +11,7 @@ nothing is elided while the results can still meet the budget.
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -317,6 +318,8 @@ def test_old_inputs_are_elided_once_the_results_alone_cannot_meet_the_budget(
         # and nothing else of the request changed
         assert restored(api, sent, client) == client, steps
     assert first is not None
+    batches = [k for k, p in enumerate(run.prepared) if p.inputs_new]
+    assert all(b - a > 1 for a, b in itertools.pairwise(batches)), batches  # never back to back
     if api == "anthropic":  # its thoughts are long: in the end the text alone outgrows it
         assert run.prepared[-1].unmet and not run.prepared[-1].inputs_new
     # the marker names the expand tool (Claude Code's) and a pointer whose item is the input

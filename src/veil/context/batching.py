@@ -36,6 +36,7 @@ module only says whether a batch runs and when it has gone deep enough.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from veil.context.eviction import Depth
@@ -91,6 +92,18 @@ class Pressure:
         return self.tokens > self.budget
 
 
+def model_requests(roles: Sequence[str]) -> int:
+    """The model requests a conversation took so far, at least 1: its runs of assistant
+    messages (a Responses answer is its message and its call items, each read as an assistant
+    message of its own)."""
+    runs = sum(
+        1
+        for i, role in enumerate(roles)
+        if role == "assistant" and (i == 0 or roles[i - 1] != role)
+    )
+    return max(1, runs)
+
+
 def requests_left(requests: int, rule: BatchRule) -> float:
     """The requests a batch now is expected to pay back over (see the module docstring)."""
     return max(rule.min_requests_left, rule.requests_left_ratio * requests)
@@ -128,4 +141,12 @@ def depth(pressure: Pressure, rule: BatchRule) -> Depth:
     )
 
 
-__all__ = ["BatchRule", "CachePrices", "Depth", "Pressure", "depth", "requests_left"]
+__all__ = [
+    "BatchRule",
+    "CachePrices",
+    "Depth",
+    "Pressure",
+    "depth",
+    "model_requests",
+    "requests_left",
+]

@@ -26,7 +26,7 @@ from typing import Literal
 import numpy as np
 
 from veil.context import events
-from veil.context.batching import Pressure
+from veil.context.batching import Pressure, model_requests
 from veil.context.batching import depth as batch_depth
 from veil.context.config import ContextConfig
 from veil.context.eviction import Bools, Depth, Move, Plan
@@ -249,7 +249,7 @@ class TurnBoundary:
         mode = _tail_mode(tail)
         memory.overhead_tokens = fixed_tokens + self._tail_tokens
         roles = [e.role for e in entries]
-        requests = max(1, roles.count("assistant"))
+        requests = model_requests(roles)
         last_assistant = (
             len(roles) - 1 - roles[::-1].index("assistant") if "assistant" in roles else -1
         )

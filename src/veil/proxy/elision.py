@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from veil.context import ContextEngine
-from veil.context.batching import Pressure, depth
+from veil.context.batching import Pressure, depth, model_requests
 from veil.context.transcript import Addressed, Call
 from veil.dialects import DIALECTS, InputAt
 from veil.dialects.base import json_array
@@ -78,12 +78,22 @@ class ElidedInputs:
                 self._add(elision(at, order[call_id], self.aside[call_id], expand))
 
     def more(
-        self, request: Request, body: bytes, *, sent: int, room: int, cold: bool, overflow: bool
+        self,
+        request: Request,
+        body: bytes,
+        *,
+        sent: int,
+        before: int,
+        room: int,
+        cold: bool,
+        overflow: bool,
     ) -> list[Elision]:
-        """The request (``body``, ``sent`` estimated tokens, ``room`` its budget) is over its
+        """The request (``body``, ``sent`` estimated tokens, ``before`` as the agent sent it,
+        ``room`` its budget) is over its
         budget and no batch of results could meet it: a batch of old tool inputs elided, when
-        one gets the request within its budget — down to the batch rule's depth when the
-        candidates can, so that the next batch is not the next request — and pays for the cache
+        one gets the request within its budget with room for the next requests' growth (down
+        to the batch rule's depth when the candidates can), so that the next batch is not the
+        next request, and pays for the cache
         it rewrites (the rule's break-even, :func:`veil.context.batching.depth`, over what
         follows its first elided input; a cold cache costs nothing to rewrite). The latest start
         that does (:func:`~veil.proxy.inputs.first_elided`); after the provider refused the
@@ -108,12 +118,16 @@ class ElidedInputs:
         if overflow:
             start: int | None = 0
         else:
-            requests = sum(1 for f in request.found if f.role == "assistant")
-            goal = depth(Pressure(sent, room, requests, cold), engine.config.batch)
+            requests = model_requests([f.role for f in request.found])
+            rule = engine.config.batch
+            goal = depth(Pressure(sent, room, requests, cold), rule)
             # what follows each candidate is rewritten: its share of the request's bytes
             suffixes = [sent * (len(body) - p) / len(body) for _, _, p in made]
             deep = sent - goal.fit
-            need = deep if sum(savings) >= deep else sent - room
+            # at least room for the next requests' growth (the conversation as the agent sends
+            # it grows by its mean per request): else the next request batches again
+            headroom = min(rule.headroom_requests * before / requests, room / 2)
+            need = deep if sum(savings) >= deep else sent - room + headroom
             start = first_elided(savings, suffixes, need=need, factor=goal.factor)
         if start is None or sum(savings[start:]) < MIN_SAVING:
             return []

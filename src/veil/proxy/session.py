@@ -345,7 +345,10 @@ class Conversations:
             body, inputs_elided = elided.apply(spliced.body)
             new: list[Elision] = []
             if (report.pressure and not report.batch) or overflow:
-                new = elided.more(request, body, sent=sent, room=room, cold=cold, overflow=overflow)
+                new = elided.more(
+                    request, body, sent=sent, before=before, room=room, cold=cold,
+                    overflow=overflow,
+                )  # fmt: skip
                 sent -= elided.saved - saved
             body, more = apply(body, new)
             inputs_elided += more
@@ -361,8 +364,8 @@ class Conversations:
             unmet = report.pressure and not report.batch and not inputs_new
             if unmet and not conversation.unmet:  # said when the conversation gets there
                 note = (
-                    f"{engine.session_id}: over its budget ({sent:,} of "
-                    f"{engine.request_budget:,} tokens) with every result it may evict as its "
+                    f"{engine.session_id}: over its budget ({sent:,} of {room:,} tokens, as Veil "
+                    "estimates them) with every result it may evict as its "
                     "stub — the agent's text, its recent tool inputs and the results the model "
                     "has not read exceed it; forwarded with nothing more evicted (no batch can "
                     "meet the budget, or eliding old tool inputs would not pay for the cache it "
