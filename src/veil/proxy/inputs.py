@@ -5,16 +5,17 @@ A call's input costs its tokens in every later request: a ``Write``'s whole file
 two strings, Codex's ``apply_patch`` text. Once the conversation is over its budget with every
 result it may evict as its stub (the agent's text and its calls alone exceed it), the proxy
 elides the long strings of old calls' inputs, as the Anthropic API's ``clear_tool_inputs``
-does — all of them in one batch (one rewrite of the provider's cache), and from then on the
-same bytes in every later request:
+does — in batches, each one rewrite of the provider's cache from its first elided input on —
+and from then on sends them as the same bytes in every later request:
 
 - Only calls the model has moved on from: never those of its last :data:`RECENT` assistant
   messages, nor the newest earlier call that wrote a file those calls write — the model edits
   that file against what it wrote, and must match it exactly (:func:`kept_whole`).
-- A batch of elisions runs only when it gets the request within its budget and pays for the
-  cache it rewrites (the batch rule of :mod:`veil.context.batching`: from its first change on,
-  every token is written again), the latest start that does (:func:`first_elided`); after the
-  provider refused a request as too long, every candidate goes.
+- A batch of elisions runs only when it gets the request within its budget (with room for the
+  next requests' growth; :mod:`veil.proxy.elision` decides) and pays for the cache it rewrites
+  (the batch rule of :mod:`veil.context.batching`: from its first change on, every token is
+  written again), the latest start that does (:func:`first_elided`); after the provider
+  refused a request as too long, every candidate goes.
 - An elided input keeps its shape and its keys: each string of at least :data:`MIN_CHARS`
   characters becomes one marker naming the expand tool and the pointer of a Veil item holding
   the whole input (:func:`marker`); numbers, booleans and short strings stay. A JSON text (the
