@@ -35,11 +35,10 @@ from typing import Any, cast
 
 from veil.context.transcript import Addressed, Call, Found
 from veil.dialects.base import InputAt, dumps
+from veil.proxy.wire import value_span
 
 MIN_CHARS = 2_000
 """A string of a call's input shorter than this stays: its marker would save little."""
-NEAR = 256
-"""Bytes between a call's id and its input's key (a name, a type) in the same object."""
 
 
 @dataclass(frozen=True)
@@ -239,22 +238,8 @@ def positions(raw: bytes, elisions: Sequence[Elision]) -> list[int | None]:
 
 
 def _span(raw: bytes, e: Elision, after: int) -> tuple[int, int] | None:
-    """Where ``e``'s whole input is in ``raw`` (at or after ``after``): in the same object as
-    its call's id, just after it or just before it."""
-    needle = e.key + e.before
-    anchor = raw.find(e.anchor, after)
-    while anchor >= 0:
-        end = anchor + len(e.anchor)
-        forward = raw.find(e.key, end, end + NEAR + len(e.key))
-        if forward >= 0 and raw.startswith(needle, forward):
-            start = forward + len(e.key)
-            return start, start + len(e.before)
-        back = raw.rfind(needle, max(after, anchor - len(needle) - NEAR), anchor)
-        if back >= 0 and anchor - (back + len(needle)) <= NEAR:
-            start = back + len(e.key)
-            return start, start + len(e.before)
-        anchor = raw.find(e.anchor, end)
-    return None
+    """Where ``e``'s whole input is in ``raw`` (at or after ``after``), next to its call's id."""
+    return value_span(raw, e.anchor, e.key, e.before, after)
 
 
 __all__ = [

@@ -286,23 +286,37 @@ def span_of(
 ) -> tuple[int, int] | None:
     """Where ``result``'s content value is in ``raw`` (at or after ``after``, ending by
     ``before``): in the same object as its call id, just after it or just before it."""
-    call = DIALECTS[api].anchor + dumps(result.call_id)
-    value = result.encoded if result.encoded is not None else dumps(result.value)
-    key = b'"' + result.field.encode() + b'":'
+    return value_span(
+        raw,
+        DIALECTS[api].anchor + dumps(result.call_id),
+        b'"' + result.field.encode() + b'":',
+        result.encoded if result.encoded is not None else dumps(result.value),
+        after,
+        before,
+    )
+
+
+def value_span(
+    raw: bytes, anchor: bytes, key: bytes, value: bytes, after: int, before: int | None = None
+) -> tuple[int, int] | None:
+    """Where ``value`` (compact JSON) is in ``raw`` as the value of ``key`` (``"<name>":``) in
+    the object that ``anchor`` (``"<id key>":"<id>"``) names, within :data:`NEAR` bytes after
+    or before it; at or after ``after``, ending by ``before``. The one search of the splicer
+    (a result's content) and of input elision (a call's input)."""
     needle = key + value
     limit = len(raw) if before is None else before
-    anchor = raw.find(call, after, limit)
-    while anchor >= 0:
-        end = anchor + len(call)
+    at = raw.find(anchor, after, limit)
+    while at >= 0:
+        end = at + len(anchor)
         forward = raw.find(key, end, min(limit, end + NEAR + len(key)))
         if forward >= 0 and raw.startswith(needle, forward) and forward + len(needle) <= limit:
             start = forward + len(key)
             return start, start + len(value)
-        back = raw.rfind(needle, max(after, anchor - len(needle) - NEAR), anchor)
-        if back >= 0 and anchor - (back + len(needle)) <= NEAR:
+        back = raw.rfind(needle, max(after, at - len(needle) - NEAR), at)
+        if back >= 0 and at - (back + len(needle)) <= NEAR:
             start = back + len(key)
             return start, start + len(value)
-        anchor = raw.find(call, end, limit)
+        at = raw.find(anchor, end, limit)
     return None
 
 
@@ -358,4 +372,5 @@ __all__ = [
     "span_of",
     "splice",
     "text_of",
+    "value_span",
 ]
