@@ -14,6 +14,7 @@ marker carries, so ``expand`` returns the whole input and a restarted proxy find
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 
 from veil.context import ContextEngine
 from veil.context.batching import Pressure, depth, model_requests
@@ -57,6 +58,12 @@ class ElidedInputs:
         }
         """Call id → the pointer of the item holding its whole input, for every input this
         conversation elided (read back from the store)."""
+        self._sized: dict[str, tuple[Elision, int] | None] = {}
+        """Call id → its input elided with a stand-in pointer and the tokens that saves (None:
+        nothing to elide). A call's input never changes: while the conversation is over its
+        budget every request weighs the same candidates again."""
+        self._writes: dict[str, str | None] = {}
+        """Call id → the file it writes (as ``describe`` says), remembered for the same reason."""
 
     def apply(self, body: bytes) -> tuple[bytes, int]:
         """``body`` with every input elided so far in place of the whole one, and how many
@@ -104,17 +111,20 @@ class ElidedInputs:
         if not ats:
             return []
         engine = self.engine
-        found = candidates(request.found, ats, self.inputs, self.describe)
-        sized = [
-            (e, at)
-            for index, at in found
-            if (e := elision(at, index, SIZING_POINTER, None)) is not None
-        ]
-        at_byte = positions(body, [e for e, _ in sized])
-        made = [(e, at, p) for (e, at), p in zip(sized, at_byte, strict=True) if p is not None]
+        found = candidates(
+            request.found, ats, self.inputs, self._describe, lambda at: self._size(at) is not None
+        )
+        sized: list[tuple[Elision, int, InputAt]] = []
+        for index, at in found:
+            size = self._size(at)
+            if size is not None:
+                sized.append((replace(size[0], order=index), size[1], at))
+        at_byte = positions(body, [e for e, _, _ in sized])
+        made = [(e, at, p) for (e, _, at), p in zip(sized, at_byte, strict=True) if p is not None]
         if not made:
             return []
-        savings = [float(self._saving(e)) for e, _, _ in made]
+        saving_of = {e.call_id: float(n) for e, n, _ in sized}
+        savings = [saving_of[e.call_id] for e, _, _ in made]
         if overflow:
             start: int | None = 0
         else:
@@ -144,6 +154,21 @@ class ElidedInputs:
             if done is not None and self._add(done):
                 new.append(done)
         return new
+
+    def _size(self, at: InputAt) -> tuple[Elision, int] | None:
+        """``at``'s input elided with a stand-in pointer as long as an item's, and the tokens
+        that saves; None when it has nothing to elide (remembered per call)."""
+        if at.call_id not in self._sized:
+            e = elision(at, 0, SIZING_POINTER, None)
+            self._sized[at.call_id] = None if e is None else (e, self._saving(e))
+        return self._sized[at.call_id]
+
+    def _describe(self, call: Call) -> Addressed:
+        """What ``call`` writes, as ``describe`` says (remembered per call: the rest is not
+        read here)."""
+        if call.id not in self._writes:
+            self._writes[call.id] = self.describe(call).writes
+        return Addressed(writes=self._writes[call.id])
 
     def _add(self, e: Elision | None) -> bool:
         if e is None or e.call_id in self.inputs:

@@ -144,10 +144,12 @@ def candidates(
     inputs: Mapping[str, InputAt],
     done: Mapping[str, Elision],
     describe: Callable[[Call], Addressed],
+    elidable: Callable[[InputAt], bool] = lambda at: long_chars(at.value) > 0,
 ) -> list[tuple[int, InputAt]]:
     """The calls whose inputs may be elided now, with their message's index: not
     :func:`kept_whole` (so made before the conversation's last assistant message), not elided
-    yet, with a string of at least :data:`MIN_CHARS` characters."""
+    yet, with a string of at least :data:`MIN_CHARS` characters (``elidable``: that test, which
+    a caller may remember per call)."""
     whole = kept_whole(found, describe)
     out: list[tuple[int, InputAt]] = []
     for index, message in enumerate(found):
@@ -155,7 +157,7 @@ def candidates(
             at = inputs.get(call.id)
             if at is None or not call.id or call.id in done or call.id in whole:
                 continue
-            if long_chars(at.value):
+            if elidable(at):
                 out.append((index, at))
     return out
 
