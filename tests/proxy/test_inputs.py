@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from veil.clock import FakeClock
+from tests.proxy.conftest import Make, Run, raw
 from veil.context.transcript import Call, Found
-from veil.dialects import Api, InputAt
+from veil.dialects import DIALECTS, Api, InputAt
 from veil.proxy.inputs import (
     MIN_CHARS,
     apply,
@@ -33,10 +32,8 @@ from veil.proxy.inputs import (
     marker,
 )
 from veil.proxy.reading import Reader, parse
-from veil.proxy.session import Conversations, Prepared
+from veil.proxy.session import Prepared
 from veil.proxy.tools import describer
-from veil.tape.sqlite import SQLiteStore
-from veil.testing import HashEmbedder
 
 Json = dict[str, Any]
 THOUGHT = "I will now write the next module and check how it fits with the others. " * 12
@@ -220,14 +217,8 @@ BODIES: dict[Api, Callable[[int], Json]] = {
 }  # fmt: skip
 
 
-def raw(data: Json) -> bytes:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 def inputs_of(api: Api, data: Json) -> dict[str, Any]:
     """Each call's input as the body holds it, by call id."""
-    from veil.dialects import DIALECTS
-
     dialect = DIALECTS[api]
     return {
         at.call_id: at.value
@@ -245,57 +236,22 @@ def restored(api: Api, sent: Json, client: Json) -> Json:
     return json.loads(text)
 
 
-class Run:
-    def __init__(self, api: Api, conversations: Conversations, clock: FakeClock) -> None:
-        self.api: Api = api
-        self.conversations, self.clock = conversations, clock
-        self.reader = Reader()
-        self.prepared: list[Prepared] = []
-
-    def send(self, steps: int) -> tuple[Json, Prepared]:
-        data = BODIES[self.api](steps)
-        payload = raw(data)
-        request = parse(self.api, payload, {}, self.reader)
-        prepared = self.conversations.prepare(request, payload)
-        self.prepared.append(prepared)
-        self.clock.advance(seconds=20)
-        return data, prepared
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def make(tmp_path: Path, clock: FakeClock) -> Iterator[Callable[..., Run]]:
-    made: list[tuple[Conversations, SQLiteStore]] = []
-
-    def factory(api: Api, budget: int, name: str = "c.db") -> Run:
-        store = SQLiteStore(tmp_path / name, embedder=HashEmbedder(), clock=clock)
-        conversations = Conversations(
-            store, scope="project:t", root=None, window=None, clock=clock,
-            embedder=HashEmbedder(), budget=budget,
-        )  # fmt: skip
-        made.append((conversations, store))
-        return Run(api, conversations, clock)
-
-    yield factory
-    for conversations, store in made:
-        conversations.close()
-        store.close()
+def step(run: Run, steps: int) -> tuple[Json, Prepared]:
+    """The conversation's body at ``steps`` steps, as the client sends it, and as prepared."""
+    data = BODIES[run.api](steps)
+    return data, run.send(data)
 
 
 @pytest.mark.parametrize("api", ["anthropic", "responses", "chat"])
 def test_old_inputs_are_elided_once_the_results_alone_cannot_meet_the_budget(
-    make: Callable[..., Run], api: Api
+    make: Make, api: Api
 ) -> None:
     budget = 12_000
-    run = make(api, budget)
+    run = make(budget, api=api)
     first: int | None = None
     markers: dict[str, Any] = {}
     for steps in range(1, 36):
-        client, prepared = run.send(steps)
+        client, prepared = step(run, steps)
         sent = json.loads(prepared.body)
         now = inputs_of(api, sent)
         whole = inputs_of(api, client)
@@ -339,26 +295,24 @@ def test_old_inputs_are_elided_once_the_results_alone_cannot_meet_the_budget(
 
 
 def test_nothing_is_elided_while_the_results_can_meet_the_budget(
-    make: Callable[..., Run],
+    make: Make,
 ) -> None:
-    run = make("anthropic", 60_000)
+    run = make(60_000)
     for steps in range(1, 30):
-        client, prepared = run.send(steps)
+        client, prepared = step(run, steps)
         assert not prepared.inputs_elided and not prepared.unmet
         assert inputs_of("anthropic", json.loads(prepared.body)) == inputs_of("anthropic", client)
 
 
-def test_a_restarted_proxy_sends_the_same_elided_inputs(
-    make: Callable[..., Run], clock: FakeClock
-) -> None:
-    run = make("anthropic", 12_000)
+def test_a_restarted_proxy_sends_the_same_elided_inputs(make: Make) -> None:
+    run = make(12_000, name="c.db")
     for steps in range(1, 29):
-        run.send(steps)
-    _, before = run.send(29)
+        step(run, steps)
+    _, before = step(run, 29)
     assert before.inputs_elided
     run.conversations.close()
-    again = make("anthropic", 12_000)  # the same store, a new process's conversations
-    _, after = again.send(30)
+    again = make(12_000, name="c.db")  # the same store, a new process's conversations
+    _, after = step(again, 30)
     sent_before = inputs_of("anthropic", json.loads(before.body))
     sent_after = inputs_of("anthropic", json.loads(after.body))
     elided_before = {c: v for c, v in sent_before.items() if "input elided" in json.dumps(v)}

@@ -18,17 +18,14 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.proxy.conftest import raw
 from veil.clock import FakeClock
-from veil.proxy.reading import Reader, parse
-from veil.proxy.session import Conversations, Prepared
-from veil.tape.sqlite import SQLiteStore
-from veil.testing import HashEmbedder
+from veil.proxy.reading import parse
+from veil.proxy.session import Prepared
 from veil.tokens import estimate_tokens
 
 POINTER = "veil://warm/"
@@ -68,10 +65,6 @@ def body(
     }
 
 
-def raw(data: dict[str, Any]) -> bytes:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False).encode()
-
-
 def results(sent: bytes) -> dict[str, str]:
     out: dict[str, str] = {}
     for message in json.loads(sent)["messages"]:
@@ -79,50 +72,6 @@ def results(sent: bytes) -> dict[str, str]:
             if block.get("type") == "tool_result":
                 out[block["tool_use_id"]] = block["content"]
     return out
-
-
-class Run:
-    """One conversation driven through :meth:`Conversations.prepare`, a request per step."""
-
-    def __init__(self, conversations: Conversations, clock: FakeClock) -> None:
-        self.conversations = conversations
-        self.clock = clock
-        self.reader = Reader()
-        self.prepared: list[Prepared] = []
-        self.sent: list[bytes] = []
-
-    def send(self, data: dict[str, Any], *, overflow: bool = False) -> Prepared:
-        payload = raw(data)
-        request = parse("anthropic", payload, {}, self.reader)
-        prepared = self.conversations.prepare(request, payload, overflow=overflow)
-        self.prepared.append(prepared)
-        self.sent.append(prepared.body)
-        self.clock.advance(seconds=20)
-        return prepared
-
-
-@pytest.fixture
-def clock() -> FakeClock:
-    return FakeClock()
-
-
-@pytest.fixture
-def make(tmp_path: Path, clock: FakeClock) -> Iterator[Any]:
-    made: list[tuple[Conversations, SQLiteStore]] = []
-
-    def factory(budget: int) -> Run:
-        store = SQLiteStore(tmp_path / f"c{len(made)}.db", embedder=HashEmbedder(), clock=clock)
-        conversations = Conversations(
-            store, scope="project:t", root=None, window=None, clock=clock,
-            embedder=HashEmbedder(), budget=budget,
-        )  # fmt: skip
-        made.append((conversations, store))
-        return Run(conversations, clock)
-
-    yield factory
-    for conversations, store in made:
-        conversations.close()
-        store.close()
 
 
 def test_nothing_changes_while_the_conversation_fits(make: Any) -> None:
