@@ -14,6 +14,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -330,3 +331,24 @@ def test_a_batch_of_elisions_starts_as_late_as_it_can_and_only_where_it_pays() -
     assert first_elided(savings, suffixes, need=1_500, factor=0.38) == 0
     assert first_elided(savings, suffixes, need=1_500, factor=0.45) is None  # never pays
     assert first_elided(savings, suffixes, need=5_000, factor=0.0) is None  # never enough
+
+
+def test_a_secret_in_an_elided_input_is_never_stored_or_sent_again(
+    make: Make, tmp_path: Path
+) -> None:
+    """The item holding a whole input is redacted, as every item is; the marker carries only
+    the count and the pointer."""
+    canary = "AKIA" + "Q3VEILCANARY7XQZ"  # an AWS access key id's shape, not a real key
+    run = make(12_000, name="c.db")
+    sent: list[bytes] = []
+    for steps in range(1, 20):
+        data = anthropic_body(steps)
+        block = data["messages"][1]["content"][2]
+        block["input"]["content"] = f"aws_access_key_id = {canary}\n" + block["input"]["content"]
+        sent.append(run.send(data).body)
+    assert canary.encode() in sent[0]  # while whole, the model gets the input as written
+    assert canary.encode() not in sent[-1] and run.prepared[-1].inputs_elided
+    run.conversations.close()
+    stored = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.is_file())
+    assert canary.encode() not in stored
+    assert b"[secret:aws-access-key" in stored  # the placeholder is what was kept
