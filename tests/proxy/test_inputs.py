@@ -94,12 +94,28 @@ def test_recent_inputs_and_the_newest_write_of_a_file_being_edited_stay_whole() 
 
 def test_an_input_not_where_the_client_writes_it_is_left_as_it_is() -> None:
     at = InputAt("toolu_1", "id", "input", {"content": "q" * MIN_CHARS})
-    e = elision(at, 1, "veil://warm/ci_x", None)
+    e = elision(at, (1, 0), "veil://warm/ci_x", None)
     assert e is not None
     compact = b'{"type":"tool_use","id":"toolu_1","name":"Write","input":' + e.before + b"}"
     assert apply(compact, [e]) == (compact.replace(e.before, e.after), 1)
     spaced = compact.replace(b'"input":', b'"input": ')
     assert apply(spaced, [e]) == (spaced, 0)
+
+
+def test_parallel_calls_are_elided_in_their_order_whichever_was_elided_first() -> None:
+    """Two calls of one message: the second's input elided in an earlier batch, the first's
+    later (it was the newest write of a file being edited then) — both are found."""
+    made = []
+    for n, call_id in enumerate(("toolu_a", "toolu_b")):
+        at = InputAt(call_id, "id", "input", {"content": call_id * MIN_CHARS})
+        e = elision(at, (3, n), f"veil://warm/ci_{n}", None)
+        assert e is not None
+        made.append(e)
+    blocks = [b'{"type":"tool_use","id":"%s","name":"Write","input":%s}' % (e.call_id.encode(),
+              e.before) for e in made]  # fmt: skip
+    body = b'{"role":"assistant","content":[' + b",".join(blocks) + b"]}"
+    out, found = apply(body, [made[1], made[0]])  # in the order they were elided
+    assert found == 2 and all(e.after in out and e.before not in out for e in made)
 
 
 # ---- through the proxy's session, per API ------------------------------------------------------

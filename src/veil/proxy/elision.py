@@ -27,6 +27,7 @@ from veil.proxy.inputs import (
     candidates,
     elision,
     first_elided,
+    places,
     positions,
     whole_text,
 )
@@ -77,7 +78,7 @@ class ElidedInputs:
         if not pending:
             return
         ats = inputs_at(request)
-        order = {c.id: i for i, m in enumerate(request.found) for c in m.calls}
+        order = places(request.found)
         expand = self.engine.config.expand_tool
         for call_id in pending:
             at = ats.get(call_id)
@@ -115,10 +116,10 @@ class ElidedInputs:
             request.found, ats, self.inputs, self._describe, lambda at: self._size(at) is not None
         )
         sized: list[tuple[Elision, int, InputAt]] = []
-        for index, at in found:
+        for place, at in found:
             size = self._size(at)
             if size is not None:
-                sized.append((replace(size[0], order=index), size[1], at))
+                sized.append((replace(size[0], order=place), size[1], at))
         at_byte = positions(body, [e for e, _, _ in sized])
         made = [(e, at, p) for (e, _, at), p in zip(sized, at_byte, strict=True) if p is not None]
         if not made:
@@ -159,7 +160,7 @@ class ElidedInputs:
         """``at``'s input elided with a stand-in pointer as long as an item's, and the tokens
         that saves; None when it has nothing to elide (remembered per call)."""
         if at.call_id not in self._sized:
-            e = elision(at, 0, SIZING_POINTER, None)
+            e = elision(at, (0, 0), SIZING_POINTER, None)
             self._sized[at.call_id] = None if e is None else (e, self._saving(e))
         return self._sized[at.call_id]
 

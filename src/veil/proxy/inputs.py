@@ -41,6 +41,16 @@ MIN_CHARS = 2_000
 """A string of a call's input shorter than this stays: its marker would save little."""
 
 
+Place = tuple[int, int]
+"""Where a call is in a conversation: its message's index, and its index among that message's
+calls (parallel calls share a message)."""
+
+
+def places(found: Sequence[Found]) -> dict[str, Place]:
+    """Every call's :data:`Place`, by call id."""
+    return {c.id: (i, j) for i, m in enumerate(found) for j, c in enumerate(m.calls)}
+
+
 @dataclass(frozen=True)
 class Elision:
     """One call's input as the proxy sends it from now on."""
@@ -57,8 +67,8 @@ class Elision:
     pointer: str
     chars: int
     """Characters elided (the long strings' lengths)."""
-    order: int
-    """Where the call is in the conversation (its message's index): the order of the bytes."""
+    order: Place
+    """Where the call is in the conversation: the order of the bytes."""
 
 
 def marker(chars: int, pointer: str, expand: str | None) -> str:
@@ -145,20 +155,20 @@ def candidates(
     done: Mapping[str, Elision],
     describe: Callable[[Call], Addressed],
     elidable: Callable[[InputAt], bool] = lambda at: long_chars(at.value) > 0,
-) -> list[tuple[int, InputAt]]:
-    """The calls whose inputs may be elided now, with their message's index: not
+) -> list[tuple[Place, InputAt]]:
+    """The calls whose inputs may be elided now, with their :data:`Place`: not
     :func:`kept_whole` (so made before the conversation's last assistant message), not elided
     yet, with a string of at least :data:`MIN_CHARS` characters (``elidable``: that test, which
     a caller may remember per call)."""
     whole = kept_whole(found, describe)
-    out: list[tuple[int, InputAt]] = []
+    out: list[tuple[Place, InputAt]] = []
     for index, message in enumerate(found):
-        for call in message.calls:
+        for position, call in enumerate(message.calls):
             at = inputs.get(call.id)
             if at is None or not call.id or call.id in done or call.id in whole:
                 continue
             if elidable(at):
-                out.append((index, at))
+                out.append(((index, position), at))
     return out
 
 
@@ -179,7 +189,7 @@ def first_elided(
     return None
 
 
-def elision(at: InputAt, order: int, pointer: str, expand: str | None) -> Elision | None:
+def elision(at: InputAt, order: Place, pointer: str, expand: str | None) -> Elision | None:
     """``at``'s input elided, each long string marked with ``pointer`` (None: nothing to
     elide)."""
     after = elided(at.value, lambda n: marker(n, pointer, expand))
@@ -248,6 +258,7 @@ __all__ = [
     "MIN_CHARS",
     "RECENT",
     "Elision",
+    "Place",
     "apply",
     "candidates",
     "elided",
@@ -256,6 +267,7 @@ __all__ = [
     "kept_whole",
     "long_chars",
     "marker",
+    "places",
     "positions",
     "whole_text",
 ]
