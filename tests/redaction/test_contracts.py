@@ -79,6 +79,26 @@ def test_redaction_is_deterministic_across_redactors() -> None:
     assert R.redact(text) == first
 
 
+def test_short_texts_are_remembered_with_their_one_result_and_the_memo_is_bounded() -> None:
+    """A store redacts the same short ids and names in event after event: a short text's
+    result is kept, the same result a fresh redactor gives, and the memo never outgrows its
+    bound (nor keeps a long text)."""
+    from veil.redaction import redactor as module
+
+    redactor = Redactor()
+    short = [f"id={KEY_ID} n={n}" for n in range(3)] + [f"plain {n}" for n in range(3)]
+    for text in short * 2:
+        assert redactor.redact(text) == Redactor().redact(text)
+    assert redactor.redact(short[0]).changed and not redactor.redact(short[3]).changed
+    long = "x" * (module.MEMO_CHARS + 1) + f" {TOKEN}"
+    assert TOKEN not in redactor.redact(long).text
+    memo = redactor._memo  # pyright: ignore[reportPrivateUsage]
+    assert long not in memo and set(short) <= set(memo)
+    for n in range(module.MEMO_SIZE + 10):
+        redactor.redact(f"k{n}")
+    assert 0 < len(memo) <= module.MEMO_SIZE
+
+
 # ---- findings ----------------------------------------------------------------------------------
 
 

@@ -42,6 +42,12 @@ if TYPE_CHECKING:
 DEFAULT_CONFIG = RedactionConfig()
 
 
+MEMO_CHARS = 256
+"""Texts this short are redacted once per :class:`Redactor` (up to :data:`MEMO_SIZE` of them,
+then it starts over): a store writes the same ids, names and kinds in event after event, and
+each costs a scan per rule. Longer texts are rarely written twice and are not kept."""
+MEMO_SIZE = 8192
+
 _Candidate = tuple["Rule", int, int]
 """A rule's span before overlaps are resolved: (rule, start, end)."""
 
@@ -49,7 +55,8 @@ _Candidate = tuple["Rule", int, int]
 class Redactor:
     """Redacts texts and JSON values under one :class:`RedactionConfig`.
 
-    Safe to share between threads (it holds no per-call state). Building one compiles the
+    Safe to share between threads (it holds no per-call state; its memo of short texts, see
+    :data:`MEMO_CHARS`, is only ever filled with a text's one result). Building one compiles the
     configuration's allowlist; the rules (built-in and the configuration's own) are compiled
     on the first text that needs them — the built-in ones once per process.
     """
@@ -59,6 +66,7 @@ class Redactor:
         self._allow = tuple(re.compile(regex) for regex in config.allowlist)
         self._disabled = frozenset(config.disabled_kinds)
         self._rules: tuple[Rule, ...] | None = None
+        self._memo: dict[str, Redacted] = {}
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -84,6 +92,16 @@ class Redactor:
         """
         if not self.config.enabled or not text:
             return Redacted(text)
+        if len(text) > MEMO_CHARS:
+            return self._redact(text)
+        done = self._memo.get(text)
+        if done is None:
+            if len(self._memo) >= MEMO_SIZE:
+                self._memo.clear()
+            done = self._memo[text] = self._redact(text)
+        return done
+
+    def _redact(self, text: str) -> Redacted:
         chosen = self._choose(text)
         if not chosen:
             return Redacted(text)
