@@ -224,3 +224,28 @@ def test_a_fixed_part_over_the_budget_goes_unchanged_with_a_note(make: Any) -> N
     data["system"] = [{"type": "text", "text": "Long instructions. " * 400}]
     prepared = run.send(data)
     assert prepared.body == raw(data) and prepared.note and "forwarded unchanged" in prepared.note
+
+
+def test_a_request_prepared_without_persisting_writes_its_events_when_told(make: Any) -> None:
+    """The proxy server prepares a request with ``persist=False`` and starts the tape write
+    once the request is on its way: until then nothing of it is on the tape, after it all is."""
+    run = make(100_000)
+    conversations = run.conversations
+    store = conversations.store
+    payload = raw(body(3))
+    prepared = conversations.prepare(parse("anthropic", payload, {}, run.reader), payload)
+    conversation = next(iter(conversations._by_key.values()))  # pyright: ignore[reportPrivateUsage]
+    conversation.engine.wait()
+    written = len(store.scan())
+    assert written > 0 and prepared.results == 3
+
+    later = raw(body(4))
+    request = parse("anthropic", later, {}, run.reader)
+    deferred = conversations.prepare(request, later, persist=False)
+    conversation.engine.wait()
+    assert len(store.scan()) == written  # the new result is captured, not yet written
+
+    conversations.persist(deferred)
+    conversation.engine.wait()
+    kinds = [e.kind for e in store.scan()[written:]]
+    assert "context.item" in kinds, kinds  # the fourth result, captured

@@ -282,7 +282,9 @@ class ProxyHandler(BaseHTTPRequestHandler):
                 # keeps is rendered as it is; a count never starts one
                 known = conversations.known(request) if counting else None
                 if not counting or known is not None:
-                    prepared = conversations.prepare(request, body, conversation=known)
+                    prepared = conversations.prepare(
+                        request, body, conversation=known, persist=False
+                    )
                     body, encoded = prepared.body, False
                     if prepared.shadow:  # measured only: the agent's bytes, as they came
                         body, encoded = raw, True
@@ -337,7 +339,10 @@ class ProxyHandler(BaseHTTPRequestHandler):
             headers["Content-Encoding"] = self.headers["content-encoding"]
         connection = upstream.connect()
         try:
-            connection.request(self.command, self.path, body=body or None, headers=headers)
+            try:
+                connection.request(self.command, self.path, body=body or None, headers=headers)
+            finally:
+                self._persist(prepared)
             response = connection.getresponse()
             if (
                 response.status in (400, 413)
@@ -353,10 +358,15 @@ class ProxyHandler(BaseHTTPRequestHandler):
                 if cut is None and api is not None and DIALECTS[api].is_overflow(error):
                     conversations = self.server.conversations
                     conversations.overflowed(prepared, error[:4096].decode("utf-8", "replace"))
-                    retried = conversations.prepare(request, source, overflow=True)
+                    retried = conversations.prepare(request, source, overflow=True, persist=False)
                     connection.close()
                     connection = upstream.connect()
-                    connection.request(self.command, self.path, body=retried.body, headers=headers)
+                    try:
+                        connection.request(
+                            self.command, self.path, body=retried.body, headers=headers
+                        )
+                    finally:
+                        self._persist(retried)
                     response = connection.getresponse()
                     prepared = retried
                 else:
@@ -365,6 +375,18 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self._relay(response, api, prepared)
         finally:
             connection.close()
+
+    def _persist(self, prepared: Prepared | None) -> None:
+        """The conversation's new events go to the tape on its writer thread once the request
+        is on its way: then they run while the provider answers, not while the request is
+        sent (the writer and the relay take turns for the interpreter)."""
+        conversations = self.server.conversations
+        if prepared is None or conversations is None:
+            return
+        try:
+            conversations.persist(prepared)
+        except Exception as exc:
+            self.server.log.once("persist", f"the tape write failed ({exc}); kept, retried")
 
     # ---- the response --------------------------------------------------------------------
 

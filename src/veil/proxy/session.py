@@ -298,11 +298,16 @@ class Conversations:
         *,
         overflow: bool = False,
         conversation: Conversation | None = None,
+        persist: bool = True,
     ) -> Prepared:
         """The request to forward (see the module docstring). ``overflow``: the provider refused
         this request as too long (:meth:`overflowed` lowered the budget): a batch now, which may
         clip a result the model has not read. ``conversation``: the one to use (default: the
-        request's own, made if new)."""
+        request's own, made if new). ``persist``: start writing the conversation's new events
+        to the tape on the writer thread now; a caller that passes False calls
+        :meth:`persist` itself once the request is on its way (the proxy server: the writes
+        then run while the provider answers, not while the request is being sent — in one
+        process they take turns with the relay for the interpreter)."""
         start = time.perf_counter()
         conversation = conversation or self.conversation(request)
         with conversation.lock:
@@ -372,7 +377,8 @@ class Conversations:
                     "breaks yet: the agent's own compaction can)"
                 )
             conversation.unmet = unmet
-        engine.persist_in_background()
+        if persist:
+            engine.persist_in_background()
         return Prepared(
             raw if self.shadow else spliced.body,
             engine.session_id,
@@ -435,6 +441,22 @@ class Conversations:
         conversation.fixed = (fixed, tokens)
         return tokens
 
+    def persist(self, prepared: Prepared) -> None:
+        """Start writing ``prepared``'s conversation's new events on its writer thread (see
+        :meth:`prepare`'s ``persist``). Raises what an earlier write of the conversation failed
+        with (its events are kept and written by the next one)."""
+        conversation = self._of(prepared)
+        if conversation is not None:
+            with conversation.lock:
+                conversation.engine.persist_in_background()
+
+    def _of(self, prepared: Prepared) -> Conversation | None:
+        with self._lock:
+            return next(
+                (c for c in self._by_key.values() if c.engine.session_id == prepared.conversation),
+                None,
+            )
+
     def reported(
         self,
         prepared: Prepared,
@@ -452,11 +474,7 @@ class Conversations:
         output = int(usage.get("output_tokens", 0))
         dialect = DIALECTS.get(cast(Api, api))
         total = dialect.prompt_tokens(usage) if dialect else int(usage.get("input_tokens", 0))
-        with self._lock:
-            conversation = next(
-                (c for c in self._by_key.values() if c.engine.session_id == prepared.conversation),
-                None,
-            )
+        conversation = self._of(prepared)
         if conversation is not None and total > 0:
             estimated = prepared.tokens_before if prepared.shadow else prepared.tokens_sent
             with conversation.lock:
