@@ -14,9 +14,11 @@ whose ``input_tokens`` is the body's size in our measure below; ``count_tokens``
 
 - **keep-all**: :class:`veil.proxy.server.ProxyServer` without conversations (forwards every
   body unchanged), in this process: the baseline.
-- **veil**: ``ProxyServer`` + :class:`veil.proxy.session.Conversations` (``budget=``, a fresh
-  SQLite store in a temporary directory, the shipped embedder, a fake clock moved 30 s a step
-  as ``proxy_policy`` does), in this process, one per trajectory and budget. Its background
+- **veil**: ``ProxyServer`` + :class:`veil.proxy.session.Conversations` (``budget=``, the
+  shipped embedder, a fake clock moved 30 s a step as ``proxy_policy`` does), in this process,
+  one per trajectory and budget, on one SQLite store per set and budget in a temporary
+  directory (a project's store outlives its sessions: its schema is made once, by the first
+  conversation, not by every one). Its background
   store writes are waited for after each of its requests, outside every timing (an agent's
   model takes seconds between requests).
 - **cliff**: ``python -m cliffcompaction serve --threshold BUDGET --anthropic-upstream URL``, a
@@ -81,7 +83,7 @@ from veil.proxy.reading import Reader, parse
 from veil.proxy.server import Log, ProxyServer, Upstream, free_port
 from veil.proxy.session import Conversation, Conversations
 from veil.replay.proxy import call_id
-from veil.tape import open_store
+from veil.tape import Store, open_store
 from veil.testing import FakeClock
 from veil.tokens import estimate_tokens
 
@@ -298,13 +300,14 @@ class Trace:
 
 def replay(
     t: Trajectory, f: float, embedder: Embedder, ups: dict[str, Recorder], passthrough: int,
-    work: Path, logs: Counter[str],
+    work: Path, logs: Counter[str], store: Store,
 ) -> dict[str, Trace]:  # fmt: skip
-    """Every step of ``t`` through the three arms at budget fraction ``f``."""
+    """Every step of ``t`` through the three arms at budget fraction ``f``; Veil's
+    conversation on ``store`` (one per set and budget, as a project's store outlives its
+    sessions)."""
     budget = budget_for(t, f)
     work.mkdir(parents=True)
     clock = FakeClock(REPLAY_START)
-    store = open_store(f"sqlite:///{work / 'context.db'}?synchronous=normal", embedder=embedder)
     conversations = Conversations(store, scope=f"bench:{t.id}", root=None, window=None,
                                   clock=clock, embedder=embedder, budget=budget)  # fmt: skip
     stream = io.StringIO()
@@ -336,7 +339,6 @@ def replay(
         veil.shutdown()
         veil.server_close()
         conversations.close()
-        store.close()
     logs.update(f"veil: {line}" for line in stream.getvalue().splitlines() if line)
     for line in cliff.log.read_text().splitlines():
         said = LOG_LINE.search(line)
@@ -415,15 +417,18 @@ def run(quick: bool) -> Json:
                         theirs += int(cliff_estimate(json.loads(body)))  # pyright: ignore
                 for f in FRACTIONS:
                     tallies = {arm: Tally() for arm in ARMS}
+                    path = Path(tmp) / f"{name}-{f}.db"
+                    store = open_store(f"sqlite:///{path}?synchronous=normal", embedder=embedder)
                     for n, t in enumerate(trajs):
                         needs = detect_needs(t.steps, f"{t.system}\n{t.instance}")
                         work = Path(tmp) / f"{name}-{f}-{n}"
-                        traces = replay(t, f, embedder, ups, passthrough.port, work, logs)
+                        traces = replay(t, f, embedder, ups, passthrough.port, work, logs, store)
                         for arm, trace in traces.items():
                             tallies[arm].add(
                                 trace, needs, budget_for(t, f), traces[ARMS[0]].seconds
                             )
                         print(f"{name} f={f} {n + 1}/{len(trajs)} {t.id}", file=sys.stderr)
+                    store.close()
                     keep = tallies[ARMS[0]]
                     by_f = results.setdefault(name, {})
                     by_f[str(f)] = {arm: tallies[arm].summary(keep) for arm in ARMS}
