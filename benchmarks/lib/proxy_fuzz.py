@@ -12,8 +12,9 @@ calls' results in order, or a new prompt). Every choice comes from a ``random.Ra
 by the conversation's name, so a seed reproduces the same bytes. Bodies are written as the
 agents write them: compact JSON, non-ASCII as UTF-8, a lone surrogate as its ``\\ud83d`` escape
 (JavaScript's ``JSON.stringify`` on a string cut inside an emoji) — :func:`stringify`; some
-Chat Completions clients write spaced, ASCII-only JSON (Python's ``json.dumps`` defaults), which
-the proxy may re-serialise when it stubs (by design: :class:`veil.proxy.wire.Spliced`).
+Chat Completions clients write spaced, ASCII-only JSON (Python's ``json.dumps`` defaults), into
+which the proxy splices its stubs in place too (a body it had to serialise again is counted as
+``reserialised``: :class:`veil.proxy.wire.Spliced`).
 
 - Anthropic Messages (``/v1/messages``): system as a string or blocks, tools, text, parallel
   ``tool_use``/``tool_result``, ``is_error`` results, results whose content is text, image and
@@ -1214,6 +1215,55 @@ def _first_difference(a: Any, b: Any, where: str) -> str:
     return f"{where}: {str(a)[:80]!r} became {str(b)[:80]!r}"
 
 
+_OWNERS: tuple[tuple[str, str, str], ...] = (
+    ("type", "tool_result", "content"),
+    ("type", "tool_use", "input"),
+    ("role", "tool", "content"),
+    ("type", "function_call_output", "output"),
+    ("type", "custom_tool_call_output", "output"),
+    ("type", "function_call", "arguments"),
+    ("type", "custom_tool_call", "input"),
+)
+"""(key, value, field): an object whose ``key`` is ``value`` is a result or a call whose
+``field`` the proxy may replace whole (a Chat call's ``function`` object: its ``arguments``)."""
+
+
+def _replaced(a: Any, b: Any, out: list[tuple[Any, Any]]) -> None:
+    """Each (client's, forwarded) value of a field the proxy replaced whole, in document
+    order."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        da, db = cast(Json, a), cast(Json, b)
+        field = next((f for k, v, f in _OWNERS if da.get(k) == v), None)
+        if field is None and "name" in da and "arguments" in da:
+            field = "arguments"
+        if field is not None and field in da and not _same(da[field], db.get(field)):
+            out.append((da[field], db.get(field)))
+            return
+        for k in da:
+            if k in db:
+                _replaced(da[k], db[k], out)
+    elif isinstance(a, list) and isinstance(b, list):
+        for x, y in zip(cast(list[Any], a), cast(list[Any], b), strict=False):
+            _replaced(x, y, out)
+
+
+def _in_place(client: Json, body: Json, sent: bytes, forwarded: bytes, layout: Layout) -> bool:
+    """Whether ``forwarded`` is ``sent`` with only the replaced values written anew (compact,
+    where they were): putting each back, as the client wrote it, gives the client's bytes."""
+    pairs: list[tuple[Any, Any]] = []
+    _replaced(client, body, pairs)
+    rebuilt, at = forwarded, 0
+    for whole, stub in pairs:
+        new = stringify(stub, "compact")
+        found = rebuilt.find(new, at)
+        if found < 0:
+            return False
+        old = stringify(whole, layout)
+        rebuilt = rebuilt[:found] + old + rebuilt[found + len(new) :]
+        at = found + len(old)
+    return rebuilt == sent
+
+
 def _what(where: str) -> str:
     """What a path is about, for a violation's message."""
     if "cache_control" in where:
@@ -1266,6 +1316,8 @@ class Checker:
         if not stubs and not unchanged:
             raise Violation("a request with no stub was not forwarded byte for byte")
         exact = unchanged or stringify(body, self.layout) == forwarded
+        if not exact and self.layout != "compact":  # spliced in place into the client's layout?
+            exact = _in_place(cast(Json, client), cast(Json, body), sent, forwarded, self.layout)
         if not exact and self.layout == "compact":
             raise Violation("the stubs were spliced, but other bytes of the layout changed")
         return Checked(unchanged, stubs, exact)
@@ -1953,7 +2005,8 @@ class Tally:
     stubbed_calls: int = 0
     """Distinct results ever stubbed."""
     reserialised: int = 0
-    """Stubbed bodies whose layout changed (clients that write spaced JSON; by design)."""
+    """Stubbed bodies not spliced in place: the client's other bytes (its layout) changed.
+    Allowed only for a client that does not write compact JSON (a violation otherwise)."""
     compressed: dict[str, int] = field(default_factory=dict)
     also: dict[str, int] = field(default_factory=dict)
     """Requests sent besides the conversation's own: token counts, retries."""

@@ -593,10 +593,19 @@ def test_a_stub_and_a_whole_body_rewrite_keep_a_lone_surrogate_escaped() -> None
     spliced = splice(request, raw, {0: "stub \ud83d"})
     assert spliced.exact
     assert spliced.body == raw.replace(b'"result \\ud83d"', b'"stub \\ud83d"')
-    # written as the client would not (spaces): the rewrite is whole, and still escapes it
+    # written spaced and ASCII-only (Python's json.dumps): still spliced in place
     spaced = json.dumps(body).encode()
     request = parse("anthropic", spaced, {}, Reader())
-    whole = splice(request, spaced, {0: "stub"})
+    again = splice(request, spaced, {0: "stub"})
+    assert again.exact
+    assert again.body == spaced.replace(b'"result \\ud83d"', b'"stub"')
+    # a content too far from its id to be its own: the rewrite is whole, and still escapes it
+    block = body["messages"][2]["content"][0]
+    block["padding"] = "p" * 400
+    block["content"] = block.pop("content")  # after the padding
+    far = stringify(body)
+    request = parse("anthropic", far, {}, Reader())
+    whole = splice(request, far, {0: "stub"})
     assert not whole.exact and b'"task \\ud83d"' in whole.body
     assert json.loads(whole.body)["messages"][2]["content"][0]["content"] == "stub"
 

@@ -498,6 +498,33 @@ def test_the_checker_catches_bytes_changed_outside_the_stubs() -> None:
         Checker("anthropic").check(c.first, c.first[:-1])
 
 
+def test_the_checker_tells_a_spaced_body_spliced_in_place_from_one_serialised_again() -> None:
+    """A client writing spaced ASCII JSON (Python's ``json.dumps``): a stub written compact
+    where the result's value was is in place; the same body serialised again is not."""
+    from veil.proxy.reading import Reader
+    from veil.proxy.reading import parse as read
+    from veil.proxy.wire import splice
+
+    arguments = json.dumps({"path": "a — b.py"})
+    call = {"id": "call_1", "type": "function",
+            "function": {"name": "read", "arguments": arguments}}  # fmt: skip
+    body = {"model": "gpt-x", "messages": [
+        {"role": "user", "content": "task — é"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_1",
+         "content": [{"type": "text", "text": "line — é\n" * 50}]},
+        {"role": "assistant", "content": "Read it."},
+        {"role": "user", "content": "Go on."}]}  # fmt: skip
+    sent = stringify(body, "spaced-ascii")
+    request = read("chat", sent, {}, Reader())
+    spliced = splice(request, sent, {0: "[veil: read a — b.py: 50 lines; veil://warm/ci_1]"})
+    assert spliced.exact
+    checker = Checker("chat", "spaced-ascii")
+    assert checker.check(sent, spliced.body).exact
+    again = Checker("chat", "spaced-ascii").check(sent, stringify(parse(spliced.body)))
+    assert not again.exact and again.stubs == 1
+
+
 def test_the_checker_catches_a_marker_lost_with_a_stubbed_result() -> None:
     c = case("anthropic")
     client = parse(c.first)

@@ -98,8 +98,16 @@ def test_an_input_not_where_the_client_writes_it_is_left_as_it_is() -> None:
     assert e is not None
     compact = b'{"type":"tool_use","id":"toolu_1","name":"Write","input":' + e.before + b"}"
     assert apply(compact, [e]) == (compact.replace(e.before, e.after), 1)
-    spaced = compact.replace(b'"input":', b'"input": ')
-    assert apply(spaced, [e]) == (spaced, 0)
+    # written spaced (Python's json.dumps): found all the same, only the value replaced
+    spaced = json.dumps(json.loads(compact)).encode()
+    assert spaced != compact and b'"input": {"content": "qqq' in spaced
+    elided, n = apply(spaced, [e])
+    assert n == 1 and elided == spaced.replace(b'{"content": "' + b"q" * MIN_CHARS + b'"}', e.after)
+    # another value under the same id (the client changed it), or one too far from its id
+    other = compact.replace(b"q" * MIN_CHARS, b"r" * MIN_CHARS)
+    assert apply(other, [e]) == (other, 0)
+    far = compact.replace(b'"name":"Write"', b'"name":"Write","pad":"' + b"p" * 400 + b'"')
+    assert apply(far, [e]) == (far, 0)
 
 
 def test_parallel_calls_are_elided_in_their_order_whichever_was_elided_first() -> None:

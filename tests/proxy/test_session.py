@@ -249,3 +249,49 @@ def test_a_request_prepared_without_persisting_writes_its_events_when_told(make:
     conversation.engine.wait()
     kinds = [e.kind for e in store.scan()[written:]]
     assert "context.item" in kinds, kinds  # the fourth result, captured
+
+
+def _chat(steps: int) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = [{"role": "user", "content": "Review every module."}]
+    for k in range(steps):
+        arguments = json.dumps({"path": f"m{k}.py"})
+        call = {"id": f"call_{k}", "type": "function",
+                "function": {"name": "read", "arguments": arguments}}  # fmt: skip
+        messages.append({"role": "assistant", "content": "Reading — next.", "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"call_{k}", "content": output(k)})
+    return {"model": "gpt-x", "messages": messages, "stream": True}
+
+
+@pytest.mark.parametrize("api", ["anthropic", "chat"])
+def test_a_client_writing_spaced_ascii_json_is_spliced_in_place(make: Any, api: Any) -> None:
+    """Python clients write ``json.dumps``'s default layout (``": "``, ``", "``, non-ASCII as
+    ``\\u`` escapes): the stubs replace the results' values where they are, and every other byte
+    is the client's — the layout is not re-serialised."""
+    run = make(3_000, api=api)
+    stubbed = 0
+    for steps in range(1, 16):
+        data = body(steps, thought="Reading — next.") if api == "anthropic" else _chat(steps)
+        spaced = json.dumps(data).encode()
+        prepared = run.conversations.prepare(parse(api, spaced, {}, run.reader), spaced)
+        run.clock.advance(seconds=20)
+        assert prepared.exact, steps
+        sent, back = json.loads(prepared.body), prepared.body
+        if api == "anthropic":
+            pairs = [(b["content"], c["content"])
+                     for m, n in zip(sent["messages"], data["messages"], strict=True)
+                     if isinstance(m["content"], list)
+                     for b, c in zip(m["content"], n["content"], strict=True)
+                     if b.get("type") == "tool_result"]  # fmt: skip
+        else:
+            pairs = [(m["content"], n["content"])
+                     for m, n in zip(sent["messages"], data["messages"], strict=True)
+                     if m["role"] == "tool"]  # fmt: skip
+        for stub, whole in pairs:
+            if stub != whole:
+                stubbed += 1
+                back = back.replace(
+                    json.dumps(stub, ensure_ascii=False, separators=(",", ":")).encode(),
+                    json.dumps(whole).encode(),
+                )
+        assert back == spaced, steps
+    assert stubbed > 10

@@ -10,10 +10,13 @@ Rewriting: :func:`splice` replaces the content of chosen tool results and change
 byte of the request — the system prompt, the tools, thinking blocks and their signatures,
 ids, order, ``cache_control`` markers and the JSON layout itself stay as the client sent
 them, so a provider's prompt cache sees the same prefix. Each result's content is found in
-the raw body as the client serialised it (compact JSON, as Claude Code's ``JSON.stringify`` and
-Codex's ``serde_json`` write it), next to its call id; a result that cannot be found that way
-makes :func:`splice` fall back to serialising the whole body compactly (still the same request,
-only the layout may differ) — :class:`Spliced.exact` says which happened.
+the raw body as the client serialised it, next to its call id: compact JSON, as Claude Code's
+``JSON.stringify`` and Codex's ``serde_json`` write it, found byte for byte; else Python's
+``json.dumps`` layout (blanks around colons, non-ASCII escaped), found by the value's extent and
+checked by decoding it (:func:`value_span`). The stub goes where the value was, written
+compactly; every other byte stays the client's. A result that cannot be found either way makes
+:func:`splice` fall back to serialising the whole body compactly (still the same request, only
+the layout may differ) — :class:`Spliced.exact` says which happened.
 """
 
 from __future__ import annotations
@@ -302,7 +305,8 @@ def value_span(
     """Where ``value`` (compact JSON) is in ``raw`` as the value of ``key`` (``"<name>":``) in
     the object that ``anchor`` (``"<id key>":"<id>"``) names, within :data:`NEAR` bytes after
     or before it; at or after ``after``, ending by ``before``. The one search of the splicer
-    (a result's content) and of input elision (a call's input)."""
+    (a result's content) and of input elision (a call's input). A client that writes spaced or
+    ASCII-escaped JSON is searched for by :func:`_spaced_span`."""
     needle = key + value
     limit = len(raw) if before is None else before
     at = raw.find(anchor, after, limit)
@@ -317,7 +321,85 @@ def value_span(
             start = back + len(key)
             return start, start + len(value)
         at = raw.find(anchor, end, limit)
+    return _spaced_span(raw, anchor, key, value, after, limit)
+
+
+_BLANK = rb"[ \t\r\n]*"
+_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
+_TOKEN = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
+_SCALAR = re.compile(rb"[^,\]}\s]+")
+
+
+def _spaced_span(
+    raw: bytes, anchor: bytes, key: bytes, value: bytes, after: int, limit: int
+) -> tuple[int, int] | None:
+    """:func:`value_span` for a client that does not write compact UTF-8 JSON (Python's
+    ``json.dumps`` by default: ``", "`` and ``": "``, non-ASCII as ``\\u`` escapes): the
+    anchor and the key with blanks around their colon, and a value found by its extent in
+    ``raw`` and accepted when it decodes to the same JSON value as ``value``. A body written
+    compactly gets here only when its search failed, and then costs a plain search for the
+    id (an id the body does not hold, such as Gemini's made-up ones, costs nothing more)."""
+    name, _, ident = anchor.partition(b'":')
+    named = re.compile(re.escape(name + b'"') + _BLANK + b":" + _BLANK + rb"\Z")
+    keyed = re.compile(re.escape(key[:-1]) + _BLANK + b":" + _BLANK)
+    wanted: object = _NOT_DECODED
+    at = raw.find(ident, after, limit)  # the id's bytes first: a plain search, not a regex scan
+    while at >= 0:
+        end = at + len(ident)
+        found = named.search(raw, max(after, at - len(name) - 2 * NEAR), at)
+        at = raw.find(ident, end, limit)
+        if found is None:
+            continue
+        start = found.start()
+        spans: list[tuple[int, int]] = []
+        forward = keyed.search(raw, end, min(limit, end + NEAR + len(key) + 8))
+        if forward is not None:
+            spans.append((forward.end(), -1))
+        back = raw.rfind(key[:-1], after, start)
+        while back >= 0:
+            before_id = keyed.match(raw, back, start)
+            if before_id is not None:
+                spans.append((before_id.end(), start))
+                break
+            back = raw.rfind(key[:-1], after, back)
+        for begin, anchor_at in spans:
+            stop = _value_end(raw, begin, limit)
+            if stop is None or (anchor_at >= 0 and anchor_at - stop > NEAR):
+                continue
+            if wanted is _NOT_DECODED:
+                wanted = json.loads(value)
+            try:
+                same = json.loads(raw[begin:stop]) == wanted
+            except ValueError:
+                same = False
+            if same:
+                return begin, stop
     return None
+
+
+_NOT_DECODED = object()
+
+
+def _value_end(raw: bytes, start: int, limit: int) -> int | None:
+    """Where the JSON value that starts at ``start`` ends (None: not a whole value by
+    ``limit``)."""
+    first = raw[start : start + 1]
+    if first == b'"':
+        found = _STRING.match(raw, start, limit)
+        return None if found is None else found.end()
+    if first in (b"[", b"{"):
+        depth = 0
+        for token in _TOKEN.finditer(raw, start, limit):
+            mark = token.group()
+            if mark in (b"[", b"{"):
+                depth += 1
+            elif mark in (b"]", b"}"):
+                depth -= 1
+                if not depth:
+                    return token.end()
+        return None
+    found = _SCALAR.match(raw, start, limit)
+    return None if found is None else found.end()
 
 
 def _reserialised(request: Request, texts: Mapping[int, str]) -> bytes:
