@@ -99,6 +99,27 @@ def test_short_texts_are_remembered_with_their_one_result_and_the_memo_is_bounde
     assert 0 < len(memo) <= module.MEMO_SIZE
 
 
+def test_a_long_text_found_clean_is_not_scanned_again_and_one_with_a_secret_always_is() -> None:
+    """The engine redacts a result, the tape the event carrying it: a long text in which
+    nothing was found is remembered (a bounded record) and returned as it is; a text with a
+    secret is never remembered, and its redaction is scanned again each time."""
+    from veil.redaction import redactor as module
+
+    redactor = Redactor()
+    clean = redactor._clean  # pyright: ignore[reportPrivateUsage]
+    plain = "x" * (module.MEMO_CHARS + 1) + " nothing secret here\n"
+    assert not redactor.redact(plain).changed and plain in clean
+    assert redactor.redact(plain) == Redactor().redact(plain)
+    raw = "x" * (module.MEMO_CHARS + 1) + f" token {TOKEN} id={KEY_ID}\n"
+    once = redactor.redact(raw)
+    assert once.changed and TOKEN not in once.text and KEY_ID not in once.text
+    assert raw not in clean and once.text not in clean
+    assert redactor.redact(raw) == once == Redactor().redact(raw)
+    for n in range(module.CLEAN_SIZE + 5):
+        redactor.redact("y" * (module.MEMO_CHARS + 1) + str(n))
+    assert len(clean) == module.CLEAN_SIZE and plain not in clean
+
+
 # ---- findings ----------------------------------------------------------------------------------
 
 

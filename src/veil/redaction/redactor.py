@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import threading
 from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -47,6 +48,11 @@ MEMO_CHARS = 256
 then it starts over): a store writes the same ids, names and kinds in event after event, and
 each costs a scan per rule. Longer texts are rarely written twice and are not kept."""
 MEMO_SIZE = 8192
+CLEAN_SIZE = 256
+"""The last longer texts in which this redactor found nothing (the oldest dropped first): each
+is returned as it is when it comes again — the context engine redacts a tool result as it
+captures it, and the tape redacts the event that carries it (the same string) before writing
+it; most results hold no secret. A text with a secret is scanned every time."""
 
 _Candidate = tuple["Rule", int, int]
 """A rule's span before overlaps are resolved: (rule, start, end)."""
@@ -67,6 +73,8 @@ class Redactor:
         self._disabled = frozenset(config.disabled_kinds)
         self._rules: tuple[Rule, ...] | None = None
         self._memo: dict[str, Redacted] = {}
+        self._clean: dict[str, None] = {}
+        self._lock = threading.Lock()
 
     @property
     def rules(self) -> tuple[Rule, ...]:
@@ -93,7 +101,15 @@ class Redactor:
         if not self.config.enabled or not text:
             return Redacted(text)
         if len(text) > MEMO_CHARS:
-            return self._redact(text)
+            if text in self._clean:  # this redactor's own output: a fixed point
+                return Redacted(text)
+            done = self._redact(text)
+            if not done.changed:  # (a changed text is scanned again: its passes are bounded)
+                with self._lock:
+                    if len(self._clean) >= CLEAN_SIZE:
+                        del self._clean[next(iter(self._clean))]
+                    self._clean[text] = None
+            return done
         done = self._memo.get(text)
         if done is None:
             if len(self._memo) >= MEMO_SIZE:
