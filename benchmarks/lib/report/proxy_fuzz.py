@@ -56,8 +56,9 @@ def table(data: Json) -> str:
     lines.append(
         f"{data['violations']} violations; {mixed} between conversations run at once; the "
         f"proxy's stderr {traceback} ({stderr['lines']} lines). Re-serialised: stubbed bodies "
-        "of clients that write spaced JSON, sent compactly (by design); a compact body keeps "
-        f"every other byte. zstd bodies {zstd}. {memory}Machine: {m['cpus']} CPUs, Python "
+        "whose other bytes changed layout (allowed only for a client that writes spaced JSON, "
+        "whose stubs are otherwise spliced in place too; a compact body that changed layout "
+        f"is a violation). zstd bodies {zstd}. {memory}Machine: {m['cpus']} CPUs, Python "
         f"{m['python']}; {source_line(data['source'])}; {data['seconds']:,.0f} s."
     )
     return "\n".join(lines)
