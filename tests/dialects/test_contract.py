@@ -442,10 +442,20 @@ def test_a_stub_spliced_into_one_result_changes_only_its_bytes(name: Api) -> Non
         values = [r.value for r in request.results]
         values[k] = stub
         assert [r.value for r in again.results] == values
-        # written otherwise (not compact): the body is serialised again, the same values
+        # written otherwise (indented, ASCII-escaped): spliced in place all the same — the
+        # same values, and every byte but the stub's the client's
         loose = json.dumps(sample.body, indent=1).encode()
         redone = splice(parse(DIALECTS[name].api, loose, {}, Reader()), loose, {k: "[veil: stub]"})
-        assert not redone.exact and json.loads(redone.body) == json.loads(spliced.body)
+        assert redone.exact and json.loads(redone.body) == json.loads(spliced.body)
+        head, tail = _shared(redone.body, loose), _shared(redone.body[::-1], loose[::-1])
+        assert len(redone.body) - head - tail <= len(dumps(stub))
+
+
+def _shared(a: bytes, b: bytes) -> int:
+    """How many bytes ``a`` and ``b`` share at their start."""
+    return next(
+        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
+    )
 
 
 @pytest.mark.parametrize("name", NAMES)
