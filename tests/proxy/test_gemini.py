@@ -209,6 +209,32 @@ def test_a_growing_conversation_is_forwarded_with_valid_stubs(rig: Rig, ids: boo
     assert {k: v for k, v in a.items() if k != "contents"} == {
         k: v for k, v in original.items() if k != "contents"
     }
+    # and every request spliced in place, with the CLI's ids or without any
+    assert rig.prepared and all(p.exact for p in rig.prepared)
+
+
+def test_without_ids_parallel_calls_of_one_name_are_each_found_in_their_place() -> None:
+    """Two calls of one tool in one model turn, no ids (the Python SDK's bodies): each
+    response is found after its name, in order, whichever is stubbed."""
+    body = {"contents": [
+        {"role": "user", "parts": [{"text": "read both"}]},
+        {"role": "model", "parts": [
+            {"functionCall": {"name": "read_file", "args": {"path": "a"}}},
+            {"functionCall": {"name": "read_file", "args": {"path": "b"}}}]},
+        {"role": "user", "parts": [
+            {"functionResponse": {"name": "read_file", "response": {"output": "A" * 300}}},
+            {"functionResponse": {"name": "read_file", "response": {"output": "B" * 300}}}]},
+        {"role": "model", "parts": [{"text": "both read"}]},
+        {"role": "user", "parts": [{"text": "go on"}]}]}  # fmt: skip
+    for layout in ({"separators": (",", ":")}, {}):  # compact, and Python's json.dumps
+        raw = json.dumps(body, **layout).encode()  # type: ignore[arg-type]
+        request = parse("gemini", raw, {}, Reader())
+        assert [r.call_id for r in request.results] == ["read_file#1.0", "read_file#1.1"]
+        for k, letter in ((0, b"A"), (1, b"B")):
+            spliced = splice(request, raw, {k: "[veil: stub]"})
+            assert spliced.exact
+            old = json.dumps({"output": letter.decode() * 300}, **layout).encode()  # type: ignore[arg-type]
+            assert spliced.body == raw.replace(old, b'{"output":"[veil: stub]"}')
 
 
 def test_thoughts_and_their_signatures_go_out_byte_for_byte(rig: Rig) -> None:
@@ -254,10 +280,10 @@ def test_an_overflow_refusal_is_evicted_harder_and_retried(rig: Rig) -> None:
 
 
 @pytest.mark.parametrize("ids", [True, False])
-def test_a_splice_is_byte_exact_with_ids_and_reserialised_without(ids: bool) -> None:
+def test_a_splice_is_byte_exact_with_ids_and_without(ids: bool) -> None:
     """With the CLI's ids on the functionResponses, a stub replaces only its ``response``'s
-    bytes; without any id, the call and its response are paired by name and order (the same
-    ``NAME#T.N`` id on both sides) and the body is serialised again, compactly."""
+    bytes; without any id (the call and its response are then paired by name and order: the
+    same ``NAME#T.N`` id on both sides), too — the response is found after its name."""
     raw = json.dumps(conversation(3, ids=ids), separators=(",", ":")).encode()
     request = parse("gemini", raw, {}, Reader())
     calls = [c.id for f in request.found for c in f.calls]
@@ -268,7 +294,7 @@ def test_a_splice_is_byte_exact_with_ids_and_reserialised_without(ids: bool) -> 
         else [f"read_file#{2 * k + 1}.0" for k in range(3)]
     )
     spliced = splice(request, raw, {1: "[veil: stub]"})
-    assert spliced.exact == ids
+    assert spliced.exact
     expected = conversation(3, ids=ids)
     expected["contents"][4]["parts"][0]["functionResponse"]["response"] = {"output": "[veil: stub]"}
     assert spliced.body == json.dumps(expected, separators=(",", ":")).encode()

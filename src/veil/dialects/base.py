@@ -195,11 +195,23 @@ class Dialect:
         default=lambda body, _path: str(body.get("model") or "")
     )
     """The model a request is for, from its body and its path (Gemini names it in the path)."""
+    made_up_name: Callable[[str], str | None] = field(default=lambda _call_id: None)
+    """The tool's name when a call id is one the dialect made up (the API gave none: Gemini's
+    ``NAME#T.N``), else None: such a result is found in the raw body next to its name."""
     anchor: bytes = field(init=False, repr=False, compare=False)
     """``"<call_key>":`` as bytes (what the splicer searches for)."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "anchor", b'"' + self.call_key.encode() + b'":')
+
+    def anchor_of(self, call_id: str) -> bytes:
+        """What names a call's result in the raw body: ``"<call_key>":"<id>"``, or for an id
+        the dialect made up, ``"name":"<tool>"`` (the splicer takes the first such result
+        after the previous one whose value is the one it looks for)."""
+        name = self.made_up_name(call_id)
+        if name is not None:
+            return b'"name":' + dumps(name)
+        return self.anchor + dumps(call_id)
 
     def prompt_tokens(self, usage: Mapping[str, int]) -> int:
         """Every input token of a request from a usage reading: ``input_tokens``, plus the

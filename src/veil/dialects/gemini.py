@@ -97,6 +97,15 @@ def _id(own: JSON, name: str, n: int, other: object, kind: str, turn: int) -> st
     return f"{name}#{turn}.{n}"
 
 
+def made_up_name(call_id: str) -> str | None:
+    """The tool's name in an id :func:`_id` made up (``NAME#T.N``), else None."""
+    name, mark, place = call_id.rpartition("#")
+    turn, dot, n = place.partition(".")
+    if mark and dot and turn.lstrip("-").isdigit() and n.isdigit() and name:
+        return name
+    return None
+
+
 def _text(parts: list[JSON]) -> str:
     texts = [str(p["text"]) for p in parts if isinstance(p.get("text"), str)]
     texts += ["[image]" for p in parts if "inlineData" in p or "fileData" in p]
@@ -277,6 +286,7 @@ DIALECT = Dialect(
     system_key="systemInstruction",
     fixed_keys=("systemInstruction", "tools"),
     call_key="id",
+    made_up_name=made_up_name,
     is_result=is_result,
     piece=piece,
     tool_names=tool_names,

@@ -291,7 +291,7 @@ def span_of(
     ``before``): in the same object as its call id, just after it or just before it."""
     return value_span(
         raw,
-        DIALECTS[api].anchor + dumps(result.call_id),
+        DIALECTS[api].anchor_of(result.call_id),
         b'"' + result.field.encode() + b'":',
         result.encoded if result.encoded is not None else dumps(result.value),
         after,
