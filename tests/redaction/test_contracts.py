@@ -79,45 +79,30 @@ def test_redaction_is_deterministic_across_redactors() -> None:
     assert R.redact(text) == first
 
 
-def test_short_texts_are_remembered_with_their_one_result_and_the_memo_is_bounded() -> None:
-    """A store redacts the same short ids and names in event after event: a short text's
-    result is kept, the same result a fresh redactor gives, and the memo never outgrows its
-    bound (nor keeps a long text)."""
-    from veil.redaction import redactor as module
-
-    redactor = Redactor()
-    short = [f"id={KEY_ID} n={n}" for n in range(3)] + [f"plain {n}" for n in range(3)]
-    for text in short * 2:
-        assert redactor.redact(text) == Redactor().redact(text)
-    assert redactor.redact(short[0]).changed and not redactor.redact(short[3]).changed
-    long = "x" * (module.MEMO_CHARS + 1) + f" {TOKEN}"
-    assert TOKEN not in redactor.redact(long).text
-    memo = redactor._memo  # pyright: ignore[reportPrivateUsage]
-    assert long not in memo and set(short) <= set(memo)
-    for n in range(module.MEMO_SIZE + 10):
-        redactor.redact(f"k{n}")
-    assert 0 < len(memo) <= module.MEMO_SIZE
-
-
-def test_a_long_text_found_clean_is_not_scanned_again_and_one_with_a_secret_always_is() -> None:
-    """The engine redacts a result, the tape the event carrying it: a long text in which
-    nothing was found is remembered (a bounded record) and returned as it is; a text with a
-    secret is never remembered, and its redaction is scanned again each time."""
+def test_a_text_found_clean_is_not_scanned_again_and_one_with_a_secret_always_is() -> None:
+    """The engine redacts a result, the tape the event carrying it, and a store writes the
+    same ids again and again: a text in which nothing was found is remembered (a bounded
+    record) and returned as it is; a text with a secret, short or long, is never remembered,
+    and gives the same redaction every time."""
     from veil.redaction import redactor as module
 
     redactor = Redactor()
     clean = redactor._clean  # pyright: ignore[reportPrivateUsage]
-    plain = "x" * (module.MEMO_CHARS + 1) + " nothing secret here\n"
-    assert not redactor.redact(plain).changed and plain in clean
-    assert redactor.redact(plain) == Redactor().redact(plain)
-    raw = "x" * (module.MEMO_CHARS + 1) + f" token {TOKEN} id={KEY_ID}\n"
-    once = redactor.redact(raw)
-    assert once.changed and TOKEN not in once.text and KEY_ID not in once.text
-    assert raw not in clean and once.text not in clean
-    assert redactor.redact(raw) == once == Redactor().redact(raw)
-    for n in range(module.CLEAN_SIZE + 5):
-        redactor.redact("y" * (module.MEMO_CHARS + 1) + str(n))
-    assert len(clean) == module.CLEAN_SIZE and plain not in clean
+    for plain in ("ci_0123456789abcdef", "x" * 5000 + " nothing secret here\n"):
+        assert not redactor.redact(plain).changed and plain in clean
+        assert redactor.redact(plain) == Redactor().redact(plain)
+    for raw in (f"id={KEY_ID}", "x" * 5000 + f" token {TOKEN} id={KEY_ID}\n"):
+        once = redactor.redact(raw)
+        assert once.changed and TOKEN not in once.text and KEY_ID not in once.text
+        assert raw not in clean and once.text not in clean
+        assert redactor.redact(raw) == once == Redactor().redact(raw)
+    for n in range(module.CLEAN_TEXTS + 10):
+        redactor.redact(f"k{n}")
+    assert len(clean) == module.CLEAN_TEXTS and "ci_0123456789abcdef" not in clean
+    big = "y" * (module.CLEAN_CHARS // 3)
+    for n in range(4):
+        redactor.redact(big + str(n))
+    assert sum(map(len, clean)) <= module.CLEAN_CHARS and big + "0" not in clean
 
 
 # ---- findings ----------------------------------------------------------------------------------

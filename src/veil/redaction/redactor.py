@@ -43,16 +43,14 @@ if TYPE_CHECKING:
 DEFAULT_CONFIG = RedactionConfig()
 
 
-MEMO_CHARS = 256
-"""Texts this short are redacted once per :class:`Redactor` (up to :data:`MEMO_SIZE` of them,
-then it starts over): a store writes the same ids, names and kinds in event after event, and
-each costs a scan per rule. Longer texts are rarely written twice and are not kept."""
-MEMO_SIZE = 8192
-CLEAN_SIZE = 256
-"""The last longer texts in which this redactor found nothing (the oldest dropped first): each
-is returned as it is when it comes again — the context engine redacts a tool result as it
-captures it, and the tape redacts the event that carries it (the same string) before writing
-it; most results hold no secret. A text with a secret is scanned every time."""
+CLEAN_TEXTS = 16_384
+CLEAN_CHARS = 4_000_000
+"""The texts in which a :class:`Redactor` found nothing are remembered — the last
+:data:`CLEAN_TEXTS` of them, :data:`CLEAN_CHARS` characters in all, the oldest dropped first —
+and returned as they are when they come again, without a scan: a store writes the same ids,
+names and kinds in event after event, and the context engine redacts a tool result as it
+captures it before the tape redacts the event that carries the same string. A text with a
+secret is never remembered (nor kept alive by the redactor): it is scanned every time."""
 
 _Candidate = tuple["Rule", int, int]
 """A rule's span before overlaps are resolved: (rule, start, end)."""
@@ -61,8 +59,8 @@ _Candidate = tuple["Rule", int, int]
 class Redactor:
     """Redacts texts and JSON values under one :class:`RedactionConfig`.
 
-    Safe to share between threads (it holds no per-call state; its memo of short texts, see
-    :data:`MEMO_CHARS`, is only ever filled with a text's one result). Building one compiles the
+    Safe to share between threads (it holds no per-call state; its record of texts found
+    clean, see :data:`CLEAN_CHARS`, changes under a lock). Building one compiles the
     configuration's allowlist; the rules (built-in and the configuration's own) are compiled
     on the first text that needs them — the built-in ones once per process.
     """
@@ -72,8 +70,8 @@ class Redactor:
         self._allow = tuple(re.compile(regex) for regex in config.allowlist)
         self._disabled = frozenset(config.disabled_kinds)
         self._rules: tuple[Rule, ...] | None = None
-        self._memo: dict[str, Redacted] = {}
         self._clean: dict[str, None] = {}
+        self._clean_chars = 0
         self._lock = threading.Lock()
 
     @property
@@ -100,22 +98,23 @@ class Redactor:
         """
         if not self.config.enabled or not text:
             return Redacted(text)
-        if len(text) > MEMO_CHARS:
-            if text in self._clean:  # this redactor's own output: a fixed point
-                return Redacted(text)
-            done = self._redact(text)
-            if not done.changed:  # (a changed text is scanned again: its passes are bounded)
-                with self._lock:
-                    if len(self._clean) >= CLEAN_SIZE:
-                        del self._clean[next(iter(self._clean))]
-                    self._clean[text] = None
-            return done
-        done = self._memo.get(text)
-        if done is None:
-            if len(self._memo) >= MEMO_SIZE:
-                self._memo.clear()
-            done = self._memo[text] = self._redact(text)
+        if text in self._clean:  # found clean before (see CLEAN_CHARS)
+            return Redacted(text)
+        done = self._redact(text)
+        if not done.changed:
+            self._remember_clean(text)
         return done
+
+    def _remember_clean(self, text: str) -> None:
+        with self._lock:
+            if text in self._clean or len(text) > CLEAN_CHARS:
+                return
+            self._clean[text] = None
+            self._clean_chars += len(text)
+            while len(self._clean) > CLEAN_TEXTS or self._clean_chars > CLEAN_CHARS:
+                oldest = next(iter(self._clean))
+                del self._clean[oldest]
+                self._clean_chars -= len(oldest)
 
     def _redact(self, text: str) -> Redacted:
         chosen = self._choose(text)
