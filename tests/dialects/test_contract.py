@@ -28,7 +28,7 @@ from veil.dialects.overflow import overflow_limits
 from veil.llm.contract import WireServer, json_reply
 from veil.proxy.reading import Reader, parse
 from veil.proxy.relay import UsageSniffer
-from veil.proxy.wire import splice
+from veil.proxy.wire import common_prefix, splice
 
 Json = dict[str, Any]
 Seen = tuple[str, tuple[str, ...], str | None, bool]
@@ -447,15 +447,9 @@ def test_a_stub_spliced_into_one_result_changes_only_its_bytes(name: Api) -> Non
         loose = json.dumps(sample.body, indent=1).encode()
         redone = splice(parse(DIALECTS[name].api, loose, {}, Reader()), loose, {k: "[veil: stub]"})
         assert redone.exact and json.loads(redone.body) == json.loads(spliced.body)
-        head, tail = _shared(redone.body, loose), _shared(redone.body[::-1], loose[::-1])
+        head = common_prefix(redone.body, loose)
+        tail = common_prefix(redone.body[::-1], loose[::-1])
         assert len(redone.body) - head - tail <= len(dumps(stub))
-
-
-def _shared(a: bytes, b: bytes) -> int:
-    """How many bytes ``a`` and ``b`` share at their start."""
-    return next(
-        (i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b))
-    )
 
 
 @pytest.mark.parametrize("name", NAMES)

@@ -346,7 +346,7 @@ def _spaced_span(
     at = raw.find(ident, after, limit)  # the id's bytes first: a plain search, not a regex scan
     while at >= 0:
         end = at + len(ident)
-        found = named.search(raw, max(after, at - len(name) - 2 * NEAR), at)
+        found = named.search(raw, max(after, at - len(name) - NEAR), at)  # (blanks: a few)
         at = raw.find(ident, end, limit)
         if found is None:
             continue
