@@ -43,6 +43,7 @@ from benchmarks.lib.proxy_fuzz import (
     RecordingUpstream,
     VeilProxy,
     Violation,
+    conversations,
     parse,
     run_concurrently,
     run_sequentially,
@@ -104,6 +105,10 @@ def test_every_forwarded_body_is_the_clients_but_for_its_stubs(rig: Rig, dialect
     # it evicted (else this proves nothing), and some requests went untouched
     assert total.stubs > 0 and total.stubbed_calls > 0 and total.stubbed_bodies > 0
     assert total.unchanged > 0
+    # a client writing Python's spaced JSON (seed 8's Chat conversation) is spliced in place too
+    assert total.reserialised == 0
+    if dialect == "chat":
+        assert any(c.layout == "spaced-ascii" for s in SEEDS for c in conversations(dialect, s, 1))
     no_traceback(rig)
 
 
