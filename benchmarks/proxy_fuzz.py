@@ -16,7 +16,10 @@ seed and dialect; then sixteen conversations run at once. Every body the upstrea
 checked against the one the client sent (:class:`benchmarks.lib.proxy_fuzz.Checker`: valid
 JSON, calls paired with results, nothing changed but evicted results' content, each stub the
 same in every later request, the client's bytes elsewhere); conversations run at once must not
-see each other's text; the proxy's stderr must hold no traceback.
+see each other's text; the proxy's stderr must hold no traceback. Requests that went out ahead of
+Veil's bookkeeping (:mod:`veil.proxy.conversation`) are counted from the proxy's own records;
+the bookkeeping must have come to the bytes each was sent as (``ahead.diverged`` and
+``ahead.logged`` 0: the run exits 1 otherwise).
 
 Results: ``benchmarks/results/proxy_fuzz.json`` (``proxy_fuzz-quick.json``): per dialect the
 requests, bodies checked, bodies forwarded untouched, stubs seen, results stubbed and
@@ -72,6 +75,7 @@ def run(*, quick: bool) -> Json:
         seconds["together"] = round(time.perf_counter() - t0, 1)
         stderr = proxy.stderr
         rss_mb = proxy.rss_mb()
+    recorded = proxy.requests
     total = sequential.total()
     total.add(together.total())
     isolation = together.isolation()
@@ -91,6 +95,16 @@ def run(*, quick: bool) -> Json:
         "total": total.as_json(),
         "violations": len(total.violations) + len(isolation),
         "zstd": ZSTD,
+        "ahead": {
+            "recorded": len(recorded),
+            "went_ahead": sum(1 for r in recorded if r.get("ahead")),
+            "diverged": sum(1 for r in recorded if r.get("diverged")),
+            "logged": sum(
+                1
+                for line in stderr.splitlines()
+                if "ahead of Veil's bookkeeping" in line or "bookkeeping failed" in line
+            ),
+        },
         "proxy_stderr": {
             "traceback": "Traceback" in stderr,
             "lines": len(stderr.splitlines()),
@@ -112,7 +126,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     data = run(quick=args.quick)
     save(data, "proxy_fuzz", quick=args.quick)
     print(table(data))
-    broken = data["violations"] or data["proxy_stderr"]["traceback"]
+    ahead = data["ahead"]
+    broken = (
+        data["violations"]
+        or data["proxy_stderr"]["traceback"]
+        or ahead["diverged"]
+        or ahead["logged"]
+    )
     return 1 if broken else 0
 
 

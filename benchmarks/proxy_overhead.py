@@ -17,11 +17,15 @@ splice) — on a real SQLite ``.veil/context.db`` in a temporary directory, with
 embedder, at a 150,000-token window (``veil claude``'s default), so batches of evictions happen
 during the run and are in the figures.
 
-The store's writes (the tape events of the request) run in the background while the model
-answers, as under an agent, whose model takes seconds; here the upstream takes no time, so
-they are waited for between requests, outside the timing, and timed on their own
-(``background_writes_ms``): left to run into the next request they would stand for GIL
-contention that an agent session does not have.
+Each request is prepared as the proxy server prepares it (``ahead=True``): one that Veil's
+bookkeeping would not change goes out ahead of it (:mod:`veil.proxy.conversation`: parse, the
+stubs already sent spliced in again, nothing more), and its bookkeeping — the capture, the
+measure, the turn boundary — runs once the answer is relayed (``ahead`` counts them). That
+bookkeeping (``bookkeeping_after_ms``) and the store's writes (the tape events of the request,
+``background_writes_ms``) run while the model answers or the agent's tools run, as under an
+agent, whose model takes seconds; here the upstream takes no time, so they are waited for
+between requests, outside the timing, and timed on their own: left to run into the next
+request they would stand for GIL contention that an agent session does not have.
 
 Reported per request: p50 / p95 / max milliseconds over the newest tenth of the run (the
 largest conversations: 1,800–2,000 results, 180–200k tokens in the full run) and over the
@@ -220,6 +224,8 @@ def measure(n: int, root: Path) -> tuple[Json, list[bytes], Any]:
     proxy_ms: list[float] = []
     baseline_ms: list[float] = []
     persist_ms: list[float] = []
+    settle_ms: list[float] = []
+    went_ahead: list[bool] = []
     sizes: list[int] = []
     evicting: list[bool] = []
     kept: list[bytes] = []
@@ -228,10 +234,15 @@ def measure(n: int, root: Path) -> tuple[Json, list[bytes], Any]:
         raw = body(pairs, fixed, k)
         t0 = time.perf_counter()
         request = parse("anthropic", raw, headers)
-        prepared = conversations.prepare(request, raw)
+        early = conversations.prepare(request, raw, ahead=True)
         proxy_ms.append((time.perf_counter() - t0) * 1000)
-        # the store's background writes, outside the timing: under an agent they run while
-        # the model answers (seconds); timed on their own
+        # the bookkeeping of a request that went ahead of it, and the store's background
+        # writes, outside the timing: the proxy runs them once the answer is relayed, while
+        # the agent's tools and model take seconds; timed on their own
+        t0 = time.perf_counter()
+        prepared = conversations.settle(early)
+        settle_ms.append((time.perf_counter() - t0) * 1000)
+        went_ahead.append(early.ahead)
         t0 = time.perf_counter()
         conversation = conversations.known(request)
         if conversation is not None:
@@ -258,7 +269,10 @@ def measure(n: int, root: Path) -> tuple[Json, list[bytes], Any]:
             "baseline_ms": summary(baseline_ms[-tail:]),
             "batch_requests": sum(evicting[-tail:]),
             "background_writes_ms": summary(persist_ms[-tail:]),
+            "ahead": sum(went_ahead[-tail:]),
+            "bookkeeping_after_ms": summary(settle_ms[-tail:]),
         },
+        "ahead": sum(went_ahead),
         "all": {"proxy_ms": summary(proxy_ms), "baseline_ms": summary(baseline_ms)},
     }
     return figures, kept, conversations

@@ -18,9 +18,11 @@ whose ``input_tokens`` is the body's size in our measure below; ``count_tokens``
   shipped embedder, a fake clock moved 30 s a step as ``proxy_policy`` does), in this process,
   one per trajectory and budget, on one SQLite store per set and budget in a temporary
   directory (a project's store outlives its sessions: its schema is made once, by the first
-  conversation, not by every one). Its background
-  store writes are waited for after each of its requests, outside every timing (an agent's
-  model takes seconds between requests).
+  conversation, not by every one). What it does after an answer — the bookkeeping of a
+  request that went out ahead of it (:mod:`veil.proxy.conversation`) and its background store
+  writes — is waited for after each of its requests, outside every timing (an agent's model
+  and tools take seconds between requests; a request that comes before that work is done
+  waits for it).
 - **cliff**: ``python -m cliffcompaction serve --threshold BUDGET --anthropic-upstream URL``, a
   subprocess per trajectory and budget (the threshold is process-wide), HOME and XDG
   directories in a temporary directory. Each fresh server gets one untimed warm-up request.
@@ -326,7 +328,8 @@ def replay(
         for k, raw in enumerate(bodies(t, f"{t.id}@{f}")):
             for arm in ARMS[k % 3 :] + ARMS[: k % 3]:
                 status, seconds = post(ports[arm], raw)
-                if arm == "veil":  # its background writes, outside every timing
+                if arm == "veil":  # its bookkeeping and writes, outside every timing
+                    veil.wait_idle(60)  # a request that went ahead: its bookkeeping ran after
                     if conversation is None:
                         conversation = conversations.known(parse("anthropic", raw, {}, Reader()))
                     if conversation is not None:

@@ -315,6 +315,10 @@ def test_proxy_overhead_quick() -> None:
 def test_proxy_fuzz_quick() -> None:
     data = run_quick("proxy_fuzz")
     assert data["violations"] == 0 and not data["proxy_stderr"]["traceback"]
+    # requests went ahead of the bookkeeping, and it always came to the bytes they were sent as
+    ahead = data["ahead"]
+    assert ahead["recorded"] > 0 and 0 < ahead["went_ahead"] < ahead["recorded"]
+    assert ahead["diverged"] == 0 and ahead["logged"] == 0
     for dialect, tally in data["by_dialect"].items():
         assert tally["bodies_checked"] == tally["requests"] > 0, dialect
         assert tally["stubs"] > 0, f"{dialect}: nothing was evicted, so nothing was checked"

@@ -1937,6 +1937,8 @@ class VeilProxy:
         self.err_path = self.root / "stderr.txt"
         self.url = ""
         self.process: subprocess.Popen[bytes] | None = None
+        self.requests: list[Mapping[str, Any]] = []
+        """Its ``proxy.request`` events' payloads, read once it has stopped."""
 
     @staticmethod
     def command() -> list[str]:
@@ -1969,7 +1971,25 @@ class VeilProxy:
                 self.process.wait()
         if self.process is not None and self.process.stdout is not None:
             self.process.stdout.close()
+        self.requests = self._recorded()
         self._tmp.cleanup()
+
+    def _recorded(self) -> list[Mapping[str, Any]]:
+        """The ``proxy.request`` events it wrote (none when its store cannot be read)."""
+        from veil.tape import open_store
+
+        path = self.root / ".veil" / "context.db"
+        if not path.exists():
+            return []
+        store = open_store(f"sqlite:///{path}")
+        try:
+            return [
+                e.payload for s in store.scopes() for e in store.read(s, kinds=["proxy.request"])
+            ]
+        except Exception:
+            return []
+        finally:
+            store.close()
 
     def rss_mb(self) -> float | None:
         """The proxy's resident memory now, in MB (None where ``/proc`` does not say)."""

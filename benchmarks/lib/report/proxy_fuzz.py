@@ -53,12 +53,20 @@ def table(data: Json) -> str:
     memory = f"The proxy's resident memory at the end: {rss:,.0f} MB. " if rss else ""
     traceback = "holds a traceback" if stderr["traceback"] else "holds no traceback"
     zstd = "included" if data["zstd"] else "left out (zstandard not installed)"
+    ahead = data.get("ahead")
+    went = (
+        f" Of the {ahead['recorded']:,} requests the proxy recorded, {ahead['went_ahead']:,} "
+        "went out ahead of its bookkeeping; the bookkeeping came to other bytes for "
+        f"{ahead['diverged']} of them ({ahead['logged']} logged)."
+        if ahead
+        else ""
+    )
     lines.append(
         f"{data['violations']} violations; {mixed} between conversations run at once; the "
         f"proxy's stderr {traceback} ({stderr['lines']} lines). Re-serialised: stubbed bodies "
         "whose other bytes changed layout (allowed only for a client that writes spaced JSON, "
         "whose stubs are otherwise spliced in place too; a compact body that changed layout "
-        f"is a violation). zstd bodies {zstd}. {memory}Machine: {m['cpus']} CPUs, Python "
+        f"is a violation). zstd bodies {zstd}.{went} {memory}Machine: {m['cpus']} CPUs, Python "
         f"{m['python']}; {source_line(data['source'])}; {data['seconds']:,.0f} s."
     )
     return "\n".join(lines)

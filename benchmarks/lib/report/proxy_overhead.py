@@ -22,11 +22,17 @@ def table(data: Json) -> str:
             f"{data['steps']:,} results, the newest request {data['tokens_last']:,} estimated "
             f"tokens as the agent sent it (the newest tenth from {data['tokens_tail_first']:,}); "
             f"window {data['window']:,}; {data['batches']} requests took a batch of evictions "
-            f"({tail['batch_requests']} of them in the newest tenth).",
+            f"({tail['batch_requests']} of them in the newest tenth)"
+            + (
+                f"; {data['ahead']:,} went out ahead of their bookkeeping "
+                f"({tail['ahead']} in the newest tenth)."
+                if "ahead" in data
+                else "."
+            ),
             "",
             "| per request, ms | n | p50 | p95 | max |",
             "| --- | ---: | ---: | ---: | ---: |",
-            _row("proxy (parse + prepare), newest tenth", tail["proxy_ms"]),
+            _row("proxy before forwarding (parse + prepare), newest tenth", tail["proxy_ms"]),
             _row("baseline: decode + encode the whole body, newest tenth", tail["baseline_ms"]),
             *(
                 [
@@ -36,6 +42,16 @@ def table(data: Json) -> str:
                     )
                 ]
                 if "background_writes_ms" in tail
+                else []
+            ),
+            *(
+                [
+                    _row(
+                        "bookkeeping after the answer (requests that went ahead), newest tenth",
+                        tail["bookkeeping_after_ms"],
+                    )
+                ]
+                if "bookkeeping_after_ms" in tail
                 else []
             ),
             _row("proxy, whole run", data["all"]["proxy_ms"]),
@@ -55,7 +71,9 @@ def section(loaded: Loaded, other: Loaded | None) -> str:
         "What Veil's model-API proxy (docs/proxy.md) does to each request before forwarding "
         "it — read the conversation, capture the new results, measure, evict in a batch when "
         "over budget, stub, splice — timed in process on a growing Claude Code-like "
-        "conversation, and over HTTP against an upstream that answers at once. The store's "
-        "writes run in the background while the model answers; with no model time here they "
+        "conversation, and over HTTP against an upstream that answers at once. A request that "
+        "Veil's bookkeeping would not change goes out ahead of it (parse and the stubs already "
+        "sent, nothing more); the bookkeeping and the store's writes run once the answer is "
+        "relayed, while the agent's tools and model take seconds; with no model time here they "
         "are waited for between requests and timed apart.\n\n" + table(loaded.data)
     )

@@ -166,6 +166,24 @@ class Transcript:
             self._entries.append(self._entry(index, message))
         return list(self._entries)
 
+    def unseen(self, found: Sequence[Found]) -> Sequence[Found] | None:
+        """The messages of ``found`` after those :meth:`entries` saw last time, or None when
+        ``found`` does not start with them (the conversation changed earlier)."""
+        kept = self._found
+        if len(found) < len(kept) or shared_prefix(found, kept) < len(kept):
+            return None
+        return found[len(kept) :]
+
+    def expands(self, messages: Sequence[Found]) -> bool:
+        """Whether any of ``messages`` calls an expansion tool or answers such a call."""
+        for message in messages:
+            if any(c.name in self.expand_tools for c in message.calls):
+                return True
+            made = self._calls.get(message.call_id or "") if message.role == "tool" else None
+            if made is not None and made[0].name in self.expand_tools:
+                return True
+        return False
+
     def _entry(self, index: int, message: Found) -> Entry:
         if message.role != "tool":
             item = message.item

@@ -71,6 +71,11 @@ class ElidedInputs:
         were found (:func:`veil.proxy.inputs.apply`)."""
         return apply(body, list(self.inputs.values()))
 
+    def waiting(self) -> bool:
+        """Whether an input this conversation elided before the proxy restarted is not found
+        again yet (:meth:`again` looks for it in the next request)."""
+        return any(c not in self.inputs for c in self.aside)
+
     def again(self, request: Request) -> None:
         """Inputs this conversation elided before the proxy restarted (their items are in the
         store) are elided again, with the same pointers: the same bytes as before."""

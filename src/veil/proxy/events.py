@@ -63,6 +63,11 @@ class RequestForwarded:
     """Old tool inputs sent elided (:mod:`veil.proxy.inputs`)."""
     inputs_new: Annotated[int, SPARSE] = 0
     """Of those, how many this request's batch elided."""
+    ahead: Annotated[bool, SPARSE] = False
+    """It went out ahead of Veil's bookkeeping (nothing Veil keeps changed what it was sent
+    as); ``overhead_ms`` is then the time it waited, not the bookkeeping's."""
+    diverged: Annotated[bool, SPARSE] = False
+    """Its bookkeeping, run afterwards, came to other bytes than were sent (a defect)."""
 
 
 REQUEST = EventKind("proxy.request", RequestForwarded)

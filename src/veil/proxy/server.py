@@ -282,8 +282,10 @@ class ProxyHandler(BaseHTTPRequestHandler):
                 # keeps is rendered as it is; a count never starts one
                 known = conversations.known(request) if counting else None
                 if not counting or known is not None:
+                    # a request Veil's bookkeeping would not change goes ahead of it: the
+                    # bookkeeping runs once the answer is relayed (settled below)
                     prepared = conversations.prepare(
-                        request, body, conversation=known, persist=False
+                        request, body, conversation=known, persist=False, ahead=not counting
                     )
                     body, encoded = prepared.body, False
                     if prepared.shadow:  # measured only: the agent's bytes, as they came
@@ -313,6 +315,30 @@ class ProxyHandler(BaseHTTPRequestHandler):
             self.server.log.once("upstream", f"upstream unreachable: {exc}")
             message = f"veil proxy: upstream unreachable ({why(exc)})"
             self._reply(502, self._error(api, message))
+        finally:
+            self._settle(prepared)
+
+    def _settle(self, prepared: Prepared | None) -> None:
+        """The bookkeeping of a request that went ahead of it, if it has not run yet (the
+        usage's record runs it first); a failure or a difference from what was sent is logged
+        once, never raised."""
+        conversations = self.server.conversations
+        if prepared is None or prepared.pending is None or conversations is None:
+            return
+        try:
+            settled = conversations.settle(prepared)
+        except Exception as exc:
+            self.server.log.once(
+                "bookkeeping", f"bookkeeping failed ({type(exc).__name__}: {exc}); the "
+                "conversation is prepared from scratch next time",
+            )  # fmt: skip
+            return
+        if settled.diverged:
+            self.server.log.once(
+                f"diverged:{settled.conversation}",
+                f"{settled.conversation}: a request went ahead of Veil's bookkeeping, which "
+                "came to other bytes; the next request sends what it decided",
+            )
 
     def _error(self, api: Api | None, message: str) -> dict[str, Any]:
         """An error the proxy answers itself, in the client's API's shape (the API of its path,

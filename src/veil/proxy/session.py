@@ -27,34 +27,27 @@ wrote to its cache — are recorded on the tape as ``proxy.request`` events.
 
 from __future__ import annotations
 
-import bisect
 import contextlib
 import hashlib
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
 from veil.clock import Clock, SystemClock
 from veil.context import ContextConfig, ContextEngine
 from veil.context.budget import after_overflow, request_budget
-from veil.context.prefix import shared_prefix
-from veil.context.transcript import Transcript
-from veil.context.window import Entry, Part
 from veil.dialects import DIALECTS, Api
 from veil.dialects.overflow import overflow_limits
 from veil.embed import Embedder
-from veil.proxy.elision import ElidedInputs
+from veil.proxy.conversation import Conversation, Measured
 from veil.proxy.events import REQUEST, RequestForwarded
 from veil.proxy.inputs import Elision, apply
-from veil.proxy.tools import EXPAND_TOOLS, describer
 from veil.proxy.wire import (
     Request,
-    Result,
     Spliced,
-    Splicer,
     common_prefix,
     dumps,
     expand_tool,
@@ -119,70 +112,31 @@ class Prepared:
     """Old tool inputs sent elided (:mod:`veil.proxy.inputs`)."""
     inputs_new: int = 0
     """Of those, how many this request's batch elided."""
+    ahead: bool = False
+    """It went out ahead of its bookkeeping (:mod:`veil.proxy.conversation`)."""
+    diverged: bool = False
+    """Its bookkeeping came to other bytes than were sent ahead of it (a defect: logged)."""
+    pending: Pending | None = field(default=None, compare=False, repr=False)
+    """Its bookkeeping, while it has not run (:meth:`Conversations.settle`)."""
 
 
-class Conversation:
-    """One conversation's engine and transcript (used under its lock)."""
+class Pending:
+    """A request forwarded ahead of its bookkeeping: what the bookkeeping needs, and, once it
+    ran, what it came to."""
 
-    def __init__(self, engine: ContextEngine, root: Path | None) -> None:
-        self.engine = engine
-        # what a call addresses, as the hooks say it: paths relative to the project's root
-        self.transcript = Transcript(
-            engine, turns=False, expand_tools=EXPAND_TOOLS, describe=describer(root)
-        )
-        self.lock = threading.Lock()
-        self.last_request: float | None = None
-        """When the last request was prepared (wall clock, seconds): a longer gap than the
-        provider's cache lifetime means the cache is cold."""
-        self.last_raw = b""
-        self.last_sent = b""
-        """The previous request as the agent sent it, and as it was (or would be) forwarded."""
-        self.counts: tuple[int, int] = (0, 0)
-        """The engine's expansions and returns as of the previous request."""
-        self.counted: list[Entry] = []
-        self.sums: list[int] = [0]
-        """The last request's entries, and the tokens of the first ``i`` of them as the client
-        sent them (a conversation only grows: the same entries are not counted again)."""
-        self.parts: list[Part] = []
-        self.stubs: list[tuple[int, int, str]] = []
-        """The last rendering's parts, and (part index, result index, text) of every result
-        not shown as sent, in order."""
-        self.fixed: tuple[list[Any], int] = ([], 0)
-        """The last request's system prompt and tool schemas, and their tokens."""
-        self.splicer = Splicer()
-        self.unmet = False
-        """The last request was over its budget and no batch could meet it."""
-        self.elided = ElidedInputs(engine, describer(root))
-        """The old tool inputs it sends elided (:mod:`veil.proxy.elision`)."""
-
-    def tokens_of(self, entries: list[Entry]) -> int:
-        """What ``entries`` cost as the client sent them (text and calls, nothing stubbed)."""
-        same = shared_prefix(entries, self.counted)
-        sums = self.sums[: same + 1]
-        for entry in entries[same:]:
-            sums.append(sums[-1] + self.engine.count_tokens(entry.text) + entry.extra_tokens)
-        self.counted, self.sums = list(entries), sums
-        return sums[-1]
-
-    def stubbed(self, parts: Sequence[Part], results: Sequence[Result]) -> dict[int, str]:
-        """Result index → the text it is sent as, for every result not shown as sent (the
-        parts the last rendering had are not looked at again). ``results`` are in entry order:
-        a part's result is found by bisection, not by indexing every result per request."""
-        same = shared_prefix(parts, self.parts)
-        stubs = self.stubs[: bisect.bisect_left(self.stubs, (same, -1, ""))]
-        for index in range(same, len(parts)):
-            part = parts[index]
-            if part.entry is None or part.kind == "shown":
-                continue
-            at = bisect.bisect_left(results, part.entry, key=_entry_of)
-            if at < len(results) and results[at].entry == part.entry:
-                stubs.append((index, results[at].index, part.text))
-        self.parts, self.stubs = list(parts), stubs
-        return {result: text for _, result, text in stubs}
-
-
-def _entry_of(result: Result) -> int:
-    return result.entry
+    def __init__(
+        self, conversation: Conversation, request: Request, raw: bytes, now: float, body: bytes
+    ) -> None:
+        self.conversation = conversation
+        self.request = request
+        self.raw = raw
+        self.now = now
+        """When it arrived (the clock's seconds): the bookkeeping's time, not its own."""
+        self.body = body
+        """What was forwarded (as Veil would send it, in shadow mode)."""
+        self.seconds = 0.0
+        self.result: Prepared | None = None
+        self.error: Exception | None = None
 
 
 Budgets = Callable[[str], int]
@@ -299,6 +253,7 @@ class Conversations:
         overflow: bool = False,
         conversation: Conversation | None = None,
         persist: bool = True,
+        ahead: bool = False,
     ) -> Prepared:
         """The request to forward (see the module docstring). ``overflow``: the provider refused
         this request as too long (:meth:`overflowed` lowered the budget): a batch now, which may
@@ -307,76 +262,196 @@ class Conversations:
         to the tape on the writer thread now; a caller that passes False calls
         :meth:`persist` itself once the request is on its way (the proxy server: the writes
         then run while the provider answers, not while the request is being sent — in one
-        process they take turns with the relay for the interpreter)."""
+        process they take turns with the relay for the interpreter).
+
+        ``ahead``: when nothing Veil keeps changes what the request is sent as, it goes ahead of
+        its bookkeeping (:meth:`veil.proxy.conversation.Conversation.ahead`): the returned
+        request is ``pending`` — its body is final, its figures are estimates — and its
+        bookkeeping runs at :meth:`settle` (the proxy server: once the answer is relayed), or
+        before anything else reads or changes the conversation."""
         start = time.perf_counter()
         conversation = conversation or self.conversation(request)
         with conversation.lock:
-            engine = conversation.engine
-            budget = self.budget_for(request.model)
-            if engine.config.budget_tokens != budget:
-                engine.config = replace(engine.config, budget_tokens=budget)
-            fixed = self._fixed_tokens(request, conversation)
-            room = engine.calibration.estimated(budget)
-            if fixed >= room:  # no room for any conversation: nothing Veil does would fit
-                note = (
-                    f"{engine.session_id}: the request's fixed part (system prompt and tools, "
-                    f"~{fixed:,} tokens) is over its budget ({budget:,}, model "
-                    f"{request.model or '?'}); forwarded unchanged — raise --window"
-                )
-                return Prepared(
-                    raw, engine.session_id, fixed, fixed, 0, 0, True, 0.0,
-                    budget=budget, model=request.model, note=note,
-                )  # fmt: skip
-            elided = conversation.elided
-            elided.again(request)
-            saved = elided.saved
-            entries = conversation.transcript.entries(request.found)
+            self._settle(conversation)
             now = self.clock.now().timestamp()
-            last, conversation.last_request = conversation.last_request, now
-            ttl = DIALECTS[request.api].cache_ttl(request.body, raw)
-            cold = last is not None and now - last > ttl
-            before = fixed + conversation.tokens_of(entries)
-            # The entries count every call's input whole; the inputs sent elided take what they
-            # save out of what the request carries besides the conversation.
-            boundary = engine.window(
-                entries, fixed_tokens=fixed - saved, collapse=False, tail=False, cold=cold,
+            if ahead and not overflow:
+                early = self._ahead(conversation, request, raw, start=start, now=now)
+                if early is not None:
+                    return early
+            return self._prepared(
+                conversation, request, raw, overflow=overflow, persist=persist, start=start,
+                now=now,
+            )  # fmt: skip
+
+    def _ahead(
+        self, conversation: Conversation, request: Request, raw: bytes, *, start: float, now: float
+    ) -> Prepared | None:
+        """``request`` forwarded ahead of its bookkeeping, if it may be (under the lock)."""
+        budget = self.budget_for(request.model)
+        fixed = self._fixed_tokens(request, conversation)
+        compaction = self._is_compaction(request)
+        spliced = conversation.ahead(
+            request, raw, budget=budget, fixed=fixed, compaction=compaction
+        )
+        if spliced is None:
+            return None
+        pending = Pending(conversation, request, raw, now, spliced.body)
+        conversation.pending = pending
+        engine = conversation.engine
+        measured = conversation.measured
+        sent = fixed - conversation.elided.saved + (measured.conversation if measured else 0)
+        prepared = Prepared(
+            raw if self.shadow else spliced.body,
+            engine.session_id,
+            conversation.sums[-1] + fixed,
+            sent,
+            len(conversation.stubs),
+            0,
+            spliced.exact,
+            time.perf_counter() - start,
+            budget=engine.request_budget,
+            model=request.model,
+            results=len(request.results),
+            shadow=self.shadow,
+            agent_session=request.session,
+            inputs_elided=len(conversation.elided.inputs),
+            ahead=True,
+            pending=pending,
+        )
+        pending.seconds = prepared.seconds
+        return prepared
+
+    def settle(self, prepared: Prepared) -> Prepared:
+        """``prepared`` with its bookkeeping done, if it went ahead of it (else as it is): its
+        figures are then the bookkeeping's, its body what was sent. Raises what the
+        bookkeeping failed with (the conversation is then prepared from scratch next time)."""
+        pending = prepared.pending
+        if pending is None:
+            return prepared
+        with pending.conversation.lock:
+            self._settle(pending.conversation)
+        if pending.error is not None:
+            raise pending.error
+        return pending.result if pending.result is not None else prepared
+
+    def _settled(self, prepared: Prepared) -> Prepared:
+        """:meth:`settle`, or ``prepared`` as it is when its bookkeeping failed."""
+        try:
+            return self.settle(prepared)
+        except Exception:
+            return prepared
+
+    def _settle(self, conversation: Conversation) -> None:
+        """The bookkeeping of the request that went ahead of it, if any (under the lock): the
+        same as any request's, at the time it arrived; never raises (what it failed with is
+        kept for :meth:`settle`)."""
+        pending = conversation.pending
+        if pending is None:
+            return
+        conversation.pending = None
+        try:
+            full = self._prepared(
+                conversation, pending.request, pending.raw, overflow=False, persist=True,
+                start=time.perf_counter(), now=pending.now,
+            )  # fmt: skip
+        except Exception as exc:
+            conversation.measured = None
+            pending.error = exc
+            return
+        diverged = conversation.last_sent != pending.body  # as Veil sends it, shadow or not
+        if diverged:
+            conversation.diverged += 1
+        pending.result = replace(
+            full,
+            body=pending.raw if full.shadow else pending.body,
+            seconds=pending.seconds,
+            ahead=True,
+            diverged=diverged,
+        )
+
+    def _prepared(
+        self,
+        conversation: Conversation,
+        request: Request,
+        raw: bytes,
+        *,
+        overflow: bool,
+        persist: bool,
+        start: float,
+        now: float,
+    ) -> Prepared:
+        """The bookkeeping of ``request`` and the body it is forwarded as (under the lock)."""
+        engine = conversation.engine
+        budget = self.budget_for(request.model)
+        if engine.config.budget_tokens != budget:
+            engine.config = replace(engine.config, budget_tokens=budget)
+        fixed = self._fixed_tokens(request, conversation)
+        room = engine.calibration.estimated(budget)
+        if fixed >= room:  # no room for any conversation: nothing Veil does would fit
+            note = (
+                f"{engine.session_id}: the request's fixed part (system prompt and tools, "
+                f"~{fixed:,} tokens) is over its budget ({budget:,}, model "
+                f"{request.model or '?'}); forwarded unchanged — raise --window"
+            )
+            conversation.measured = None
+            return Prepared(
+                raw, engine.session_id, fixed, fixed, 0, 0, True, 0.0,
+                budget=budget, model=request.model, note=note,
+            )  # fmt: skip
+        elided = conversation.elided
+        elided.again(request)
+        saved = elided.saved
+        entries = conversation.transcript.entries(request.found)
+        last, conversation.last_request = conversation.last_request, now
+        ttl = DIALECTS[request.api].cache_ttl(request.body, raw)
+        cold = last is not None and now - last > ttl
+        before = fixed + conversation.tokens_of(entries)
+        # The entries count every call's input whole; the inputs sent elided take what they
+        # save out of what the request carries besides the conversation.
+        boundary = engine.window(
+            entries, fixed_tokens=fixed - saved, collapse=False, tail=False, cold=cold,
+            overflow=overflow,
+        )  # fmt: skip
+        rendered = boundary.rendered
+        report = boundary.report
+        sent = fixed + rendered.tokens - saved
+        texts = conversation.stubbed(rendered.parts, request.results)
+        spliced: Spliced = conversation.splicer.splice(request, raw, texts)
+        body, inputs_elided = elided.apply(spliced.body)
+        new: list[Elision] = []
+        if (report.pressure and not report.batch) or overflow:
+            new = elided.more(
+                request, body, sent=sent, before=before, room=room, cold=cold,
                 overflow=overflow,
             )  # fmt: skip
-            rendered = boundary.rendered
-            report = boundary.report
-            sent = fixed + rendered.tokens - saved
-            texts = conversation.stubbed(rendered.parts, request.results)
-            spliced: Spliced = conversation.splicer.splice(request, raw, texts)
-            body, inputs_elided = elided.apply(spliced.body)
-            new: list[Elision] = []
-            if (report.pressure and not report.batch) or overflow:
-                new = elided.more(
-                    request, body, sent=sent, before=before, room=room, cold=cold,
-                    overflow=overflow,
-                )  # fmt: skip
-                sent -= elided.saved - saved
-            body, more = apply(body, new)
-            inputs_elided += more
-            inputs_new = len(new)
-            spliced = replace(spliced, body=body)
-            agent_cached = _shared_tokens(raw, conversation.last_raw, before)
-            sent_cached = _shared_tokens(spliced.body, conversation.last_sent, sent)
-            conversation.last_raw, conversation.last_sent = raw, spliced.body
-            counts = (engine.expansions, engine.returns)
-            expands, rereads = (a - b for a, b in zip(counts, conversation.counts, strict=True))
-            conversation.counts = counts
-            note = None
-            unmet = report.pressure and not report.batch and not inputs_new
-            if unmet and not conversation.unmet:  # said when the conversation gets there
-                note = (
-                    f"{engine.session_id}: over its budget ({sent:,} of {room:,} tokens, as Veil "
-                    "estimates them) with every result it may evict as its "
-                    "stub — the agent's text, its recent tool inputs and the results the model "
-                    "has not read exceed it; forwarded with nothing more evicted (no batch can "
-                    "meet the budget, or eliding old tool inputs would not pay for the cache it "
-                    "breaks yet: the agent's own compaction can)"
-                )
-            conversation.unmet = unmet
+            sent -= elided.saved - saved
+        body, more = apply(body, new)
+        inputs_elided += more
+        inputs_new = len(new)
+        spliced = replace(spliced, body=body)
+        agent_cached = _shared_tokens(raw, conversation.last_raw, before)
+        sent_cached = _shared_tokens(spliced.body, conversation.last_sent, sent)
+        conversation.last_raw, conversation.last_sent = raw, spliced.body
+        counts = (engine.expansions, engine.returns)
+        expands, rereads = (a - b for a, b in zip(counts, conversation.counts, strict=True))
+        conversation.counts = counts
+        note = None
+        unmet = report.pressure and not report.batch and not inputs_new
+        if unmet and not conversation.unmet:  # said when the conversation gets there
+            note = (
+                f"{engine.session_id}: over its budget ({sent:,} of {room:,} tokens, as Veil "
+                "estimates them) with every result it may evict as its "
+                "stub — the agent's text, its recent tool inputs and the results the model "
+                "has not read exceed it; forwarded with nothing more evicted (no batch can "
+                "meet the budget, or eliding old tool inputs would not pay for the cache it "
+                "breaks yet: the agent's own compaction can)"
+            )
+        conversation.unmet = unmet
+        conversation.measured = (
+            None
+            if report.pressure and not report.batch
+            else Measured(report.live_tokens_after, fixed, elided.saved, budget)
+        )
         if persist:
             engine.persist_in_background()
         return Prepared(
@@ -468,7 +543,9 @@ class Conversations:
         """The provider's usage for a forwarded request, as the dialect of ``api`` reads it
         (:data:`~veil.dialects.base.USAGE_FIGURES`): calibrates the count (not in shadow mode,
         where the request forwarded is not Veil's) and is recorded, ``input_tokens`` as every
-        input token (:meth:`~veil.dialects.base.Dialect.prompt_tokens`)."""
+        input token (:meth:`~veil.dialects.base.Dialect.prompt_tokens`). A request that went
+        ahead of its bookkeeping is settled first."""
+        prepared = self._settled(prepared)
         cache_read = int(usage.get("cache_read", 0))
         cache_write = int(usage.get("cache_write", 0))
         output = int(usage.get("output_tokens", 0))
@@ -491,7 +568,9 @@ class Conversations:
     ) -> None:
         """``prepared``'s figures on the tape as a ``proxy.request`` event, with the provider's
         ``usage`` when it reported it and how the agent pays (``billing``: ``api`` for a key,
-        ``subscription`` for a login that is not billed per token)."""
+        ``subscription`` for a login that is not billed per token). A request that went
+        ahead of its bookkeeping is settled first."""
+        prepared = self._settled(prepared)
         payload = RequestForwarded(
             conversation=prepared.conversation,
             tokens_before=prepared.tokens_before,
@@ -519,6 +598,8 @@ class Conversations:
             billing=billing,
             inputs_elided=prepared.inputs_elided,
             inputs_new=prepared.inputs_new,
+            ahead=prepared.ahead,
+            diverged=prepared.diverged,
         )
         # the figures are a record, never a reason to fail a request; the provenance names the
         # conversation's session, so that `veil sessions rm` erases them with it
@@ -530,6 +611,7 @@ class Conversations:
         with self._lock:
             for conversation in self._by_key.values():
                 with conversation.lock:
+                    self._settle(conversation)
                     conversation.engine.close()
             self._by_key.clear()
 
