@@ -14,15 +14,18 @@ whose ``input_tokens`` is the body's size in our measure below; ``count_tokens``
 
 - **keep-all**: :class:`veil.proxy.server.ProxyServer` without conversations (forwards every
   body unchanged), in this process: the baseline.
-- **veil**: ``ProxyServer`` + :class:`veil.proxy.session.Conversations` (``budget=``, the
-  shipped embedder, a fake clock moved 30 s a step as ``proxy_policy`` does), in this process,
-  one per trajectory and budget, on one SQLite store per set and budget in a temporary
-  directory (a project's store outlives its sessions: its schema is made once, by the first
-  conversation, not by every one). What it does after an answer — the bookkeeping of a
-  request that went out ahead of it (:mod:`veil.proxy.conversation`) and its background store
-  writes — is waited for after each of its requests, outside every timing (an agent's model
-  and tools take seconds between requests; a request that comes before that work is done
-  waits for it).
+- **veil**: ``veil proxy --upstream URL --window W`` (:class:`benchmarks.lib.proxy_fuzz.VeilProxy`),
+  what a user runs: a subprocess per trajectory and budget, as Cliff's, ``W`` the window whose
+  request budget is the trajectory's (:func:`window_for`), the shipped embedder, the system
+  clock; one store per set and budget in a temporary directory (a project's store outlives its
+  sessions: its schema is made once, by the first conversation, not by every one). Each fresh
+  server gets one untimed warm-up request.
+- Every arm is a process of its own but keep-all: a proxy in this process would take turns for
+  the interpreter with the client timing it, and what it does after an answer (Veil's
+  bookkeeping of a request that went out ahead of it, :mod:`veil.proxy.conversation`, its usage
+  record and its store writes) would be timed as the client's wait. After each request every
+  arm gets :data:`PAUSE` untimed (an agent's tools and model take seconds between requests);
+  a request that comes before a proxy's work is done waits for it, and is timed so.
 - **cliff**: ``python -m cliffcompaction serve --threshold BUDGET --anthropic-upstream URL``, a
   subprocess per trajectory and budget (the threshold is process-wide), HOME and XDG
   directories in a temporary directory. Each fresh server gets one untimed warm-up request.
@@ -53,7 +56,6 @@ from __future__ import annotations
 
 import argparse
 import http.client
-import io
 import json
 import os
 import re
@@ -72,21 +74,17 @@ from typing import Any, cast
 
 from benchmarks.lib import timing
 from benchmarks.lib.machine import describe, load_average, source_state
+from benchmarks.lib.proxy_fuzz import VeilProxy
 from benchmarks.lib.report.proxy_peers import table
 from benchmarks.lib.results import save
 from benchmarks.replay.harness import budget_for
 from benchmarks.replay.load import Trajectory, load
 from benchmarks.replay.needs import Need, detect_needs, misses
-from benchmarks.replay.policies import REPLAY_START, PrefixTracker, Run, Segment, run_cost
+from benchmarks.replay.policies import PrefixTracker, Run, Segment, run_cost
 from benchmarks.replay.proxy_policy import as_agent_calls
-from veil.embed import default_embedder
-from veil.embed.protocol import Embedder
-from veil.proxy.reading import Reader, parse
-from veil.proxy.server import Log, ProxyServer, Upstream, free_port
-from veil.proxy.session import Conversation, Conversations
+from veil.context.budget import request_budget
+from veil.proxy.server import ProxyServer, Upstream, free_port
 from veil.replay.proxy import call_id
-from veil.tape import Store, open_store
-from veil.testing import FakeClock
 from veil.tokens import estimate_tokens
 
 FRACTIONS = (0.5, 0.625)
@@ -95,6 +93,11 @@ QUICK_LIMIT = 3
 ARMS = ("keep-all", "veil", "cliff")
 PATH = "/v1/messages"
 PEER = ("python", "-m", "cliffcompaction", "serve")
+PAUSE = 0.025
+"""Seconds after each request, untimed: an agent's tools and model take seconds between two
+requests, and what a proxy does once an answer is relayed (Veil's bookkeeping of a request that
+went ahead of it, its usage record and store writes) runs then, not into the next request."""
+PROXY_ID = re.compile(r"proxy-[0-9a-f]{16}")
 SEPARATOR, RESULT = "\n\n---\n\n", "result: "
 """How Cliff's summary separates its entries, and how an entry that is a tool result starts."""
 LOG_LINE = re.compile(r" cliff (\w+) (compact \([^)]*\)|[^:(~]+)")
@@ -301,52 +304,55 @@ class Trace:
 
 
 def replay(
-    t: Trajectory, f: float, embedder: Embedder, ups: dict[str, Recorder], passthrough: int,
-    work: Path, logs: Counter[str], store: Store,
+    t: Trajectory, f: float, ups: dict[str, Recorder], passthrough: int, work: Path,
+    logs: Counter[str], root: Path,
 ) -> dict[str, Trace]:  # fmt: skip
-    """Every step of ``t`` through the three arms at budget fraction ``f``; Veil's
-    conversation on ``store`` (one per set and budget, as a project's store outlives its
-    sessions)."""
+    """Every step of ``t`` through the three arms at budget fraction ``f``; Veil's store in
+    ``root`` (one per set and budget, as a project's store outlives its sessions)."""
     budget = budget_for(t, f)
     work.mkdir(parents=True)
-    clock = FakeClock(REPLAY_START)
-    conversations = Conversations(store, scope=f"bench:{t.id}", root=None, window=None,
-                                  clock=clock, embedder=embedder, budget=budget)  # fmt: skip
-    stream = io.StringIO()
-    veil = ProxyServer(Upstream.parse(ups["veil"].url), conversations, log=Log(stream))
-    veil.serve_in_background()
     cliff = Cliff(ups["cliff"].url, budget, work)
-    ports = {"keep-all": passthrough, "veil": veil.port, "cliff": cliff.port}
+    veil = VeilProxy(ups["veil"].url, window=window_for(budget), root=root, record=False)
     traces = {arm: Trace() for arm in ARMS}
     warm = json.dumps({"model": "replay", "max_tokens": 1, "stream": True,
                        "messages": [{"role": "user", "content": "warm-up"}]}).encode()  # fmt: skip
-    conversation: Conversation | None = None
     try:
+        veil.__enter__()
+        ports = {"keep-all": passthrough, "veil": veil.port, "cliff": cliff.port}
         for arm in ARMS:  # untimed: a fresh server's first connection
             post(ports[arm], warm)
             ups[arm].take()
         for k, raw in enumerate(bodies(t, f"{t.id}@{f}")):
             for arm in ARMS[k % 3 :] + ARMS[: k % 3]:
                 status, seconds = post(ports[arm], raw)
-                if arm == "veil":  # its bookkeeping and writes, outside every timing
-                    veil.wait_idle(60)  # a request that went ahead: its bookkeeping ran after
-                    if conversation is None:
-                        conversation = conversations.known(parse("anthropic", raw, {}, Reader()))
-                    if conversation is not None:
-                        conversation.engine.wait()
+                time.sleep(PAUSE)  # what a proxy does after an answer runs now, untimed
                 traces[arm].seconds.append(seconds)
                 traces[arm].add(t, k, raw, ups[arm].take(), status)
-            clock.advance(seconds=30)
     finally:
         cliff.close()
-        veil.shutdown()
-        veil.server_close()
-        conversations.close()
-    logs.update(f"veil: {line}" for line in stream.getvalue().splitlines() if line)
+        veil.__exit__()
+    for line in veil.stderr.splitlines():
+        said = line.split(": ", 1)[-1] if " veil proxy " in line else line
+        logs[f"veil: {PROXY_ID.sub('proxy-…', said)[:160]}"] += 1
     for line in cliff.log.read_text().splitlines():
         said = LOG_LINE.search(line)
         logs[f"cliff: {said[1]} {said[2].strip()}" if said else f"cliff: {line[:80]}"] += 1
     return traces
+
+
+def window_for(budget: int) -> int:
+    """The ``--window`` whose request budget is ``budget`` (the window less the reply's
+    reserve, :func:`veil.context.budget.request_budget`)."""
+    low, high = budget, budget + 20_000
+    while low < high:
+        mid = (low + high) // 2
+        if request_budget(mid) < budget:
+            low = mid + 1
+        else:
+            high = mid
+    if request_budget(low) != budget:
+        raise ValueError(f"no window has a request budget of {budget}")
+    return low
 
 
 @dataclass
@@ -400,7 +406,6 @@ def run(quick: bool) -> Json:
     from cliffcompaction.engine import estimate_tokens as cliff_estimate  # pyright: ignore
 
     machine = describe(load_average=load_average(), **source_state())
-    embedder = default_embedder()
     ups = {arm: Recorder() for arm in ARMS}
     passthrough = ProxyServer(Upstream.parse(ups["keep-all"].url), None)
     passthrough.serve_in_background()
@@ -420,18 +425,17 @@ def run(quick: bool) -> Json:
                         theirs += int(cliff_estimate(json.loads(body)))  # pyright: ignore
                 for f in FRACTIONS:
                     tallies = {arm: Tally() for arm in ARMS}
-                    path = Path(tmp) / f"{name}-{f}.db"
-                    store = open_store(f"sqlite:///{path}?synchronous=normal", embedder=embedder)
+                    root = Path(tmp) / f"{name}-{f}"
+                    root.mkdir()
                     for n, t in enumerate(trajs):
                         needs = detect_needs(t.steps, f"{t.system}\n{t.instance}")
                         work = Path(tmp) / f"{name}-{f}-{n}"
-                        traces = replay(t, f, embedder, ups, passthrough.port, work, logs, store)
+                        traces = replay(t, f, ups, passthrough.port, work, logs, root)
                         for arm, trace in traces.items():
                             tallies[arm].add(
                                 trace, needs, budget_for(t, f), traces[ARMS[0]].seconds
                             )
                         print(f"{name} f={f} {n + 1}/{len(trajs)} {t.id}", file=sys.stderr)
-                    store.close()
                     keep = tallies[ARMS[0]]
                     by_f = results.setdefault(name, {})
                     by_f[str(f)] = {arm: tallies[arm].summary(keep) for arm in ARMS}

@@ -1928,17 +1928,31 @@ class VeilProxy:
     ``.veil/context.db``), with ``env`` added to this process's environment; its stderr kept
     (:attr:`stderr`)."""
 
-    def __init__(self, upstream: str, *, window: int, env: Mapping[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        upstream: str,
+        *,
+        window: int,
+        env: Mapping[str, str] | None = None,
+        root: Path | None = None,
+        record: bool = True,
+    ) -> None:
         self.upstream = upstream
         self.window = window
         self.env = None if env is None else {**os.environ, **env}
-        self._tmp = tempfile.TemporaryDirectory(prefix="veil-proxy-fuzz-")
-        self.root = Path(self._tmp.name)
-        self.err_path = self.root / "stderr.txt"
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if root is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="veil-proxy-")
+            root = Path(self._tmp.name)
+        self.root = root
+        """Its directory (``.veil/context.db``): a fresh one unless given (then kept)."""
+        self.err_path = self.root / f"stderr-{os.getpid()}-{id(self)}.txt"
+        self.record = record
         self.url = ""
+        self.port = 0
         self.process: subprocess.Popen[bytes] | None = None
         self.requests: list[Mapping[str, Any]] = []
-        """Its ``proxy.request`` events' payloads, read once it has stopped."""
+        """Its ``proxy.request`` events' payloads, read once it has stopped (with ``record``)."""
 
     @staticmethod
     def command() -> list[str]:
@@ -1959,6 +1973,7 @@ class VeilProxy:
             self.__exit__()
             raise RuntimeError(f"veil proxy did not start: {line!r}\n{self.stderr}")
         self.url = found[0]
+        self.port = int(self.url.rsplit(":", 1)[1])
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -1971,8 +1986,10 @@ class VeilProxy:
                 self.process.wait()
         if self.process is not None and self.process.stdout is not None:
             self.process.stdout.close()
-        self.requests = self._recorded()
-        self._tmp.cleanup()
+        if self.record:
+            self.requests = self._recorded()
+        if self._tmp is not None:
+            self._tmp.cleanup()
 
     def _recorded(self) -> list[Mapping[str, Any]]:
         """The ``proxy.request`` events it wrote (none when its store cannot be read)."""

@@ -174,3 +174,36 @@ def test_through_the_server_requests_go_ahead_and_are_recorded(rig: Rig) -> None
     assert 0 < sum(1 for e in events if e.get("ahead")) < 24
     assert not any(e.get("diverged") for e in events)
     assert "bookkeeping" not in rig.log.getvalue()
+
+
+def test_a_bookkeeping_that_fails_is_said_and_the_next_request_waits_for_its_own(
+    rig: Rig, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request that went ahead was forwarded already; its bookkeeping failing afterwards is
+    one log line, never an error to the agent, and the conversation's next request waits for
+    its bookkeeping (which runs again from what the conversation has)."""
+    assert rig.post("/v1/messages", conversation(1))[0] == 200
+    assert rig.post("/v1/messages", conversation(2))[0] == 200
+    conversations = rig.conversations
+    real = conversations._prepared  # pyright: ignore[reportPrivateUsage]
+    calls: list[bool] = []
+
+    def failing(*args: Any, **kwargs: Any) -> Any:
+        calls.append(True)
+        if len(calls) == 1:
+            raise RuntimeError("disk I/O error")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(conversations, "_prepared", failing)
+    status, data = rig.post("/v1/messages", conversation(3))
+    assert status == 200 and data == rig.upstream.answers[-1]  # went ahead, answered
+    assert rig.proxy.wait_idle(10)
+    assert "bookkeeping failed (RuntimeError: disk I/O error)" in rig.log.getvalue()
+    assert rig.post("/v1/messages", conversation(4))[0] == 200
+    assert rig.proxy.wait_idle(10)
+    recorded = conversations.store.read(conversations.scope, kinds=["proxy.request"])
+    assert [bool(e.payload.get("ahead")) for e in recorded] == [False, True, True, False]
+    known = conversations.known(parse("anthropic", raw(conversation(4)), {}))
+    assert known is not None
+    assert all(known.engine.items_for_call(f"toolu_s1_{k}") for k in range(4))
+    assert rig.log.getvalue().count("bookkeeping failed") == 1

@@ -330,7 +330,7 @@ class ProxyHandler(BaseHTTPRequestHandler):
         except Exception as exc:
             self.server.log.once(
                 "bookkeeping", f"bookkeeping failed ({type(exc).__name__}: {exc}); the "
-                "conversation is prepared from scratch next time",
+                "conversation's next request waits for its bookkeeping",
             )  # fmt: skip
             return
         if settled.diverged:

@@ -324,7 +324,7 @@ class Conversations:
     def settle(self, prepared: Prepared) -> Prepared:
         """``prepared`` with its bookkeeping done, if it went ahead of it (else as it is): its
         figures are then the bookkeeping's, its body what was sent. Raises what the
-        bookkeeping failed with (the conversation is then prepared from scratch next time)."""
+        bookkeeping failed with (the conversation's next request then waits for its bookkeeping)."""
         pending = prepared.pending
         if pending is None:
             return prepared
