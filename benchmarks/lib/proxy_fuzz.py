@@ -1345,7 +1345,7 @@ class Checker:
         for i, (a, b) in enumerate(zip(items, sent, strict=True)):
             where = f"{field}[{i}]"
             if self.dialect == "gemini":
-                stubs += self._gemini(a, b, i > last_turn, where, names)
+                stubs += self._gemini(a, b, i, last_turn, where, names)
                 continue
             if self.dialect == "anthropic" and isinstance(a, dict) and isinstance(b, dict):
                 ma, mb = cast(Json, a), cast(Json, b)
@@ -1391,9 +1391,13 @@ class Checker:
                 stubs += self._call_or_raise(a, b, where, i >= last_turn)
         return stubs
 
-    def _gemini(self, a: Any, b: Any, unread: bool, where: str, names: Mapping[str, str]) -> int:
-        """A Gemini content: its parts as sent but for ``functionResponse`` parts whose
-        ``response`` may be ``{"output": STUB}``."""
+    def _gemini(
+        self, a: Any, b: Any, i: int, last_turn: int, where: str, names: Mapping[str, str]
+    ) -> int:
+        """A Gemini content (the ``i``-th; the last model turn is ``last_turn``): its parts as
+        sent but for ``functionResponse`` parts whose ``response`` may be ``{"output": STUB}``
+        and ``functionCall`` parts whose ``args`` may be elided."""
+        unread = i > last_turn
         if not isinstance(a, dict) or not isinstance(b, dict):
             return self._same_or_raise(a, b, where)
         ca, cb = cast(Json, a), cast(Json, b)
@@ -1408,6 +1412,10 @@ class Checker:
         stubs = 0
         for j, (x, y) in enumerate(zip(parts_a, parts_b, strict=True)):
             place = f"{where}.parts[{j}]"
+            call = cast(Json, x).get("functionCall") if isinstance(x, dict) else None
+            if isinstance(call, dict):
+                stubs += self._gemini_call(cast(Json, x), y, place, i >= last_turn)
+                continue
             response = cast(Json, x).get("functionResponse") if isinstance(x, dict) else None
             if not isinstance(response, dict) or not isinstance(y, dict):
                 self._same_or_raise(x, y, place)
@@ -1430,6 +1438,37 @@ class Checker:
             call = str(ra.get("id"))
             stubs += self._result(flat_a, flat_b, "response", call, unread, place, names)
         return stubs
+
+    def _gemini_call(self, a: Json, b: Any, where: str, recent: bool) -> int:
+        """A ``functionCall`` part: as sent, or its ``args`` elided as the proxy may (not in the
+        last model turn, ``recent``; the same bytes once elided); the call is known by its id,
+        else by its place. Returns 1 when its input is elided."""
+        call = cast(Json, a["functionCall"])
+        key = str(call.get("id") or where)
+        if _same(a, b):
+            if key in self.inputs:
+                raise Violation(f"{where}: the input of {key}, elided before, came whole")
+            return 0
+        other = cast(Json, b).get("functionCall") if isinstance(b, dict) else None
+        if not isinstance(other, dict) or list(cast(Json, b)) != list(a):
+            return self._same_or_raise(a, b, where)
+        theirs = cast(Json, other)
+        if list(theirs) != list(call) or "args" not in call:
+            return self._same_or_raise(a, b, where)
+        for k in call:
+            if k != "args":
+                self._same_or_raise(call[k], theirs[k], f"{where}.functionCall.{k}")
+        for k in a:
+            if k != "functionCall":
+                self._same_or_raise(a[k], cast(Json, b)[k], f"{where}.{k}")
+        if recent:
+            raise Violation(f"{where}: the input of {key} in the last turn was elided")
+        if not elided_from(call["args"], theirs["args"]):
+            raise Violation(f"{where}: the input of {key} changed: {str(theirs['args'])[:160]!r}")
+        if key in self.inputs and not _same(self.inputs[key], theirs["args"]):
+            raise Violation(f"{where}: the elided input of {key} changed")
+        self.inputs[key] = theirs["args"]
+        return 1
 
     def _call_or_raise(self, a: Any, b: Any, where: str, recent: bool) -> int:
         """``b`` is ``a``, or ``a`` holds tool calls (an Anthropic ``tool_use`` block, a

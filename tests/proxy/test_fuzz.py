@@ -660,7 +660,7 @@ def test_a_stub_outlives_the_client_clearing_its_result(rig: Rig) -> None:
 
 # ---- the checker and elided tool inputs ----------------------------------------------------------
 
-ELIDING = ("anthropic", "responses", "chat")
+ELIDING = ("anthropic", "responses", "chat", "gemini")
 
 
 def _input_holders(dialect: Dialect, body: Json) -> list[tuple[Json, str]]:
@@ -669,6 +669,13 @@ def _input_holders(dialect: Dialect, body: Json) -> list[tuple[Json, str]]:
         return [(b, "input") for b in _blocks(body, "tool_use")]
     if dialect == "responses":
         return [(i, "arguments") for i in body["input"] if i.get("type") == "function_call"]
+    if dialect == "gemini":
+        return [
+            (p["functionCall"], "args")
+            for c in body["contents"]
+            for p in c["parts"]
+            if "functionCall" in p
+        ]
     return [
         (c["function"], "arguments")
         for m in body["messages"]

@@ -1,7 +1,8 @@
 """Old tool inputs elided (:mod:`veil.proxy.inputs`) when the results alone cannot meet a
 conversation's budget: through :class:`veil.proxy.session.Conversations` in process, for the
 Anthropic Messages API (Claude Code's ``Write``), the Responses API (Codex's ``apply_patch`` and
-a ``function_call``'s JSON arguments) and Chat Completions.
+a ``function_call``'s JSON arguments), Chat Completions and Gemini (whose calls carry no ids:
+found by their tool's name, in order).
 
 What the tests hold: an elided input keeps its keys; each long string becomes one marker with
 the pointer of an item whose expansion is the whole input; the same bytes in every later
@@ -237,19 +238,39 @@ def chat_body(steps: int) -> Json:
     return {"model": "gpt-x", "messages": messages, "stream": True}  # fmt: skip
 
 
+def gemini_body(steps: int, *, ids: bool = True) -> Json:
+    """Gemini CLI's body (``ids``: its responses carry its own call ids; its model turns'
+    calls never do), or the Python SDK's (no ids at all)."""
+    contents: list[Json] = [{"role": "user", "parts": [{"text": "Write the modules."}]}]
+    for k in range(steps):
+        args = {"file_path": f"w{k}.py", "content": content(k)}
+        call = {"functionCall": {"name": "write_file", "args": args}}
+        contents.append({"role": "model", "parts": [{"text": THOUGHT}, call]})
+        response: Json = {"name": "write_file", "response": {"output": "written"}}
+        if ids:
+            response = {"id": f"write_file-{k}", **response}
+        contents.append({"role": "user", "parts": [{"functionResponse": response}]})
+    return {"contents": contents, "systemInstruction": {"parts": [{"text": "You are Gemini."}]},
+            "tools": [{"functionDeclarations": [{"name": "write_file"}]}]}  # fmt: skip
+
+
 BODIES: dict[Api, Callable[[int], Json]] = {
     "anthropic": anthropic_body, "responses": responses_body, "chat": chat_body,
+    "gemini": gemini_body,
 }  # fmt: skip
 
 
 def inputs_of(api: Api, data: Json) -> dict[str, Any]:
     """Each call's input as the body holds it, by call id."""
     dialect = DIALECTS[api]
-    return {
-        at.call_id: at.value
-        for item in data[dialect.messages_key]
-        for at in dialect.call_inputs(item)
-    }
+    items = data[dialect.messages_key]
+    if dialect.call_inputs_in is not None:
+        return {
+            at.call_id: at.value
+            for index in range(len(items))
+            for at in dialect.call_inputs_in(items, index)
+        }
+    return {at.call_id: at.value for item in items for at in dialect.call_inputs(item)}
 
 
 def restored(api: Api, sent: Json, client: Json) -> Json:
@@ -261,22 +282,35 @@ def restored(api: Api, sent: Json, client: Json) -> Json:
     return json.loads(text)
 
 
-def step(run: Run, steps: int) -> tuple[Json, Prepared]:
+def step(run: Run, steps: int, body: Callable[[int], Json] | None = None) -> tuple[Json, Prepared]:
     """The conversation's body at ``steps`` steps, as the client sends it, and as prepared."""
-    data = BODIES[run.api](steps)
+    data = (body or BODIES[run.api])(steps)
     return data, run.send(data)
 
 
-@pytest.mark.parametrize("api", ["anthropic", "responses", "chat"])
+def gemini_sdk_body(steps: int) -> Json:
+    return gemini_body(steps, ids=False)
+
+
+@pytest.mark.parametrize(
+    ("api", "body"),
+    [
+        ("anthropic", anthropic_body),
+        ("responses", responses_body),
+        ("chat", chat_body),
+        pytest.param("gemini", gemini_body, id="gemini-cli"),
+        pytest.param("gemini", gemini_sdk_body, id="gemini-no-ids"),
+    ],
+)
 def test_old_inputs_are_elided_once_the_results_alone_cannot_meet_the_budget(
-    make: Make, api: Api
+    make: Make, api: Api, body: Callable[[int], Json]
 ) -> None:
     budget = 12_000
     run = make(budget, api=api)
     first: int | None = None
     markers: dict[str, Any] = {}
     for steps in range(1, 36):
-        client, prepared = step(run, steps)
+        client, prepared = step(run, steps, body)
         sent = json.loads(prepared.body)
         now = inputs_of(api, sent)
         whole = inputs_of(api, client)
@@ -304,13 +338,13 @@ def test_old_inputs_are_elided_once_the_results_alone_cannot_meet_the_budget(
     if api == "anthropic":  # its thoughts are long: in the end the text alone outgrows it
         assert run.prepared[-1].unmet and not run.prepared[-1].inputs_new
     # the marker names the expand tool (Claude Code's) and a pointer whose item is the input
-    conversation = run.conversations.known(parse(api, raw(BODIES[api](35)), {}, Reader()))
+    conversation = run.conversations.known(parse(api, raw(body(35)), {}, Reader()))
     assert conversation is not None
     some, value = next(iter(markers.items()))
     text = json.dumps(value)
     assert "characters of this tool call's input elided" in text
     pointer = "veil://warm/" + text.split("veil://warm/", 1)[1].split(" ", 1)[0]
-    original = inputs_of(api, BODIES[api](35))[some]
+    original = inputs_of(api, body(35))[some]
     expanded = conversation.engine.expand(pointer).content
     assert expanded == (original if isinstance(original, str) else json.dumps(
         original, separators=(",", ":"), ensure_ascii=False))  # fmt: skip

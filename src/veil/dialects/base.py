@@ -93,6 +93,11 @@ class InputAt:
     id_key: str
     key: str
     value: Any
+    named_by: str | None = None
+    """What ``id_key`` holds for this call in the body when it is not ``call_id``: a Gemini call
+    without an id of its own (the dialect made one up) is named by its tool (``"name"``), and
+    found as the first call of that tool, after the previous input looked for, whose input is
+    this one (as the splicer finds a result without an id)."""
 
 
 @dataclass(frozen=True)
@@ -190,7 +195,11 @@ class Dialect:
     result by position rather than by id (Gemini); None: :attr:`piece` of the item alone."""
     call_inputs: Callable[[object], tuple[InputAt, ...]] = field(default=lambda _item: ())
     """Where the inputs of the tool calls one conversation item makes are (see
-    :class:`InputAt`); none for an API whose calls carry no id of their own (Gemini)."""
+    :class:`InputAt`)."""
+    call_inputs_in: Callable[[Sequence[object], int], tuple[InputAt, ...]] | None = None
+    """The same for the item at an index, read with its neighbours, for an API that pairs a
+    call and its result by position (Gemini: a call's id may be its result's); None:
+    :attr:`call_inputs` of the item alone."""
     model_of: Callable[[Mapping[str, Any], str], str] = field(
         default=lambda body, _path: str(body.get("model") or "")
     )

@@ -9,7 +9,9 @@ a part holds ``text`` (``thought: true`` with a ``thoughtSignature`` for a thoug
 call id, while the call in the model's turn has none). A call and its result are paired by
 ``id`` when either side has one, else by name and order between the model's turn and the user
 turn after it: the id is then ``NAME#T.N`` (``T`` the model turn's index, ``N`` the count of
-that name's calls before it in the turn), the same on both sides. Tools are
+that name's calls before it in the turn), the same on both sides; a call's input (``args``) is
+found in the raw body next to its own id, else after its tool's name (:func:`call_inputs_in`).
+Tools are
 ``{"functionDeclarations": [{"name", ...}]}``. No session in the body or headers: the proxy
 keys a conversation by its first message. Implicit caching (any shared prefix). Usage is
 ``usageMetadata`` (``promptTokenCount`` includes ``cachedContentTokenCount``), in the JSON
@@ -27,6 +29,7 @@ from veil.dialects.base import (
     EMPTY,
     JSON,
     Dialect,
+    InputAt,
     Message,
     Piece,
     ResultAt,
@@ -158,6 +161,26 @@ def piece_in(items: Sequence[object], index: int) -> Piece:
     return Piece(tuple(found), (), tuple(results))
 
 
+def call_inputs_in(items: Sequence[object], index: int) -> tuple[InputAt, ...]:
+    """Where the inputs (``args``) of the calls the content at ``index`` makes are: by their
+    ids as :func:`piece_in` reads them; a call with no id of its own is named by its tool."""
+    item = items[index]
+    if json_object(item).get("role") != "model":
+        return ()
+    after = items[index + 1] if index + 1 < len(items) else None
+    out: list[InputAt] = []
+    for _, f, n in _named(item, "functionCall"):
+        if "args" not in f:
+            continue
+        name = str(f.get("name") or "")
+        call_id = _id(f, name, n, after, "functionResponse", index)
+        if isinstance(f.get("id"), str) and f["id"] == call_id:
+            out.append(InputAt(call_id, "id", "args", f["args"]))
+        else:  # no id of its own (it may be its response's): named by its tool, in order
+            out.append(InputAt(call_id, "name", "args", f["args"], named_by=name))
+    return tuple(out)
+
+
 def piece(item: object) -> Piece:
     """One content read alone (a call without an id is paired within the content only)."""
     return piece_in([item], 0)
@@ -276,6 +299,7 @@ def overflow_body(limit: int, counted: int, *, request_id: str | None = None) ->
 DIALECT = Dialect(
     stub_value=stub_value,
     piece_in=piece_in,
+    call_inputs_in=call_inputs_in,
     model_of=model_of,
     api="gemini",
     paths=(":generateContent", ":streamGenerateContent"),

@@ -193,11 +193,11 @@ class ElidedInputs:
 def inputs_at(request: Request) -> dict[str, InputAt]:
     """Where each tool call's input is in the request's body, by call id."""
     dialect = DIALECTS[request.api]
-    return {
-        at.call_id: at
-        for item in json_array(request.body.get(dialect.messages_key))
-        for at in dialect.call_inputs(item)
-    }
+    items = json_array(request.body.get(dialect.messages_key))
+    paired = dialect.call_inputs_in
+    if paired is not None:
+        return {at.call_id: at for index in range(len(items)) for at in paired(items, index)}
+    return {at.call_id: at for item in items for at in dialect.call_inputs(item)}
 
 
 __all__ = ["INPUT_TARGET", "MIN_SAVING", "ElidedInputs", "inputs_at"]

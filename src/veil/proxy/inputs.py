@@ -22,7 +22,8 @@ and from then on sends them as the same bytes in every later request:
   OpenAI APIs' ``arguments``) is read, elided and written again compactly; a custom tool's own
   text (``apply_patch``) becomes the marker.
 - Each input is found in the raw body as the client wrote it (compact JSON, next to its call's
-  id, :class:`~veil.dialects.base.InputAt`) and replaced there; an input not found that way is
+  id — a Gemini call without one, next to its tool's name, in order —
+  :class:`~veil.dialects.base.InputAt`) and replaced there; an input not found that way is
   sent as it came (:func:`apply`). The agent's text and thinking are never changed.
 """
 
@@ -57,7 +58,8 @@ class Elision:
 
     call_id: str
     anchor: bytes
-    """``"<id_key>":"<call id>"`` as the client writes it."""
+    """``"<id_key>":"<call id>"`` as the client writes it (``"name":"<tool>"`` for a Gemini
+    call without an id of its own: :attr:`~veil.dialects.base.InputAt.named_by`)."""
     key: bytes
     """``"<key>":`` (the key holding the input)."""
     before: bytes
@@ -195,9 +197,10 @@ def elision(at: InputAt, order: Place, pointer: str, expand: str | None) -> Elis
     after = elided(at.value, lambda n: marker(n, pointer, expand))
     if after is None:
         return None
+    named = at.named_by if at.named_by is not None else at.call_id
     return Elision(
         at.call_id,
-        b'"' + at.id_key.encode() + b'":' + dumps(at.call_id),
+        b'"' + at.id_key.encode() + b'":' + dumps(named),
         b'"' + at.key.encode() + b'":',
         dumps(at.value),
         dumps(after),
