@@ -17,9 +17,9 @@ whose ``input_tokens`` is the body's size in our measure below; ``count_tokens``
 - **veil**: ``veil proxy --upstream URL --window W`` (:class:`benchmarks.lib.proxy_fuzz.VeilProxy`),
   what a user runs: a subprocess per trajectory and budget, as Cliff's, ``W`` the window whose
   request budget is the trajectory's (:func:`window_for`), the shipped embedder, the system
-  clock; one store per set and budget in a temporary directory (a project's store outlives its
-  sessions: its schema is made once, by the first conversation, not by every one). Each fresh
-  server gets one untimed warm-up request.
+  clock, a project directory of its own per trajectory and budget (a trajectory is a project:
+  what one session of a project learns — a file's content, a regret — is that project's). Each
+  fresh server gets one untimed warm-up request (which also makes its store's schema).
 - Every arm is a process of its own but keep-all: a proxy in this process would take turns for
   the interpreter with the client timing it, and what it does after an answer (Veil's
   bookkeeping of a request that went out ahead of it, :mod:`veil.proxy.conversation`, its usage
@@ -98,6 +98,8 @@ PAUSE = 0.025
 requests, and what a proxy does once an answer is relayed (Veil's bookkeeping of a request that
 went ahead of it, its usage record and store writes) runs then, not into the next request."""
 PROXY_ID = re.compile(r"proxy-[0-9a-f]{16}")
+NUMBER = re.compile(r"\d[\d,.]*")
+"""Veil's log lines are counted by kind: its conversations and figures are left out."""
 SEPARATOR, RESULT = "\n\n---\n\n", "result: "
 """How Cliff's summary separates its entries, and how an entry that is a tool result starts."""
 LOG_LINE = re.compile(r" cliff (\w+) (compact \([^)]*\)|[^:(~]+)")
@@ -305,14 +307,15 @@ class Trace:
 
 def replay(
     t: Trajectory, f: float, ups: dict[str, Recorder], passthrough: int, work: Path,
-    logs: Counter[str], root: Path,
+    logs: Counter[str],
 ) -> dict[str, Trace]:  # fmt: skip
-    """Every step of ``t`` through the three arms at budget fraction ``f``; Veil's store in
-    ``root`` (one per set and budget, as a project's store outlives its sessions)."""
+    """Every step of ``t`` through the three arms at budget fraction ``f``, each proxy in
+    ``work`` (Veil's project directory, its store in ``.veil/``: a trajectory is a project of
+    its own)."""
     budget = budget_for(t, f)
-    work.mkdir(parents=True)
+    (work / "veil").mkdir(parents=True)
     cliff = Cliff(ups["cliff"].url, budget, work)
-    veil = VeilProxy(ups["veil"].url, window=window_for(budget), root=root, record=False)
+    veil = VeilProxy(ups["veil"].url, window=window_for(budget), root=work / "veil", record=False)
     traces = {arm: Trace() for arm in ARMS}
     warm = json.dumps({"model": "replay", "max_tokens": 1, "stream": True,
                        "messages": [{"role": "user", "content": "warm-up"}]}).encode()  # fmt: skip
@@ -333,7 +336,7 @@ def replay(
         veil.__exit__()
     for line in veil.stderr.splitlines():
         said = line.split(": ", 1)[-1] if " veil proxy " in line else line
-        logs[f"veil: {PROXY_ID.sub('proxy-…', said)[:160]}"] += 1
+        logs[f"veil: {NUMBER.sub('N', PROXY_ID.sub('proxy-…', said))[:160]}"] += 1
     for line in cliff.log.read_text().splitlines():
         said = LOG_LINE.search(line)
         logs[f"cliff: {said[1]} {said[2].strip()}" if said else f"cliff: {line[:80]}"] += 1
@@ -425,12 +428,10 @@ def run(quick: bool) -> Json:
                         theirs += int(cliff_estimate(json.loads(body)))  # pyright: ignore
                 for f in FRACTIONS:
                     tallies = {arm: Tally() for arm in ARMS}
-                    root = Path(tmp) / f"{name}-{f}"
-                    root.mkdir()
                     for n, t in enumerate(trajs):
                         needs = detect_needs(t.steps, f"{t.system}\n{t.instance}")
                         work = Path(tmp) / f"{name}-{f}-{n}"
-                        traces = replay(t, f, ups, passthrough.port, work, logs, root)
+                        traces = replay(t, f, ups, passthrough.port, work, logs)
                         for arm, trace in traces.items():
                             tallies[arm].add(
                                 trace, needs, budget_for(t, f), traces[ARMS[0]].seconds
