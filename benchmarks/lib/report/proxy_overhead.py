@@ -56,10 +56,20 @@ def table(data: Json) -> str:
             ),
             _row("proxy, whole run", data["all"]["proxy_ms"]),
             _row("HTTP, direct to an instant upstream", e2e["direct_ms"]),
-            _row("HTTP, through the proxy", e2e["proxy_ms"]),
+            _row("HTTP, through the proxy (paced)", e2e["proxy_ms"]),
+            *(
+                [_row("HTTP, through the proxy (back to back)", e2e["back_to_back_ms"])]
+                if "back_to_back_ms" in e2e
+                else []
+            ),
             "",
-            f"Over HTTP the proxy adds {e2e['added_p50_ms']:.2f} ms at the median. "
-            f"Machine: {m['cpus']} CPUs, Python {m['python']}, load average "
+            f"Over HTTP the proxy adds {e2e['added_p50_ms']:.2f} ms at the median"
+            + (
+                f" ({e2e['back_to_back_added_p50_ms']:.2f} ms back to back). "
+                if "back_to_back_added_p50_ms" in e2e
+                else ". "
+            )
+            + f"Machine: {m['cpus']} CPUs, Python {m['python']}, load average "
             f"{m['load_average'][0]:.2f} before and {data['load_after'][0]:.2f} after; "
             f"{data['seconds']:,.0f} s.",
         ]

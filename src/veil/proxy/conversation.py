@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -84,6 +84,9 @@ class Conversation:
         self.stubs: list[tuple[int, int, str]] = []
         """The last rendering's parts, and (part index, result index, text) of every result
         not shown as sent, in order."""
+        self.texts: Mapping[int, str] = {}
+        """The same stubs by result index: one object while they do not change (the splicer
+        then reuses its last output up to the new bytes without comparing them again)."""
         self.fixed: tuple[list[Any], int] = ([], 0)
         """The last request's system prompt and tool schemas, and their tokens."""
         self.splicer = Splicer()
@@ -126,8 +129,7 @@ class Conversation:
         room = engine.calibration.estimated(budget) - (fixed - elided.saved)
         if measured.conversation + grown > room - int(AHEAD_MARGIN * room):
             return None
-        texts = {result: text for _, result, text in self.stubs}
-        spliced = self.splicer.splice(request, raw, texts)
+        spliced = self.splicer.splice(request, raw, self.texts)
         body, _ = elided.apply(spliced.body)
         return replace(spliced, body=body)
 
@@ -140,7 +142,7 @@ class Conversation:
         self.counted, self.sums = list(entries), sums
         return sums[-1]
 
-    def stubbed(self, parts: Sequence[Part], results: Sequence[Result]) -> dict[int, str]:
+    def stubbed(self, parts: Sequence[Part], results: Sequence[Result]) -> Mapping[int, str]:
         """Result index → the text it is sent as, for every result not shown as sent (the
         parts the last rendering had are not looked at again). ``results`` are in entry order:
         a part's result is found by bisection, not by indexing every result per request."""
@@ -153,8 +155,10 @@ class Conversation:
             at = bisect.bisect_left(results, part.entry, key=_entry_of)
             if at < len(results) and results[at].entry == part.entry:
                 stubs.append((index, results[at].index, part.text))
+        if stubs != self.stubs:
+            self.texts = {result: text for _, result, text in stubs}
         self.parts, self.stubs = list(parts), stubs
-        return {result: text for _, result, text in stubs}
+        return self.texts
 
 
 def _entry_of(result: Result) -> int:

@@ -222,12 +222,20 @@ class Splicer:
         self._texts: list[str] = []
         self._ends: list[tuple[int, int]] = []
         """After each replacement: where it ends in the input and in the output."""
+        self._given: Mapping[int, str] | None = None
+        """The ``texts`` last spliced (see :meth:`splice`)."""
 
     def splice(self, request: Request, raw: bytes, texts: Mapping[int, str]) -> Spliced:
-        order = sorted(texts)
-        stubs = [texts[i] for i in order]
+        """``raw`` with each result ``texts`` names sent as its text. ``texts`` must not change
+        once given: the same object again is taken to hold the same stubs (not compared)."""
+        if texts is self._given:
+            order, stubs = self._order, self._texts
+            kept = len(order)
+        else:
+            order = sorted(texts)
+            stubs = [texts[i] for i in order]
+            kept = min(shared_prefix(order, self._order), shared_prefix(stubs, self._texts))
         shared = common_prefix(raw, self._raw) if self._raw else 0
-        kept = min(shared_prefix(order, self._order), shared_prefix(stubs, self._texts))
         while kept and self._ends[kept - 1][0] > shared:
             kept -= 1
         pieces: list[bytes] = []
@@ -259,6 +267,7 @@ class Splicer:
         pieces.append(raw[at:])
         out = b"".join(pieces)
         self._raw, self._out, self._order, self._texts, self._ends = raw, out, order, stubs, ends
+        self._given = texts
         return Spliced(out, True)
 
 
