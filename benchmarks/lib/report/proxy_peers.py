@@ -66,5 +66,10 @@ def section(loaded: Loaded, other: Loaded | None) -> str:
         "that replaces older turns with a summary over a threshold), run as the proxies they "
         "are over HTTP on the same Claude Code-like request bodies at the same budget, beside "
         "a pass-through (keep-all): what reaches the provider, the need-based misses, the "
-        "cost with prompt caching, and the latency each adds per request.\n\n" + table(loaded.data)
+        "cost with prompt caching, and the latency each adds per request. Veil runs as "
+        "`veil proxy --window W` and Cliff as `cliffcompaction serve`, each a process of its "
+        "own per trajectory and budget; after every request each arm gets 25 ms untimed (an "
+        "agent's tools and model take seconds), in which what a proxy does after an answer "
+        "runs (Veil's bookkeeping of a request that went out ahead of it, its usage record "
+        "and store writes).\n\n" + table(loaded.data)
     )
