@@ -117,6 +117,9 @@ def test_veil_claude_keeps_a_long_session_within_its_window(
     assert all(r["exact"] for r in records)  # every byte but the stubs as Claude Code sent it
     batches = sum(1 for r in records if r["evicted"])
     assert 0 < batches < len(records) // 2  # evictions in batches, not on every request
+    # between batches requests went out ahead of Veil's bookkeeping, which always came to the
+    # bytes they were sent as
+    assert any(r.get("ahead") for r in records) and not any(r.get("diverged") for r in records)
 
     # old results arrive as stubs with pointers; the expand gives the original back
     last = requests[-1]
@@ -519,6 +522,7 @@ def test_veil_codex_keeps_a_long_session_within_its_window(
     assert all(r["exact"] for r in records)
     batches = sum(1 for r in records if r["evicted"])
     assert 0 < batches < len(records) // 2
+    assert any(r.get("ahead") for r in records) and not any(r.get("diverged") for r in records)
 
     last = requests[-1]
     stubs = [r for r in last.tool_results if r.text.startswith("[veil: ")]
