@@ -184,6 +184,7 @@ def test_a_bookkeeping_that_fails_is_said_and_the_next_request_waits_for_its_own
     its bookkeeping (which runs again from what the conversation has)."""
     assert rig.post("/v1/messages", conversation(1))[0] == 200
     assert rig.post("/v1/messages", conversation(2))[0] == 200
+    assert rig.proxy.wait_idle(10)  # the second one's bookkeeping done before the failure is set
     conversations = rig.conversations
     real = conversations._prepared  # pyright: ignore[reportPrivateUsage]
     calls: list[bool] = []
