@@ -194,7 +194,7 @@ class Transcript:
             for call in message.calls:
                 self._calls[call.id] = (call, index)
             ids = tuple(c.id for c in message.calls)
-            extra = message.extra_tokens + self._calls_tokens(message.calls)
+            extra = self._extra_tokens(message)
             elided = message.extra_tokens + self._calls_tokens(elide(message.calls))
             return Entry(
                 message.role, message.text, item, ids, extra_tokens=extra, stub_extra_tokens=elided
@@ -205,6 +205,18 @@ class Transcript:
             new = index > self._last_assistant
             item, restores = self._result(message, made, self._seen, new=new)
         return Entry("tool", message.text, item, call_id=message.call_id, restores=restores)
+
+    def cost(self, messages: Sequence[Found]) -> int:
+        """What ``messages`` cost as the client sent them: each one's text, and for a user or
+        assistant message what it carries besides and its calls — the count of their entries
+        (:meth:`entries`), without capturing anything."""
+        count = self.engine.count_tokens
+        return sum(
+            count(m.text) + (0 if m.role == "tool" else self._extra_tokens(m)) for m in messages
+        )
+
+    def _extra_tokens(self, message: Found) -> int:
+        return message.extra_tokens + self._calls_tokens(message.calls)
 
     def _calls_tokens(self, calls: Sequence[Call]) -> int:
         return self.engine.count_tokens(calls_text(calls)) if calls else 0

@@ -27,15 +27,18 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from veil.context import ContextEngine
 from veil.context.prefix import shared_prefix
-from veil.context.transcript import Transcript, calls_text
+from veil.context.transcript import Transcript
 from veil.context.window import Entry, Part
 from veil.proxy.elision import ElidedInputs
 from veil.proxy.tools import EXPAND_TOOLS, describer
 from veil.proxy.wire import Request, Result, Spliced, Splicer
+
+if TYPE_CHECKING:
+    from veil.proxy.prepared import Pending
 
 AHEAD_MARGIN = 0.03
 """A request goes ahead of its bookkeeping only when the conversation, with what is new, stays
@@ -96,16 +99,15 @@ class Conversation:
         """The old tool inputs it sends elided (:mod:`veil.proxy.elision`)."""
         self.measured: Measured | None = None
         """What the last bookkeeping measured (None: nothing yet, or over its budget)."""
-        self.pending: Any = None
+        self.pending: Pending | None = None
         """A request forwarded ahead of its bookkeeping, not settled yet (the session's)."""
-        self.diverged = 0
-        """Requests whose bookkeeping came to other bytes than were sent ahead of it."""
 
     def ahead(
         self, request: Request, raw: bytes, *, budget: int, fixed: int, compaction: bool
-    ) -> Spliced | None:
-        """``request`` as it is forwarded ahead of its bookkeeping, or None when it must wait
-        for it (see the module docstring). ``budget`` and ``fixed``: its request budget and
+    ) -> tuple[Spliced, int, int] | None:
+        """``request`` as it is forwarded ahead of its bookkeeping, what is new in it and the
+        conversation as sent with it (estimated tokens), or None when it must wait for its
+        bookkeeping (see the module docstring). ``budget`` and ``fixed``: its request budget and
         fixed part, as the bookkeeping counts them."""
         measured = self.measured
         if measured is None or compaction or self.unmet:
@@ -118,20 +120,13 @@ class Conversation:
             return None
         if any(m.item is not None or m.restores for m in new):
             return None
-        engine = self.engine
-        count = engine.count_tokens
-        grown = 0
-        for message in new:
-            grown += count(message.text)
-            if message.role != "tool":
-                grown += message.extra_tokens
-                grown += count(calls_text(message.calls)) if message.calls else 0
-        room = engine.calibration.estimated(budget) - (fixed - elided.saved)
+        grown = self.transcript.cost(new)
+        room = self.engine.calibration.estimated(budget) - (fixed - elided.saved)
         if measured.conversation + grown > room - int(AHEAD_MARGIN * room):
             return None
         spliced = self.splicer.splice(request, raw, self.texts)
         body, _ = elided.apply(spliced.body)
-        return replace(spliced, body=body)
+        return replace(spliced, body=body), grown, measured.conversation + grown
 
     def tokens_of(self, entries: list[Entry]) -> int:
         """What ``entries`` cost as the client sent them (text and calls, nothing stubbed)."""

@@ -71,15 +71,15 @@ class ElidedInputs:
         were found (:func:`veil.proxy.inputs.apply`)."""
         return apply(body, list(self.inputs.values()))
 
-    def waiting(self) -> bool:
-        """Whether an input this conversation elided before the proxy restarted is not found
-        again yet (:meth:`again` looks for it in the next request)."""
-        return any(c not in self.inputs for c in self.aside)
+    def waiting(self) -> list[str]:
+        """The calls whose inputs this conversation elided before the proxy restarted and that
+        are not found again yet (:meth:`again` looks for them in the next request)."""
+        return [c for c in self.aside if c not in self.inputs]
 
     def again(self, request: Request) -> None:
         """Inputs this conversation elided before the proxy restarted (their items are in the
         store) are elided again, with the same pointers: the same bytes as before."""
-        pending = [c for c in self.aside if c not in self.inputs]
+        pending = self.waiting()
         if not pending:
             return
         ats = inputs_at(request)

@@ -47,6 +47,7 @@ from urllib.parse import urlsplit
 from veil.dialects import DIALECTS, dialect_for_client, error_body
 from veil.dialects.encoding import decode
 from veil.proxy import relay
+from veil.proxy.prepared import Prepared
 from veil.proxy.reading import parse
 from veil.proxy.relay import (
     CHUNKED,
@@ -56,7 +57,7 @@ from veil.proxy.relay import (
     UsageSniffer,
     why,
 )
-from veil.proxy.session import Conversations, Prepared
+from veil.proxy.session import Conversations
 from veil.proxy.wire import Api, WireError, route
 
 UPSTREAM_TIMEOUT_S = 600.0
