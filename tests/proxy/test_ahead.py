@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from tests.proxy.conftest import raw
-from tests.proxy.test_server import Rig, conversation, make_rig
+from tests.proxy.test_server import Rig, conversation, make_rig, stubs
 from tests.proxy.test_session import body
 from veil.proxy import conversation as conversation_module
 from veil.proxy.reading import Reader, parse
@@ -41,7 +41,6 @@ class Ahead:
         request = parse(self.run.api, payload, {}, self.reader)
         early = self.run.conversations.prepare(request, payload, ahead=True)
         settled = self.run.conversations.settle(early) if settle else early
-        assert settled.body == early.body  # what was sent is what is on the record
         self.prepared.append(settled)
         self.run.clock.advance(seconds=20)
         return settled
@@ -208,3 +207,50 @@ def test_a_bookkeeping_that_fails_is_said_and_the_next_request_waits_for_its_own
     assert known is not None
     assert all(known.engine.items_for_call(f"toolu_s1_{k}") for k in range(4))
     assert rig.log.getvalue().count("bookkeeping failed") == 1
+
+
+def _recorded(conversations: Any) -> list[dict[str, Any]]:
+    events = conversations.store.read(conversations.scope, kinds=["proxy.request"])
+    return [dict(e.payload) for e in events]
+
+
+def test_a_secret_in_a_result_that_went_ahead_is_never_stored_or_logged(rig: Rig) -> None:
+    """The new result of a request that goes ahead reaches the model as the agent sent it; its
+    capture, after the answer, redacts it like any other before anything is stored."""
+    canary = "AKIA" + "Q3VEILCANARY7XQZ"  # an AWS access key id's shape, not a real key
+    rig.post("/v1/messages", conversation(1))
+    assert rig.proxy.wait_idle(10)
+    body = conversation(2)
+    body["messages"][-1]["content"][0]["content"] = f"aws_access_key_id = {canary}\n"
+    assert rig.post("/v1/messages", body)[0] == 200
+    assert rig.proxy.wait_idle(10)
+    assert canary.encode() in rig.upstream.bodies[-1]  # live: as the agent sent it
+    assert [r.get("ahead", False) for r in _recorded(rig.conversations)] == [False, True]
+    known = rig.conversations.known(parse("anthropic", raw(body), {}))
+    assert known is not None
+    known.engine.wait()
+    stored = b"".join(p.read_bytes() for p in (rig.root / ".veil").iterdir() if p.is_file())
+    assert canary.encode() not in stored and canary not in rig.log.getvalue()
+    assert b"[secret:aws-access-key" in stored
+
+
+def test_a_refusal_as_too_long_of_a_request_that_went_ahead_is_retried_from_its_bookkeeping(
+    rig: Rig,
+) -> None:
+    """The provider counts more than Veil did: the refused request had gone ahead; its
+    bookkeeping runs first, then the retry's batch, and the client gets one answer."""
+    for steps in range(1, 9):
+        rig.post("/v1/messages", conversation(steps))
+    assert rig.proxy.wait_idle(10)
+    rig.upstream.overflow_once = True
+    seen: list[Prepared] = []
+    rig.proxy.on_prepared = seen.append
+    status, data = rig.post("/v1/messages", conversation(9))
+    assert [p.ahead for p in seen] == [True]  # the refused request had gone ahead
+    assert status == 200 and data == rig.upstream.answers[-1]
+    assert rig.proxy.wait_idle(10)
+    refused, retried = rig.upstream.bodies[-2:]
+    assert len(stubs(retried)) > len(stubs(refused))
+    recorded = _recorded(rig.conversations)
+    assert recorded[-1].get("batch") and not recorded[-1].get("ahead")  # the retry's record
+    assert any(r.get("ahead") for r in recorded[:-1])

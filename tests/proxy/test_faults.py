@@ -5,7 +5,8 @@ status, a gate it waits at), with real client connections. What the client sees 
 would see talking to the upstream directly: a cut answer ends in a cut connection (never a
 second response, never a hang), an error is relayed as it came, nothing reaches stderr, and the
 proxy serves the next request. The paths each host really uses are evicted, and so are bodies
-the fast JSON parser refuses (a lone surrogate escape).
+the fast JSON parser refuses (a lone surrogate escape). The same holds for a request that went
+out ahead of Veil's bookkeeping (:mod:`veil.proxy.conversation`).
 
 Deterministic: no sleeps; the upstream is told when to go on with events, and a socket timeout
 (10 s) only bounds a failure."""
@@ -32,6 +33,8 @@ from tests.proxy.test_server import conversation, stubs
 from veil.agent.project import project_scope
 from veil.clock import FakeClock
 from veil.embed import default_embedder
+from veil.proxy.prepared import Prepared
+from veil.proxy.reading import parse
 from veil.proxy.server import Log, ProxyServer, Upstream
 from veil.proxy.session import Conversations
 from veil.tape import open_store
@@ -677,3 +680,39 @@ def test_concurrent_cut_streams_each_end_in_their_own_cut_connection(faults: Fau
         data, ended = dechunked(split(raw)[2])
         assert not ended and data.startswith(START[:20]) and data.endswith(b"}}\n\n")
     assert faults.post("/v1/messages", conversation(3))[0] == 200
+
+
+# ---- a request that went out ahead of Veil's bookkeeping ------------------------------------
+
+
+def test_an_error_or_a_cut_stream_for_a_request_that_went_ahead_reaches_the_client_as_it_came(
+    faults: Faults,
+) -> None:
+    """A 529 and a stream the upstream cuts, each for a request that went out ahead of its
+    bookkeeping: relayed as they came, the bookkeeping done all the same, the next request
+    served."""
+    assert faults.post("/v1/messages", conversation(1))[0] == 200
+    assert faults.proxy.wait_idle(10)
+    seen: list[Prepared] = []
+    faults.proxy.on_prepared = seen.append
+    error = b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
+    head = b"HTTP/1.1 529 Overloaded\r\ncontent-type: application/json"
+    faults.upstream.then(answer(head + b"\r\ncontent-length: %d" % len(error), error))
+    assert faults.post("/v1/messages", conversation(2)) == (529, error)
+    faults.upstream.then(stream(3, cut=True))
+    with faults.send("/v1/messages", conversation(3)) as sock:
+        got = until_closed(sock)
+    assert split(got)[0] == "HTTP/1.1 200 OK" and not dechunked(split(got)[2])[1]
+    assert faults.proxy.wait_idle(10)
+    conversations = faults.proxy.conversations
+    assert conversations is not None
+    known = conversations.known(parse("anthropic", compact(conversation(3)), {}))
+    assert known is not None and known.pending is None  # both bookkeepings done
+    assert all(known.engine.items_for_call(f"toolu_s1_{k}") for k in range(3))
+    assert faults.post("/v1/messages", conversation(4))[0] == 200
+    assert faults.proxy.wait_idle(10)
+    # the three forwarded after the first went out ahead: each the client's bytes
+    forwarded = [s.body for s in faults.upstream.seen[1:]]
+    assert forwarded == [compact(conversation(k)) for k in (2, 3, 4)]
+    assert [p.ahead for p in seen] == [True, True, True]
+    assert not faults.lines("bookkeeping") and not faults.lines("ahead")
