@@ -1446,9 +1446,7 @@ class Checker:
         call = cast(Json, a["functionCall"])
         key = str(call.get("id") or where)
         if _same(a, b):
-            if key in self.inputs:
-                raise Violation(f"{where}: the input of {key}, elided before, came whole")
-            return 0
+            return self._input(key, call.get("args"), call.get("args"), where, recent)
         other = cast(Json, b).get("functionCall") if isinstance(b, dict) else None
         if not isinstance(other, dict) or list(cast(Json, b)) != list(a):
             return self._same_or_raise(a, b, where)
@@ -1461,13 +1459,23 @@ class Checker:
         for k in a:
             if k != "functionCall":
                 self._same_or_raise(a[k], cast(Json, b)[k], f"{where}.{k}")
+        return self._input(key, call["args"], theirs["args"], where, recent)
+
+    def _input(self, call_id: str, va: Any, vb: Any, where: str, recent: bool) -> int:
+        """A call's input ``va`` as the client sent it and ``vb`` as forwarded: the same (and
+        never elided before), or elided as the proxy may — not in the last assistant turn
+        (``recent``), :func:`elided_from`, the same bytes once elided. Returns 1 when elided."""
+        if _same(va, vb):
+            if call_id in self.inputs:
+                raise Violation(f"{where}: the input of {call_id}, elided before, came whole")
+            return 0
         if recent:
-            raise Violation(f"{where}: the input of {key} in the last turn was elided")
-        if not elided_from(call["args"], theirs["args"]):
-            raise Violation(f"{where}: the input of {key} changed: {str(theirs['args'])[:160]!r}")
-        if key in self.inputs and not _same(self.inputs[key], theirs["args"]):
-            raise Violation(f"{where}: the elided input of {key} changed")
-        self.inputs[key] = theirs["args"]
+            raise Violation(f"{where}: the input of {call_id} in the last turn was elided")
+        if not elided_from(va, vb):
+            raise Violation(f"{where}: the input of {call_id} changed: {str(vb)[:160]!r}")
+        if call_id in self.inputs and not _same(self.inputs[call_id], vb):
+            raise Violation(f"{where}: the elided input of {call_id} changed")
+        self.inputs[call_id] = vb
         return 1
 
     def _call_or_raise(self, a: Any, b: Any, where: str, recent: bool) -> int:
@@ -1476,9 +1484,8 @@ class Checker:
         may (:func:`elided_from`: not in the last assistant turn, ``recent``; the same bytes
         once elided). Returns how many inputs are elided."""
         if _same(a, b):
-            for call_id, _, _ in _call_inputs(self.dialect, a):
-                if call_id in self.inputs:
-                    raise Violation(f"{where}: the input of {call_id}, elided before, came whole")
+            for call_id, _, value in _call_inputs(self.dialect, a):
+                self._input(call_id, value, value, where, recent)
             return 0
         if not isinstance(a, dict) or not isinstance(b, dict):
             return self._same_or_raise(a, b, where)
@@ -1490,16 +1497,7 @@ class Checker:
         for (call_id, path, va), (_, _, vb) in zip(ins_a, ins_b, strict=True):
             _set(rest_a, path, None)
             _set(rest_b, path, None)
-            if _same(va, vb):
-                continue
-            if recent:
-                raise Violation(f"{where}: the input of {call_id} in the last turn was elided")
-            if not elided_from(va, vb):
-                raise Violation(f"{where}: the input of {call_id} changed: {str(vb)[:160]!r}")
-            if call_id in self.inputs and not _same(self.inputs[call_id], vb):
-                raise Violation(f"{where}: the elided input of {call_id} changed")
-            self.inputs[call_id] = vb
-            elided += 1
+            elided += self._input(call_id, va, vb, where, recent)
         self._same_or_raise(rest_a, rest_b, where)
         return elided
 
