@@ -2030,7 +2030,7 @@ class VeilProxy:
 
     def _recorded(self) -> list[Mapping[str, Any]]:
         """The ``proxy.request`` events it wrote (none when its store cannot be read)."""
-        from veil.tape import open_store
+        from veil.tape import open_store  # the rig's one import of veil: the checker knows none
 
         path = self.root / ".veil" / "context.db"
         if not path.exists():
